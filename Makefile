@@ -1,0 +1,127 @@
+# rove: QUIC tunnel daemon (roved) and client (rove).
+#   make            build both programs (installs dependencies when missing)
+#   make SAN=1      build with AddressSanitizer + UndefinedBehaviorSanitizer
+#   make test       unit tests, config checks, end-to-end tests (root)
+#   make demo       a real tunnel between network namespaces, with traffic
+#   make bench      throughput against wireguard-go and the raw link
+#   V=1             print full commands
+
+CC ?= cc
+SAN ?=
+V ?= 0
+
+DEPS := .deps
+BUILD := build$(if $(SAN),-san)
+
+# ngtcp2_conn_* and the wolfSSL QUIC API come from the static libraries
+# scripts/deps.sh builds from Debian's source packages.
+DEPS_CFLAGS := -I$(DEPS)/include
+DEPS_LIBS := $(DEPS)/lib/libngtcp2_crypto_wolfssl_static.a \
+	$(DEPS)/lib/libngtcp2_static.a $(DEPS)/lib/libwolfssl.a
+
+WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
+	-Wmissing-prototypes -Wmissing-declarations -Wpointer-arith \
+	-Wwrite-strings -Wformat=2 -Wformat-security -Wundef -Wvla \
+	-Wcast-align -Wnested-externs -Wfloat-equal -Wimplicit-fallthrough \
+	-Wold-style-definition -Wredundant-decls -Wendif-labels -Wempty-body
+
+ifeq ($(SAN),)
+HARDEN := -D_FORTIFY_SOURCE=2 -fstack-protector-strong
+OPT := -O2
+else
+HARDEN := -fsanitize=address,undefined -fno-sanitize-recover=all \
+	-fno-omit-frame-pointer
+OPT := -O1
+endif
+
+CFLAGS ?=
+CPPFLAGS += -D_GNU_SOURCE -Icommon -Itun -Idaemon -Iclient $(DEPS_CFLAGS)
+ALL_CFLAGS := -std=c17 $(OPT) -g $(WARN) $(HARDEN) -fPIE \
+	-ftrivial-auto-var-init=zero -MMD -MP $(CFLAGS)
+SAN_FLAGS := -fsanitize=address,undefined
+LDFLAGS += -pie -Wl,-z,relro,-z,now $(if $(SAN),$(SAN_FLAGS))
+LIBS := $(DEPS_LIBS) -levent_core -levent_extra -lnl-route-3 -lnl-3 -lm
+NL_CFLAGS := $(shell pkg-config --cflags libnl-route-3.0 2>/dev/null || echo -I/usr/include/libnl3)
+CPPFLAGS += $(NL_CFLAGS)
+
+ifeq ($(V),0)
+Q := @
+say = @printf '  %-6s %s\n' $(1) $(2);
+else
+Q :=
+say =
+endif
+
+COMMON_SRC := $(wildcard common/*.c)
+TUN_SRC := $(wildcard tun/*.c)
+DAEMON_SRC := $(wildcard daemon/*.c)
+CLIENT_SRC := $(wildcard client/*.c)
+LIB_SRC := $(COMMON_SRC) $(TUN_SRC)
+
+obj = $(patsubst %.c,$(BUILD)/%.o,$(1))
+LIB_OBJ := $(call obj,$(LIB_SRC))
+DAEMON_OBJ := $(call obj,$(DAEMON_SRC))
+CLIENT_OBJ := $(call obj,$(CLIENT_SRC))
+
+UNIT_SRC := $(wildcard tests/unit/test-*.c)
+UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
+
+.PHONY: all deps test check check-unit check-configs check-e2e demo bench \
+	clean distclean
+
+all: $(BUILD)/roved $(BUILD)/rove
+
+deps: $(DEPS)/.complete
+
+$(DEPS)/.complete: scripts/deps.sh
+	$(Q)scripts/deps.sh $(DEPS) && touch $(DEPS)/.complete
+
+$(BUILD)/librove.a: $(LIB_OBJ)
+	$(call say,AR,$@)$(AR) rcs $@ $^
+
+$(BUILD)/roved: $(DAEMON_OBJ) $(BUILD)/librove.a
+	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
+
+$(BUILD)/rove: $(CLIENT_OBJ) $(BUILD)/librove.a
+	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
+
+$(BUILD)/%.o: %.c | $(DEPS)/.complete
+	@mkdir -p $(@D)
+	$(call say,CC,$<)$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -c -o $@ $<
+
+# Unit tests link the module they test through librove.a, plus the daemon
+# objects other than main (for route.c and friends).
+DAEMON_LIB_OBJ := $(filter-out $(BUILD)/daemon/main.o,$(DAEMON_OBJ))
+CLIENT_LIB_OBJ := $(filter-out $(BUILD)/client/main.o,$(CLIENT_OBJ))
+
+$(BUILD)/tests/test-%: tests/unit/test-%.c $(DAEMON_LIB_OBJ) $(CLIENT_LIB_OBJ) $(BUILD)/librove.a
+	@mkdir -p $(@D)
+	$(call say,CC,$<)$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -Itests/unit -o $@ $^ \
+		$(LDFLAGS) $(LIBS) -lcmocka
+
+check-unit: $(UNIT_BIN)
+	$(Q)tests/run-unit.sh $(UNIT_BIN)
+
+check-configs: all
+	$(Q)tests/check-configs.sh $(BUILD)
+
+check: check-unit check-configs
+
+check-e2e: all
+	$(Q)tests/e2e/run.sh $(BUILD)
+
+test: check check-e2e
+
+demo: all
+	$(Q)tests/e2e/demo.sh $(BUILD)
+
+bench: all
+	$(Q)bench/run.sh $(BUILD)
+
+clean:
+	rm -rf build build-san
+
+distclean: clean
+	rm -f $(DEPS)
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,205 @@
+/* rove: subcommands up, genkey, pubkey and status. */
+#include <event2/event.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cfg.h"
+#include "client.h"
+#include "control.h"
+#include "daemon.h"
+#include "key.h"
+#include "log.h"
+
+static void
+usage(void)
+{
+	fprintf(stderr, "usage: rove up -c FILE [-f] [-n] [-T] [-v]\n"
+	    "       rove genkey > private.key\n"
+	    "       rove pubkey < private.key\n"
+	    "       rove status [-s SOCKET | -c FILE] [--json]\n");
+	exit(2);
+}
+
+static int
+cmd_genkey(void)
+{
+	uint8_t priv[KEY_LEN];
+	char text[KEY_B64_LEN + 1];
+
+	if (isatty(STDOUT_FILENO))
+		fprintf(stderr, "rove: writing a private key to a terminal; "
+		    "redirect it to a file (umask 077)\n");
+	if (key_generate(priv) != 0) {
+		fprintf(stderr, "rove: cannot generate a key\n");
+		return 1;
+	}
+	key_encode(priv, text);
+	explicit_bzero(priv, sizeof priv);
+	printf("%s\n", text);
+	explicit_bzero(text, sizeof text);
+	return 0;
+}
+
+static int
+cmd_pubkey(void)
+{
+	uint8_t priv[KEY_LEN], pub[KEY_LEN];
+	char line[256], text[KEY_B64_LEN + 1];
+
+	if (fgets(line, sizeof line, stdin) == NULL || key_decode(line, priv) != 0) {
+		fprintf(stderr, "rove: standard input is not a private key "
+		    "(expected %d base64 characters)\n", KEY_B64_LEN);
+		explicit_bzero(line, sizeof line);
+		return 1;
+	}
+	explicit_bzero(line, sizeof line);
+	if (key_public(priv, pub) != 0) {
+		explicit_bzero(priv, sizeof priv);
+		fprintf(stderr, "rove: cannot derive the public key\n");
+		return 1;
+	}
+	explicit_bzero(priv, sizeof priv);
+	key_encode(pub, text);
+	printf("%s\n", text);
+	return 0;
+}
+
+static int
+cmd_status(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "socket", required_argument, NULL, 's' },
+		{ "config", required_argument, NULL, 'c' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *sock = NULL, *path = NULL;
+	struct cfg cfg = { 0 };
+	char *cause = NULL;
+	int ch, json = 0, rv;
+
+	while ((ch = getopt_long(argc, argv, "s:c:j", opts, NULL)) != -1) {
+		switch (ch) {
+		case 's':
+			sock = optarg;
+			break;
+		case 'c':
+			path = optarg;
+			break;
+		case 'j':
+			json = 1;
+			break;
+		default:
+			usage();
+		}
+	}
+	if (sock == NULL) {
+		/* The socket named by a config, or the client's default. */
+		if (daemon_load_config(path != NULL ? path : "/etc/rove/rove.conf",
+		    CFG_ROLE_CLIENT, &cfg) != 0 && path != NULL) {
+			cfg_clear(&cfg);
+			return 1;
+		}
+		sock = cfg.control_socket != NULL ? cfg.control_socket :
+		    "/run/rove/rove.sock";
+	}
+	rv = control_request(sock, json ? "status json" : "status", stdout, &cause);
+	if (rv != 0) {
+		fprintf(stderr, "rove: %s\n", cause);
+		free(cause);
+	}
+	cfg_clear(&cfg);
+	return rv == 0 ? 0 : 1;
+}
+
+static void
+stop(void *arg)
+{
+	client_shutdown(arg);
+}
+
+static int
+cmd_up(int argc, char **argv)
+{
+	const char *path = NULL;
+	int ch, verbose = 0, check = 0, print = 0, status;
+	struct event *sigs[2];
+	struct event_base *base;
+	struct client *c;
+	struct cfg cfg = { 0 };
+	char *cause = NULL;
+
+	while ((ch = getopt(argc, argv, "c:fnTv")) != -1) {
+		switch (ch) {
+		case 'c':
+			path = optarg;
+			break;
+		case 'f':
+			break;
+		case 'n':
+			check = 1;
+			break;
+		case 'T':
+			print = 1;
+			break;
+		case 'v':
+			verbose++;
+			break;
+		default:
+			usage();
+		}
+	}
+	if (path == NULL || optind != argc)
+		usage();
+	log_open("rove", verbose);
+	if (daemon_load_config(path, CFG_ROLE_CLIENT, &cfg) != 0) {
+		cfg_clear(&cfg);
+		return 1;
+	}
+	if (check || print) {
+		if (print)
+			cfg_print(&cfg, stdout);
+		cfg_clear(&cfg);
+		return 0;
+	}
+	daemon_log_libevent();
+	if ((base = event_base_new()) == NULL)
+		fatalx("event_base_new failed");
+	if ((c = client_create(base, &cfg, verbose, &cause)) == NULL) {
+		log_error("%s", cause);
+		free(cause);
+		event_base_free(base);
+		cfg_clear(&cfg);
+		return 1;
+	}
+	daemon_signals(base, stop, c, sigs);
+	event_base_dispatch(base);
+	status = client_exit_status(c);
+	client_free(c);
+	event_free(sigs[0]);
+	event_free(sigs[1]);
+	event_base_free(base);
+	cfg_clear(&cfg);
+	return status;
+}
+
+int
+main(int argc, char **argv)
+{
+	if (argc < 2)
+		usage();
+	/* Subcommand options start after the subcommand's name. */
+	if (strcmp(argv[1], "up") == 0)
+		return cmd_up(argc - 1, argv + 1);
+	if (strcmp(argv[1], "genkey") == 0 && argc == 2)
+		return cmd_genkey();
+	if (strcmp(argv[1], "pubkey") == 0 && argc == 2)
+		return cmd_pubkey();
+	if (strcmp(argv[1], "status") == 0)
+		return cmd_status(argc - 1, argv + 1);
+	usage();
+}

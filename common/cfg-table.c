@@ -1,0 +1,176 @@
+/* The one table of configuration keys: section, type, range, default, help. */
+#include <stddef.h>
+#include <stdio.h>
+#include <strings.h>
+
+#include "cfg-table.h"
+
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
+#define SEC_MAIN (CFG_SEC_SERVER | CFG_SEC_CLIENT)
+#define CFG(f) offsetof(struct cfg, f)
+#define PEER(f) offsetof(struct cfg_peer, f)
+
+const struct cfg_key cfg_table[CFG_KEY_COUNT] = {
+	[CFG_KEY_LISTEN] = {
+		"Listen", CFG_SEC_SERVER, CFG_T_LISTEN, CFG_F_REPEAT, 0, 0,
+		CFG(listen), CFG(nlisten), "0.0.0.0:" STR(CFG_DEFAULT_PORT),
+		"UDP address:port to listen on (numeric; [v6]:port); repeatable",
+	},
+	[CFG_KEY_SERVER] = {
+		"Server", CFG_SEC_CLIENT, CFG_T_ENDPOINT, CFG_F_REQUIRED, 0, 0,
+		CFG(server_host), CFG(server_port), NULL,
+		"the roved to connect to: host[:port], host a name or address",
+	},
+	[CFG_KEY_SERVER_PUBLIC_KEY] = {
+		"ServerPublicKey", CFG_SEC_CLIENT, CFG_T_PUBKEY, CFG_F_REQUIRED,
+		0, 0, CFG(server_pubkey), 0, NULL,
+		"the server's public key (base64), as printed by 'rove pubkey'",
+	},
+	[CFG_KEY_PRIVATE_KEY_FILE] = {
+		"PrivateKeyFile", SEC_MAIN, CFG_T_PATH, CFG_F_REQUIRED, 0, 0,
+		CFG(private_key_file), 0, NULL,
+		"file holding this side's private key (mode 0600)",
+	},
+	[CFG_KEY_TUN] = {
+		"Tun", SEC_MAIN, CFG_T_TUN, 0, 0, 0, CFG(tun), 0, "rove0",
+		"TUN interface name, or none for forwarding only",
+	},
+	[CFG_KEY_ADDRESS] = {
+		"Address", CFG_SEC_SERVER, CFG_T_IFADDRS, 0, 0, 0, CFG(addrs),
+		CFG(naddrs), NULL,
+		"server tunnel addresses with prefix length (one IPv4, one "
+		"IPv6); the rest of each subnet is the peers' pool",
+	},
+	[CFG_KEY_MTU] = {
+		"MTU", CFG_SEC_SERVER, CFG_T_NUMBER, 0, 576, 65535, CFG(mtu), 0,
+		STR(CFG_DEFAULT_MTU),
+		"inner (TUN) MTU; at least 1280 with an IPv6 Address",
+	},
+	[CFG_KEY_ROUTES] = {
+		"Routes", CFG_SEC_CLIENT, CFG_T_PREFIXES, CFG_F_EMPTY, 0, 0,
+		CFG(routes), 0, NULL,
+		"prefixes sent through the tunnel",
+	},
+	[CFG_KEY_STATE_DIR] = {
+		"StateDir", SEC_MAIN, CFG_T_PATH, 0, 0, 0, CFG(state_dir), 0,
+		"/var/lib/rove",
+		"directory for session tickets and persistent keys",
+	},
+	[CFG_KEY_CONTROL_SOCKET] = {
+		"ControlSocket", SEC_MAIN, CFG_T_PATH, CFG_F_SOCKET, 0, 0,
+		CFG(control_socket), 0, NULL,
+		"unix socket for 'rove status' (default /run/rove/NAME.sock "
+		"as root, else under $XDG_RUNTIME_DIR/rove or /tmp/rove-UID)",
+	},
+	[CFG_KEY_KEEPALIVE] = {
+		"KeepAlive", SEC_MAIN, CFG_T_NUMBER, 0, 0, 3600,
+		CFG(keepalive), 0, STR(CFG_DEFAULT_KEEPALIVE),
+		"seconds between PINGs on an idle connection, 0 = off",
+	},
+	[CFG_KEY_IDLE_TIMEOUT] = {
+		"IdleTimeout", SEC_MAIN, CFG_T_NUMBER, 0, 1, 86400,
+		CFG(idle_timeout), 0, STR(CFG_DEFAULT_IDLE_TIMEOUT),
+		"seconds of silence before a connection is dropped; more than "
+		"KeepAlive",
+	},
+	[CFG_KEY_CONGESTION] = {
+		"Congestion", SEC_MAIN, CFG_T_CONGESTION, 0, 0, 0,
+		CFG(congestion), 0, "cubic",
+		"congestion controller: cubic or bbr",
+	},
+	[CFG_KEY_LOCAL_FORWARD] = {
+		"LocalForward", CFG_SEC_CLIENT, CFG_T_FORWARD, CFG_F_REPEAT, 0, 0,
+		CFG(local_forward), CFG(nlocal_forward), NULL,
+		"[bind:]port = host:port: listen here, connect from the server",
+	},
+	[CFG_KEY_REMOTE_FORWARD] = {
+		"RemoteForward", CFG_SEC_CLIENT, CFG_T_FORWARD, CFG_F_REPEAT, 0,
+		0, CFG(remote_forward), CFG(nremote_forward), NULL,
+		"[bind:]port = host:port: the server listens, we connect",
+	},
+	[CFG_KEY_DYNAMIC_FORWARD] = {
+		"DynamicForward", CFG_SEC_CLIENT, CFG_T_DYNAMIC, CFG_F_REPEAT, 0,
+		0, CFG(dynamic_forward), CFG(ndynamic_forward), NULL,
+		"[bind:]port: a SOCKS5 proxy whose connections leave the server",
+	},
+	[CFG_KEY_PEER_NAME] = {
+		"Name", CFG_SEC_PEER, CFG_T_NAME, CFG_F_REQUIRED, 0, 0,
+		PEER(name), 0, NULL,
+		"unique peer name: 1..32 of A-Z a-z 0-9 . _ -",
+	},
+	[CFG_KEY_PEER_PUBLIC_KEY] = {
+		"PublicKey", CFG_SEC_PEER, CFG_T_PUBKEY, CFG_F_REQUIRED, 0, 0,
+		PEER(pubkey), 0, NULL,
+		"the peer's public key (base64); unique",
+	},
+	[CFG_KEY_PEER_ADDRESS] = {
+		"Address", CFG_SEC_PEER, CFG_T_HOSTADDRS, 0, 0, 0, PEER(addrs),
+		PEER(naddrs), NULL,
+		"static tunnel addresses (/32, /128) inside the server's "
+		"subnets; default: from the pool",
+	},
+	[CFG_KEY_PEER_ALLOWED_IPS] = {
+		"AllowedIPs", CFG_SEC_PEER, CFG_T_PREFIXES, CFG_F_EMPTY, 0, 0,
+		PEER(allowed_ips), 0, NULL,
+		"further prefixes routed to this peer (a site behind it)",
+	},
+	[CFG_KEY_PEER_ALLOW_FORWARD] = {
+		"AllowForward", CFG_SEC_PEER, CFG_T_FWDRULES, CFG_F_EMPTY, 0, 0,
+		PEER(allow_forward), PEER(nallow_forward), NULL,
+		"targets the peer may reach by forwarding: prefix:port, "
+		"[v6prefix]:port or name:port; port * = any",
+	},
+	[CFG_KEY_PEER_ALLOW_REMOTE_FORWARD] = {
+		"AllowRemoteForward", CFG_SEC_PEER, CFG_T_PORTS, CFG_F_EMPTY, 0,
+		0, PEER(allow_remote_forward), PEER(nallow_remote_forward),
+		NULL, "ports the peer may ask the server to listen on",
+	},
+};
+
+const struct cfg_key *
+cfg_table_find(const char *name, unsigned section, bool any)
+{
+	for (size_t i = 0; i < CFG_KEY_COUNT; i++) {
+		const struct cfg_key *k = &cfg_table[i];
+
+		if (strcasecmp(k->name, name) == 0 &&
+		    (any || (k->sections & section)))
+			return k;
+	}
+	return NULL;
+}
+
+void
+cfg_table_help(enum cfg_role role, FILE *f)
+{
+	static const struct {
+		unsigned sec;
+		const char *name;
+	} secs[] = {
+		{ CFG_SEC_SERVER, "Server" },
+		{ CFG_SEC_PEER, "Peer" },
+		{ CFG_SEC_CLIENT, "Client" },
+	};
+	unsigned want = role == CFG_ROLE_SERVER ?
+	    CFG_SEC_SERVER | CFG_SEC_PEER : CFG_SEC_CLIENT;
+
+	for (size_t s = 0; s < sizeof secs / sizeof secs[0]; s++) {
+		if (!(secs[s].sec & want))
+			continue;
+		fprintf(f, "[%s]\n", secs[s].name);
+		for (size_t i = 0; i < CFG_KEY_COUNT; i++) {
+			const struct cfg_key *k = &cfg_table[i];
+
+			if (!(k->sections & secs[s].sec))
+				continue;
+			fprintf(f, "  %-19s %s", k->name, k->help);
+			if (k->flags & CFG_F_REQUIRED)
+				fprintf(f, " (required)");
+			else if (k->dflt != NULL)
+				fprintf(f, " (default %s)", k->dflt);
+			fputc('\n', f);
+		}
+	}
+}

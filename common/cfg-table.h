@@ -1,0 +1,129 @@
+/* The configuration key table and the line parser's context: private to
+ * cfg.c and cfg-table.c, and to harnesses (fuzzers) that drive the parser
+ * line by line. Other modules use cfg.h. */
+#ifndef ROVE_CFG_TABLE_H
+#define ROVE_CFG_TABLE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "cfg.h"
+
+#define CFG_MAX_LINE 1024 /* bytes per line, without the newline */
+#define CFG_MAX_FILE (1024 * 1024)
+
+/* Sections, as a bit set so one key can live in several. */
+#define CFG_SEC_SERVER (1u << 0)
+#define CFG_SEC_PEER (1u << 1)
+#define CFG_SEC_CLIENT (1u << 2)
+
+/* Value types; each names the C field(s) the key's offsets point at. */
+enum cfg_type {
+	CFG_T_PATH,       /* char *: made absolute against the file's directory */
+	CFG_T_TUN,        /* char *: interface name, NULL for "none" */
+	CFG_T_NUMBER,     /* uint32_t in min..max */
+	CFG_T_CONGESTION, /* enum cfg_congestion */
+	CFG_T_LISTEN,     /* struct cfg listen[], listen_len[], nlisten */
+	CFG_T_IFADDRS,    /* struct prefix[CFG_MAX_ADDRS] + size_t: address/len */
+	CFG_T_HOSTADDRS,  /* struct prefix[CFG_MAX_ADDRS] + size_t: /32, /128 */
+	CFG_T_PREFIXES,   /* struct cfg_prefix_list, host bits must be zero */
+	CFG_T_PUBKEY,     /* uint8_t[KEY_LEN] */
+	CFG_T_NAME,       /* char *: peer name */
+	CFG_T_FWDRULES,   /* struct cfg_forward_rule * + size_t */
+	CFG_T_PORTS,      /* uint16_t * + size_t */
+	CFG_T_ENDPOINT,   /* char * host + uint16_t port */
+	CFG_T_FORWARD,    /* struct cfg_forward * + size_t: "[bind:]port = host:port" */
+	CFG_T_DYNAMIC,    /* struct cfg_forward * + size_t: "[bind:]port" */
+};
+
+#define CFG_F_REPEAT (1u << 0)   /* may appear more than once; entries add up */
+#define CFG_F_REQUIRED (1u << 1) /* an error when absent from its section */
+#define CFG_F_EMPTY (1u << 2)    /* "Key =" is allowed: an empty list */
+#define CFG_F_SOCKET (1u << 3)   /* a unix socket path: length limit, and a
+				    default that depends on the user */
+
+/* Keys, in the order cfg_print writes them. */
+enum cfg_key_id {
+	CFG_KEY_LISTEN,
+	CFG_KEY_SERVER,
+	CFG_KEY_SERVER_PUBLIC_KEY,
+	CFG_KEY_PRIVATE_KEY_FILE,
+	CFG_KEY_TUN,
+	CFG_KEY_ADDRESS,
+	CFG_KEY_MTU,
+	CFG_KEY_ROUTES,
+	CFG_KEY_STATE_DIR,
+	CFG_KEY_CONTROL_SOCKET,
+	CFG_KEY_KEEPALIVE,
+	CFG_KEY_IDLE_TIMEOUT,
+	CFG_KEY_CONGESTION,
+	CFG_KEY_LOCAL_FORWARD,
+	CFG_KEY_REMOTE_FORWARD,
+	CFG_KEY_DYNAMIC_FORWARD,
+	CFG_KEY_PEER_NAME,
+	CFG_KEY_PEER_PUBLIC_KEY,
+	CFG_KEY_PEER_ADDRESS,
+	CFG_KEY_PEER_ALLOWED_IPS,
+	CFG_KEY_PEER_ALLOW_FORWARD,
+	CFG_KEY_PEER_ALLOW_REMOTE_FORWARD,
+	CFG_KEY_COUNT
+};
+
+struct cfg_key {
+	const char *name;  /* canonical spelling; matched case-insensitively */
+	unsigned sections; /* CFG_SEC_* */
+	enum cfg_type type;
+	unsigned flags;    /* CFG_F_* */
+	uint32_t min, max; /* CFG_T_NUMBER */
+	size_t off;        /* field in struct cfg, or struct cfg_peer for [Peer] */
+	size_t off_n;      /* the entry count (or port) field, for lists */
+	const char *dflt;  /* value text used when the key is absent, or NULL */
+	const char *help;
+};
+
+extern const struct cfg_key cfg_table[CFG_KEY_COUNT];
+
+/* Where each key of one section was set: line 0 means absent; `bad` marks
+ * a key whose value was rejected, so cross-field checks skip it. */
+struct cfg_seen {
+	unsigned line[CFG_KEY_COUNT];
+	bool bad[CFG_KEY_COUNT];
+};
+
+/* Parser state between cfg_parse_init and cfg_parse_finish. */
+struct cfg_parse {
+	struct cfg *cfg;
+	struct cfg_errors *errs;
+	const char *path;       /* as given, for messages (cfg->path) */
+	char *dir;              /* absolute directory for relative paths */
+	size_t errs_start;      /* errs->n when this parse began */
+	unsigned *err_lines;    /* line of each error since errs_start */
+	unsigned line;          /* current line, 1-based */
+	unsigned section;       /* CFG_SEC_* now open, 0 before any header */
+	bool skipping;          /* inside an unknown or misplaced section */
+	unsigned main_line;     /* line of [Server] / [Client], 0 if none */
+	struct cfg_seen main;   /* keys of [Server] / [Client] */
+	struct cfg_seen *peers; /* one per cfg->peers entry */
+	unsigned listen_line[CFG_MAX_LISTEN];
+};
+
+/* Start parsing `path` (used for messages and to resolve relative paths)
+ * into `cfg`, which is overwritten. Errors are appended to `errs`. */
+void cfg_parse_init(struct cfg_parse *, const char *path, enum cfg_role,
+    struct cfg *, struct cfg_errors *);
+/* Feed one line without its '\n' (it may hold any bytes). */
+void cfg_parse_line(struct cfg_parse *, const char *line, size_t len);
+/* Fill defaults, run cross-field checks, order this parse's errors by line
+ * and release the context. Returns 0 if no error was found, else -1. */
+int cfg_parse_finish(struct cfg_parse *);
+
+/* The key with this name (any case) allowed in `section`, or NULL; with
+ * `any` set, the first key of that name in any section. */
+const struct cfg_key *cfg_table_find(const char *name, unsigned section,
+    bool any);
+/* One line per key of `role`'s sections: name, section, default and help. */
+void cfg_table_help(enum cfg_role, FILE *);
+
+#endif

@@ -1,0 +1,119 @@
+/* Configuration: the INI-style files of roved ([Server], [Peer]) and rove
+ * ([Client]). Keys start unset; defaults are filled in by cfg_finish. */
+#ifndef ROVE_CFG_H
+#define ROVE_CFG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "addr.h"
+
+enum cfg_role { CFG_ROLE_SERVER, CFG_ROLE_CLIENT };
+enum cfg_congestion { CFG_CC_CUBIC, CFG_CC_BBR };
+
+#define CFG_DEFAULT_PORT 4433
+#define CFG_DEFAULT_MTU 1380
+#define CFG_DEFAULT_KEEPALIVE 15
+#define CFG_DEFAULT_IDLE_TIMEOUT 120
+#define CFG_MAX_LISTEN 8
+#define CFG_MAX_ADDRS 2 /* at most one IPv4 and one IPv6 */
+
+struct cfg_prefix_list {
+	struct prefix *v;
+	size_t n;
+};
+
+/* An AllowForward rule: a prefix or a DNS name, and a port (0 = any). */
+struct cfg_forward_rule {
+	bool is_name;
+	struct prefix prefix; /* when !is_name */
+	char *name;           /* when is_name, lower-case */
+	uint16_t port;
+};
+
+/* LocalForward / RemoteForward: "[bind:]port = host:port". */
+struct cfg_forward {
+	char *bind_host; /* NULL = loopback */
+	uint16_t bind_port;
+	char *target_host;
+	uint16_t target_port;
+	unsigned line; /* in the config file, for messages */
+};
+
+struct cfg_peer {
+	char *name;
+	uint8_t pubkey[32];
+	struct prefix addrs[CFG_MAX_ADDRS]; /* static tunnel addresses, /32 or /128 */
+	size_t naddrs;
+	struct cfg_prefix_list allowed_ips;
+	struct cfg_forward_rule *allow_forward;
+	size_t nallow_forward;
+	uint16_t *allow_remote_forward;
+	size_t nallow_remote_forward;
+	unsigned line; /* of its [Peer] header, for messages */
+};
+
+struct cfg {
+	enum cfg_role role;
+	char *path;
+
+	/* Both roles. */
+	char *private_key_file;
+	char *tun;             /* interface name; NULL when "none" */
+	char *state_dir;
+	char *control_socket;
+	uint32_t keepalive;    /* seconds, 0 = off */
+	uint32_t idle_timeout; /* seconds */
+	enum cfg_congestion congestion;
+
+	/* [Server] */
+	struct sockaddr_storage listen[CFG_MAX_LISTEN];
+	socklen_t listen_len[CFG_MAX_LISTEN];
+	size_t nlisten;
+	struct prefix addrs[CFG_MAX_ADDRS]; /* server tunnel addresses with pool length */
+	size_t naddrs;
+	uint32_t mtu;
+	struct cfg_peer *peers;
+	size_t npeers;
+
+	/* [Client] */
+	char *server_host; /* name or address, no brackets */
+	uint16_t server_port;
+	uint8_t server_pubkey[32];
+	struct cfg_prefix_list routes;
+	struct cfg_forward *local_forward;
+	size_t nlocal_forward;
+	struct cfg_forward *remote_forward;
+	size_t nremote_forward;
+	struct cfg_forward *dynamic_forward; /* target unused */
+	size_t ndynamic_forward;
+};
+
+/* Errors collected while parsing: each one "FILE:LINE: message". */
+struct cfg_errors {
+	char **msg;
+	size_t n;
+};
+
+/* Parse the file at `path` for `role` into `cfg`. Every problem found is
+ * appended to `errs`. Returns 0 when the file is valid, -1 otherwise (the
+ * caller prints each of errs->msg, then exits non-zero). On -1, `cfg` holds
+ * whatever parsed and must still be released with cfg_clear. */
+int cfg_load(const char *path, enum cfg_role role, struct cfg *cfg,
+    struct cfg_errors *errs);
+
+/* The same over a buffer, for tests and fuzzing; `path` names it in errors. */
+int cfg_load_buffer(const char *path, const char *buf, size_t len,
+    enum cfg_role role, struct cfg *cfg, struct cfg_errors *errs);
+
+void cfg_clear(struct cfg *);
+void cfg_errors_clear(struct cfg_errors *);
+
+/* Write the effective configuration (defaults filled in) in config syntax;
+ * the output parses back to the same configuration. */
+void cfg_print(const struct cfg *, FILE *);
+
+#endif

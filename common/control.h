@@ -1,0 +1,66 @@
+/* The control socket: one request line in, one answer out, over a Unix
+ * stream socket ("rove status" talks to a running rove or roved). */
+#ifndef ROVE_CONTROL_H
+#define ROVE_CONTROL_H
+
+#include <stdio.h>
+
+struct event_base;
+struct evbuffer;
+
+/* Longest request line, not counting the "\n" (or "\r\n") that ends it. */
+#define CONTROL_MAX_REQUEST 256
+/* Connections served at once; more wait in the listen backlog. */
+#define CONTROL_MAX_CLIENTS 16
+/* Default inactivity timeout of either side, in milliseconds. */
+#define CONTROL_TIMEOUT_MS 5000
+
+/*
+ * Fill `out` with the answer to `request`: a NUL-terminated line of 1 to
+ * CONTROL_MAX_REQUEST printable ASCII characters (0x20-0x7e), newline
+ * removed, for example "status" or "status json". Unknown requests are the
+ * callback's to answer. It must not free the control.
+ */
+typedef void (*control_cb)(struct evbuffer *out, const char *request,
+    void *arg);
+
+struct control;
+
+/*
+ * Listen on a Unix stream socket at `path`. The parent directory is created
+ * with mode 0755 if missing (only the last level). A stale socket file is
+ * removed first; if a process still accepts on it, or `path` is something
+ * other than a socket, creation fails and nothing is removed. The socket
+ * has mode 0660, so members of the daemon's group may ask for status.
+ *
+ * Each connection sends one line; a line that is too long, empty or not
+ * printable ASCII is answered "error: bad request\n". The answer is written
+ * and the connection closed. Connections idle for longer than the timeout
+ * are closed without an answer. Writes may raise SIGPIPE: the caller
+ * ignores it (the daemons do).
+ *
+ * Returns the control (caller owns it), or NULL with *cause set (caller
+ * frees).
+ */
+struct control *control_create(struct event_base *, const char *path,
+    control_cb cb, void *arg, char **cause);
+/* Change the inactivity timeout for connections accepted from now on. */
+void control_set_timeout(struct control *, unsigned timeout_ms);
+/* Close every connection and the socket, and remove the socket file if it
+ * is still ours. Accepts NULL. */
+void control_free(struct control *);
+
+/*
+ * Client side: connect to `path`, send `request` (1 to CONTROL_MAX_REQUEST
+ * printable ASCII characters, no newline) and copy the whole answer to
+ * `out`, which is flushed. Blocks; fails if the server is silent for
+ * CONTROL_TIMEOUT_MS (control_request_timeout: `timeout_ms`).
+ * Returns 0, or -1 with *cause set (caller frees). On failure part of the
+ * answer may already be in `out`.
+ */
+int control_request(const char *path, const char *request, FILE *out,
+    char **cause);
+int control_request_timeout(const char *path, const char *request, FILE *out,
+    unsigned timeout_ms, char **cause);
+
+#endif

@@ -1,0 +1,22 @@
+/* What roved and rove share around their event loop: loading the config
+ * with every error reported, and signal handling. */
+#ifndef ROVE_DAEMON_H
+#define ROVE_DAEMON_H
+
+#include <event2/event.h>
+
+#include "cfg.h"
+
+/* Load `path` for `role`; on failure print every "FILE:LINE: message" to
+ * stderr and return -1. */
+int daemon_load_config(const char *path, enum cfg_role role, struct cfg *cfg);
+
+/* Ignore SIGPIPE; call `stop(arg)` on the first SIGINT/SIGTERM and leave
+ * the loop at once on a second. Returns the two signal events to free. */
+void daemon_signals(struct event_base *, void (*stop)(void *), void *arg,
+    struct event *evs[2]);
+
+/* Route libevent's own messages into our log. */
+void daemon_log_libevent(void);
+
+#endif

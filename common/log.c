@@ -1,0 +1,109 @@
+/* Logging to stderr with levels, rate limits and escaping of peer strings. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+
+static const char *log_name = "rove";
+static enum log_level log_level = LOG_LEVEL_INFO;
+
+void
+log_open(const char *name, int verbose)
+{
+	log_name = name;
+	log_level = verbose > 0 ? LOG_LEVEL_DEBUG : LOG_LEVEL_INFO;
+}
+
+enum log_level
+log_get_level(void)
+{
+	return log_level;
+}
+
+void
+log_vmsg(enum log_level level, const char *fmt, va_list ap)
+{
+	static const char *const prefix[] = { "error: ", "warning: ", "", "debug: " };
+	char line[1024];
+
+	if (level > log_level)
+		return;
+	vsnprintf(line, sizeof line, fmt, ap);
+	fprintf(stderr, "%s: %s%s\n", log_name, prefix[level], line);
+}
+
+void
+log_msg(enum log_level level, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	log_vmsg(level, fmt, ap);
+	va_end(ap);
+}
+
+void
+fatalx(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	log_vmsg(LOG_LEVEL_ERROR, fmt, ap);
+	va_end(ap);
+	exit(1);
+}
+
+void
+fatal(const char *fmt, ...)
+{
+	char msg[768];
+	int saved = errno;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	log_msg(LOG_LEVEL_ERROR, "%s: %s", msg, strerror(saved));
+	exit(1);
+}
+
+int
+log_ratelimit_ok(struct log_ratelimit *rl, uint64_t now_ms)
+{
+	if (now_ms - rl->window_start_ms >= rl->interval_ms || rl->window_start_ms == 0) {
+		rl->window_start_ms = now_ms ? now_ms : 1;
+		rl->used = 0;
+	}
+	if (rl->used < rl->burst) {
+		rl->used++;
+		return 1;
+	}
+	rl->suppressed++;
+	return 0;
+}
+
+void
+log_escape(char *dst, size_t dstlen, const void *src, size_t len)
+{
+	const unsigned char *s = src;
+	size_t o = 0;
+
+	if (dstlen == 0)
+		return;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = s[i];
+		if (c >= 0x20 && c < 0x7f && c != '\\') {
+			if (o + 1 >= dstlen)
+				break;
+			dst[o++] = (char)c;
+		} else {
+			if (o + 4 >= dstlen)
+				break;
+			snprintf(dst + o, 5, "\\x%02x", c);
+			o += 4;
+		}
+	}
+	dst[o] = '\0';
+}

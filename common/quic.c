@@ -1,0 +1,955 @@
+/* One QUIC connection: ngtcp2 callbacks, the write loop, the expiry timer,
+ * a bounded DATAGRAM queue and acknowledged-until-freed stream buffers. */
+#include <wolfssl/options.h>
+#include <wolfssl/ssl.h>
+#include <wolfssl/wolfcrypt/random.h>
+
+#include <ngtcp2/ngtcp2.h>
+#include <ngtcp2/ngtcp2_crypto.h>
+#include <ngtcp2/ngtcp2_crypto_wolfssl.h>
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/queue.h>
+
+#include "clock.h"
+#include "log.h"
+#include "quic.h"
+#include "xmalloc.h"
+
+/* Stream bytes we sent, kept until the peer acknowledges them (ngtcp2 keeps
+ * pointers into them until then). */
+struct stream_chunk {
+	struct stream_chunk *next;
+	uint64_t off;
+	size_t len;
+	uint8_t data[];
+};
+
+struct stream_tx {
+	LIST_ENTRY(stream_tx) entry;
+	int64_t id;
+	struct stream_chunk *head, *tail;
+	uint64_t end;      /* offset after the last queued byte */
+	uint64_t send_off; /* next offset to hand to ngtcp2 */
+	bool fin, fin_sent, blocked;
+};
+
+struct dgram_slot {
+	size_t len;
+	uint8_t data[];
+};
+
+struct quic_conn {
+	ngtcp2_crypto_conn_ref conn_ref;
+	ngtcp2_conn *conn;
+	WOLFSSL *ssl;
+	enum quic_role role;
+	enum quic_state state;
+	struct event_base *base;
+	struct event *timer;
+	struct event *closed_ev;
+	struct udp_batch *batch;
+	ngtcp2_path path;
+	struct sockaddr_storage local, remote;
+	const struct quic_conn_cbs *cbs;
+	void *arg;
+	const uint8_t *reset_secret;
+	size_t max_udp_payload;
+
+	uint8_t peer_key[KEY_LEN];
+	bool peer_key_set;
+	bool stateless_reset;
+	struct quic_close_info close_info;
+
+	struct dgram_slot *dq[QUIC_DGRAM_QUEUE];
+	size_t dq_head, dq_len;
+
+	LIST_HEAD(, stream_tx) streams;
+	TAILQ_ENTRY(quic_conn) dirty_entry;
+	bool dirty;
+	struct quic_conn_stats stats;
+};
+
+/* Every cipher QUIC v1 negotiates (AES-GCM, ChaCha20-Poly1305) has a
+ * 16-byte tag. */
+#define QUIC_AEAD_TAG_LEN 16
+
+static bool (*pin_check)(struct quic_conn *, const uint8_t *, void *);
+static TAILQ_HEAD(, quic_conn) dirty_conns = TAILQ_HEAD_INITIALIZER(dirty_conns);
+
+void
+quic_random(uint8_t *buf, size_t len)
+{
+	static WC_RNG rng;
+	static bool ready;
+
+	if (!ready) {
+		if (wc_InitRng(&rng) != 0)
+			fatalx("cannot initialise the random number generator");
+		ready = true;
+	}
+	if (wc_RNG_GenerateBlock(&rng, buf, (word32)len) != 0)
+		fatalx("random number generator failed");
+}
+
+void
+quic_set_pin_check(bool (*check)(struct quic_conn *, const uint8_t *, void *))
+{
+	pin_check = check;
+}
+
+bool
+quic_tls_pin(WOLFSSL *ssl, const uint8_t pubkey[static KEY_LEN])
+{
+	ngtcp2_crypto_conn_ref *ref = wolfSSL_get_app_data(ssl);
+	struct quic_conn *qc;
+
+	if (ref == NULL)
+		return false;
+	qc = ref->user_data;
+	if (pin_check == NULL || !pin_check(qc, pubkey, qc->arg)) {
+		qc->close_info.pin_mismatch = true;
+		return false;
+	}
+	memcpy(qc->peer_key, pubkey, KEY_LEN);
+	qc->peer_key_set = true;
+	return true;
+}
+
+static ngtcp2_conn *
+get_conn(ngtcp2_crypto_conn_ref *ref)
+{
+	return ((struct quic_conn *)ref->user_data)->conn;
+}
+
+static void
+rand_cb(uint8_t *dest, size_t len, const ngtcp2_rand_ctx *ctx)
+{
+	(void)ctx;
+	quic_random(dest, len);
+}
+
+static int
+get_new_connection_id_cb(ngtcp2_conn *conn, ngtcp2_cid *cid, uint8_t *token,
+    size_t cidlen, void *user_data)
+{
+	struct quic_conn *qc = user_data;
+
+	(void)conn;
+	quic_random(cid->data, cidlen);
+	cid->datalen = cidlen;
+	if (ngtcp2_crypto_generate_stateless_reset_token(token, qc->reset_secret,
+	    QUIC_RESET_SECRET_LEN, cid) != 0)
+		return NGTCP2_ERR_CALLBACK_FAILURE;
+	if (qc->cbs->cid_add != NULL)
+		qc->cbs->cid_add(qc, cid, qc->arg);
+	return 0;
+}
+
+static int
+remove_connection_id_cb(ngtcp2_conn *conn, const ngtcp2_cid *cid, void *user_data)
+{
+	struct quic_conn *qc = user_data;
+
+	(void)conn;
+	if (qc->cbs->cid_remove != NULL)
+		qc->cbs->cid_remove(qc, cid, qc->arg);
+	return 0;
+}
+
+static int
+handshake_completed_cb(ngtcp2_conn *conn, void *user_data)
+{
+	struct quic_conn *qc = user_data;
+
+	(void)conn;
+	qc->state = QUIC_STATE_ESTABLISHED;
+	if (qc->cbs->handshake_done != NULL)
+		qc->cbs->handshake_done(qc, qc->arg);
+	return 0;
+}
+
+static int
+recv_datagram_cb(ngtcp2_conn *conn, uint32_t flags, const uint8_t *data,
+    size_t len, void *user_data)
+{
+	struct quic_conn *qc = user_data;
+
+	(void)conn;
+	(void)flags;
+	qc->stats.rx_dgrams++;
+	qc->stats.rx_dgram_bytes += len;
+	if (qc->cbs->datagram != NULL)
+		qc->cbs->datagram(qc, data, len, qc->arg);
+	return 0;
+}
+
+static int
+recv_stream_data_cb(ngtcp2_conn *conn, uint32_t flags, int64_t stream_id,
+    uint64_t offset, const uint8_t *data, size_t len, void *user_data,
+    void *stream_user_data)
+{
+	struct quic_conn *qc = user_data;
+
+	(void)offset;
+	(void)stream_user_data;
+	if (qc->cbs->stream_data != NULL &&
+	    qc->cbs->stream_data(qc, stream_id, data, len,
+	    (flags & NGTCP2_STREAM_DATA_FLAG_FIN) != 0, qc->arg) != 0)
+		return NGTCP2_ERR_CALLBACK_FAILURE;
+	/* The owner has consumed the bytes: give the credit back. */
+	ngtcp2_conn_extend_max_stream_offset(conn, stream_id, len);
+	ngtcp2_conn_extend_max_offset(conn, len);
+	return 0;
+}
+
+static struct stream_tx *
+stream_find(struct quic_conn *qc, int64_t id)
+{
+	struct stream_tx *s;
+
+	LIST_FOREACH(s, &qc->streams, entry) {
+		if (s->id == id)
+			return s;
+	}
+	return NULL;
+}
+
+static void
+stream_free(struct stream_tx *s)
+{
+	struct stream_chunk *c, *next;
+
+	for (c = s->head; c != NULL; c = next) {
+		next = c->next;
+		free(c);
+	}
+	LIST_REMOVE(s, entry);
+	free(s);
+}
+
+static int
+acked_stream_data_offset_cb(ngtcp2_conn *conn, int64_t stream_id,
+    uint64_t offset, uint64_t datalen, void *user_data, void *stream_user_data)
+{
+	struct quic_conn *qc = user_data;
+	struct stream_tx *s;
+	struct stream_chunk *c;
+
+	(void)conn;
+	(void)stream_user_data;
+	if ((s = stream_find(qc, stream_id)) == NULL)
+		return 0;
+	/* Acknowledgements arrive in offset order for the acked prefix. */
+	while ((c = s->head) != NULL && c->off + c->len <= offset + datalen) {
+		s->head = c->next;
+		if (s->head == NULL)
+			s->tail = NULL;
+		free(c);
+	}
+	return 0;
+}
+
+static int
+stream_close_cb(ngtcp2_conn *conn, uint32_t flags, int64_t stream_id,
+    uint64_t app_error_code, void *user_data, void *stream_user_data)
+{
+	struct quic_conn *qc = user_data;
+	struct stream_tx *s;
+
+	(void)conn;
+	(void)flags;
+	(void)app_error_code;
+	(void)stream_user_data;
+	if ((s = stream_find(qc, stream_id)) != NULL)
+		stream_free(s);
+	return 0;
+}
+
+static int
+extend_max_stream_data_cb(ngtcp2_conn *conn, int64_t stream_id,
+    uint64_t max_data, void *user_data, void *stream_user_data)
+{
+	struct quic_conn *qc = user_data;
+	struct stream_tx *s;
+
+	(void)conn;
+	(void)max_data;
+	(void)stream_user_data;
+	if ((s = stream_find(qc, stream_id)) != NULL)
+		s->blocked = false;
+	return 0;
+}
+
+static int
+recv_stateless_reset_cb(ngtcp2_conn *conn, const ngtcp2_pkt_stateless_reset *sr,
+    void *user_data)
+{
+	struct quic_conn *qc = user_data;
+
+	(void)conn;
+	(void)sr;
+	qc->stateless_reset = true;
+	return 0;
+}
+
+static void
+ngtcp2_log_cb(void *user_data, const char *fmt, ...)
+{
+	va_list ap;
+
+	(void)user_data;
+	va_start(ap, fmt);
+	log_vmsg(LOG_LEVEL_DEBUG, fmt, ap);
+	va_end(ap);
+}
+
+static void
+fill_callbacks(ngtcp2_callbacks *cb, enum quic_role role)
+{
+	memset(cb, 0, sizeof *cb);
+	if (role == QUIC_ROLE_CLIENT) {
+		cb->client_initial = ngtcp2_crypto_client_initial_cb;
+		cb->recv_retry = ngtcp2_crypto_recv_retry_cb;
+	} else
+		cb->recv_client_initial = ngtcp2_crypto_recv_client_initial_cb;
+	cb->recv_crypto_data = ngtcp2_crypto_recv_crypto_data_cb;
+	cb->encrypt = ngtcp2_crypto_encrypt_cb;
+	cb->decrypt = ngtcp2_crypto_decrypt_cb;
+	cb->hp_mask = ngtcp2_crypto_hp_mask_cb;
+	cb->update_key = ngtcp2_crypto_update_key_cb;
+	cb->delete_crypto_aead_ctx = ngtcp2_crypto_delete_crypto_aead_ctx_cb;
+	cb->delete_crypto_cipher_ctx = ngtcp2_crypto_delete_crypto_cipher_ctx_cb;
+	cb->get_path_challenge_data = ngtcp2_crypto_get_path_challenge_data_cb;
+	cb->version_negotiation = ngtcp2_crypto_version_negotiation_cb;
+	cb->rand = rand_cb;
+	cb->get_new_connection_id = get_new_connection_id_cb;
+	cb->remove_connection_id = remove_connection_id_cb;
+	cb->handshake_completed = handshake_completed_cb;
+	cb->recv_datagram = recv_datagram_cb;
+	cb->recv_stream_data = recv_stream_data_cb;
+	cb->acked_stream_data_offset = acked_stream_data_offset_cb;
+	cb->stream_close = stream_close_cb;
+	cb->extend_max_stream_data = extend_max_stream_data_cb;
+	cb->recv_stateless_reset = recv_stateless_reset_cb;
+}
+
+static void
+fill_settings(ngtcp2_settings *s, const struct quic_settings *qs)
+{
+	ngtcp2_settings_default(s);
+	s->initial_ts = clock_now();
+	s->cc_algo = qs->cc;
+	s->max_tx_udp_payload_size = qs->max_udp_payload;
+	/* The outer path is configured, not discovered: send full-sized packets
+	 * from the start so DATAGRAMs up to the inner MTU fit at once. */
+	s->no_tx_udp_payload_size_shaping = 1;
+	s->no_pmtud = 1;
+	s->max_window = 64 * 1024 * 1024;
+	s->max_stream_window = 16 * 1024 * 1024;
+	if (qs->verbose)
+		s->log_printf = ngtcp2_log_cb;
+}
+
+static void
+fill_params(ngtcp2_transport_params *p, const struct quic_settings *qs)
+{
+	ngtcp2_transport_params_default(p);
+	p->initial_max_data = 16 * 1024 * 1024;
+	p->initial_max_stream_data_bidi_local = 4 * 1024 * 1024;
+	p->initial_max_stream_data_bidi_remote = 4 * 1024 * 1024;
+	p->initial_max_stream_data_uni = 0;
+	p->initial_max_streams_bidi = 256;
+	p->initial_max_streams_uni = 0;
+	p->max_idle_timeout = (uint64_t)qs->idle_timeout_s * NGTCP2_SECONDS;
+	p->active_connection_id_limit = 8;
+	p->max_datagram_frame_size = 65535;
+}
+
+static void timer_cb(evutil_socket_t, short, void *);
+static void closed_event_cb(evutil_socket_t, short, void *);
+
+static struct quic_conn *
+conn_alloc(struct event_base *base, const struct quic_settings *qs,
+    const struct quic_conn_cbs *cbs, void *arg, struct udp_batch *batch,
+    const struct sockaddr *remote, socklen_t remotelen)
+{
+	struct quic_conn *qc = xcalloc(1, sizeof *qc);
+
+	qc->role = qs->role;
+	qc->state = QUIC_STATE_HANDSHAKING;
+	qc->base = base;
+	qc->cbs = cbs;
+	qc->arg = arg;
+	qc->batch = batch;
+	qc->reset_secret = qs->reset_secret;
+	qc->max_udp_payload = qs->max_udp_payload;
+	qc->conn_ref.get_conn = get_conn;
+	qc->conn_ref.user_data = qc;
+	memcpy(&qc->local, &batch->sock->local, batch->sock->locallen);
+	memcpy(&qc->remote, remote, remotelen);
+	qc->path.local.addr = (ngtcp2_sockaddr *)&qc->local;
+	qc->path.local.addrlen = batch->sock->locallen;
+	qc->path.remote.addr = (ngtcp2_sockaddr *)&qc->remote;
+	qc->path.remote.addrlen = remotelen;
+	LIST_INIT(&qc->streams);
+	qc->timer = evtimer_new(base, timer_cb, qc);
+	qc->closed_ev = evtimer_new(base, closed_event_cb, qc);
+	return qc;
+}
+
+struct quic_conn *
+quic_conn_client_create(struct event_base *base, const struct quic_settings *qs,
+    const struct quic_conn_cbs *cbs, void *arg, WOLFSSL_CTX *ctx,
+    struct udp_batch *batch, const struct sockaddr *remote, socklen_t remotelen,
+    char **cause)
+{
+	struct quic_conn *qc = conn_alloc(base, qs, cbs, arg, batch, remote, remotelen);
+	ngtcp2_callbacks cb;
+	ngtcp2_settings settings;
+	ngtcp2_transport_params params;
+	ngtcp2_cid dcid, scid;
+	int rv;
+
+	fill_callbacks(&cb, QUIC_ROLE_CLIENT);
+	fill_settings(&settings, qs);
+	fill_params(&params, qs);
+	dcid.datalen = QUIC_SCID_LEN;
+	quic_random(dcid.data, dcid.datalen);
+	scid.datalen = QUIC_SCID_LEN;
+	quic_random(scid.data, scid.datalen);
+	rv = ngtcp2_conn_client_new(&qc->conn, &dcid, &scid, &qc->path,
+	    NGTCP2_PROTO_VER_V1, &cb, &settings, &params, NULL, qc);
+	if (rv != 0) {
+		xasprintf(cause, "ngtcp2_conn_client_new: %s", ngtcp2_strerror(rv));
+		quic_conn_free(qc);
+		return NULL;
+	}
+	qc->ssl = tls_session_create(ctx, TLS_ROLE_CLIENT, &qc->conn_ref);
+	ngtcp2_conn_set_tls_native_handle(qc->conn, qc->ssl);
+	if (qs->keepalive_s > 0)
+		ngtcp2_conn_set_keep_alive_timeout(qc->conn,
+		    (uint64_t)qs->keepalive_s * NGTCP2_SECONDS);
+	return qc;
+}
+
+struct quic_conn *
+quic_conn_server_create(struct event_base *base, const struct quic_settings *qs,
+    const struct quic_conn_cbs *cbs, void *arg, WOLFSSL_CTX *ctx,
+    struct udp_batch *batch, const ngtcp2_pkt_hd *hd,
+    const struct sockaddr *remote, socklen_t remotelen, char **cause)
+{
+	struct quic_conn *qc = conn_alloc(base, qs, cbs, arg, batch, remote, remotelen);
+	ngtcp2_callbacks cb;
+	ngtcp2_settings settings;
+	ngtcp2_transport_params params;
+	ngtcp2_cid scid;
+	int rv;
+
+	fill_callbacks(&cb, QUIC_ROLE_SERVER);
+	fill_settings(&settings, qs);
+	fill_params(&params, qs);
+	params.original_dcid = hd->dcid;
+	scid.datalen = QUIC_SCID_LEN;
+	quic_random(scid.data, scid.datalen);
+	if (ngtcp2_crypto_generate_stateless_reset_token(
+	    params.stateless_reset_token, qs->reset_secret,
+	    QUIC_RESET_SECRET_LEN, &scid) != 0) {
+		*cause = xstrdup("cannot generate stateless reset token");
+		quic_conn_free(qc);
+		return NULL;
+	}
+	params.stateless_reset_token_present = 1;
+	rv = ngtcp2_conn_server_new(&qc->conn, &hd->scid, &scid, &qc->path,
+	    hd->version, &cb, &settings, &params, NULL, qc);
+	if (rv != 0) {
+		xasprintf(cause, "ngtcp2_conn_server_new: %s", ngtcp2_strerror(rv));
+		quic_conn_free(qc);
+		return NULL;
+	}
+	qc->ssl = tls_session_create(ctx, TLS_ROLE_SERVER, &qc->conn_ref);
+	ngtcp2_conn_set_tls_native_handle(qc->conn, qc->ssl);
+	if (qs->keepalive_s > 0)
+		ngtcp2_conn_set_keep_alive_timeout(qc->conn,
+		    (uint64_t)qs->keepalive_s * NGTCP2_SECONDS);
+	/* The owner must route the client's chosen DCID and ours to us. */
+	if (cbs->cid_add != NULL) {
+		cbs->cid_add(qc, &hd->dcid, arg);
+		cbs->cid_add(qc, &scid, arg);
+	}
+	return qc;
+}
+
+void
+quic_conn_free(struct quic_conn *qc)
+{
+	struct stream_tx *s;
+
+	if (qc == NULL)
+		return;
+	if (qc->dirty)
+		TAILQ_REMOVE(&dirty_conns, qc, dirty_entry);
+	while ((s = LIST_FIRST(&qc->streams)) != NULL)
+		stream_free(s);
+	for (size_t i = 0; i < qc->dq_len; i++)
+		free(qc->dq[(qc->dq_head + i) % QUIC_DGRAM_QUEUE]);
+	if (qc->timer != NULL)
+		event_free(qc->timer);
+	if (qc->closed_ev != NULL)
+		event_free(qc->closed_ev);
+	if (qc->conn != NULL)
+		ngtcp2_conn_del(qc->conn);
+	if (qc->ssl != NULL)
+		wolfSSL_free(qc->ssl);
+	free(qc);
+}
+
+/* Report the end to the owner from a fresh event, so that no ngtcp2 call
+ * is on the stack when the owner frees the connection. */
+static void
+finish(struct quic_conn *qc)
+{
+	struct timeval now = { 0, 0 };
+
+	if (qc->state == QUIC_STATE_CLOSED)
+		return;
+	qc->state = QUIC_STATE_CLOSED;
+	evtimer_del(qc->timer);
+	evtimer_add(qc->closed_ev, &now);
+}
+
+static void
+closed_event_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct quic_conn *qc = arg;
+
+	(void)fd;
+	(void)what;
+	qc->cbs->closed(qc, &qc->close_info, qc->arg);
+}
+
+static void
+send_close(struct quic_conn *qc, const ngtcp2_connection_close_error *ccerr)
+{
+	ngtcp2_path_storage ps;
+	ngtcp2_pkt_info pi;
+	uint8_t *dst;
+	ngtcp2_ssize n;
+
+	if (ngtcp2_conn_is_in_closing_period(qc->conn) ||
+	    ngtcp2_conn_is_in_draining_period(qc->conn))
+		return;
+	ngtcp2_path_storage_zero(&ps);
+	dst = udp_batch_slot(qc->batch);
+	n = ngtcp2_conn_write_connection_close(qc->conn, &ps.path, &pi, dst,
+	    UDP_MAX_PAYLOAD, ccerr, clock_now());
+	if (n > 0)
+		udp_batch_commit(qc->batch, (size_t)n,
+		    (const struct sockaddr *)ps.path.remote.addr, ps.path.remote.addrlen);
+}
+
+/* A fatal library error: tell the peer why and end the connection. */
+static void
+fail(struct quic_conn *qc, int liberr)
+{
+	ngtcp2_connection_close_error ccerr;
+
+	ngtcp2_connection_close_error_default(&ccerr);
+	if (liberr == NGTCP2_ERR_CRYPTO)
+		ngtcp2_connection_close_error_set_transport_error_tls_alert(&ccerr,
+		    ngtcp2_conn_get_tls_alert(qc->conn), NULL, 0);
+	else
+		ngtcp2_connection_close_error_set_transport_error_liberr(&ccerr,
+		    liberr, NULL, 0);
+	qc->close_info.transport = true;
+	qc->close_info.code = ccerr.error_code;
+	snprintf(qc->close_info.reason, sizeof qc->close_info.reason, "%s",
+	    ngtcp2_strerror(liberr));
+	send_close(qc, &ccerr);
+	finish(qc);
+}
+
+static void
+mark_dirty(struct quic_conn *qc)
+{
+	if (!qc->dirty) {
+		qc->dirty = true;
+		TAILQ_INSERT_TAIL(&dirty_conns, qc, dirty_entry);
+	}
+}
+
+void
+quic_conn_read(struct quic_conn *qc, const struct sockaddr *remote,
+    socklen_t remotelen, const uint8_t *pkt, size_t len, uint8_t ecn)
+{
+	ngtcp2_path path = qc->path;
+	ngtcp2_pkt_info pi = { .ecn = ecn };
+	ngtcp2_connection_close_error ccerr;
+	int rv;
+
+	if (qc->state == QUIC_STATE_CLOSED)
+		return;
+	path.remote.addr = (ngtcp2_sockaddr *)(uintptr_t)remote;
+	path.remote.addrlen = remotelen;
+	rv = ngtcp2_conn_read_pkt(qc->conn, &path, &pi, pkt, len, clock_now());
+	if (rv == 0) {
+		/* Follow the peer to a new address once ngtcp2 accepted it. */
+		const ngtcp2_path *cur = ngtcp2_conn_get_path(qc->conn);
+		if (cur->remote.addrlen <= sizeof qc->remote &&
+		    (cur->remote.addrlen != qc->path.remote.addrlen ||
+		    memcmp(cur->remote.addr, &qc->remote, cur->remote.addrlen) != 0)) {
+			memcpy(&qc->remote, cur->remote.addr, cur->remote.addrlen);
+			qc->path.remote.addrlen = cur->remote.addrlen;
+		}
+		mark_dirty(qc);
+		return;
+	}
+	switch (rv) {
+	case NGTCP2_ERR_DRAINING:
+		ngtcp2_conn_get_connection_close_error(qc->conn, &ccerr);
+		qc->close_info.remote = !qc->stateless_reset;
+		qc->close_info.transport =
+		    ccerr.type == NGTCP2_CONNECTION_CLOSE_ERROR_CODE_TYPE_TRANSPORT;
+		qc->close_info.code = ccerr.error_code;
+		log_escape(qc->close_info.reason, sizeof qc->close_info.reason,
+		    ccerr.reason, ccerr.reasonlen);
+		if (qc->stateless_reset)
+			snprintf(qc->close_info.reason, sizeof qc->close_info.reason,
+			    "stateless reset");
+		finish(qc);
+		break;
+	case NGTCP2_ERR_DROP_CONN:
+		snprintf(qc->close_info.reason, sizeof qc->close_info.reason,
+		    "dropped");
+		finish(qc);
+		break;
+	case NGTCP2_ERR_DISCARD_PKT:
+		break;
+	default:
+		log_debug("%s: %s", __func__, ngtcp2_strerror(rv));
+		fail(qc, rv);
+		break;
+	}
+}
+
+static void
+rearm_timer(struct quic_conn *qc)
+{
+	ngtcp2_tstamp expiry = ngtcp2_conn_get_expiry(qc->conn);
+	ngtcp2_tstamp now = clock_now();
+	struct timeval tv;
+	uint64_t d;
+
+	if (qc->state == QUIC_STATE_CLOSED)
+		return;
+	if (expiry == UINT64_MAX) {
+		evtimer_del(qc->timer);
+		return;
+	}
+	d = expiry > now ? expiry - now : 0;
+	tv.tv_sec = (time_t)(d / NGTCP2_SECONDS);
+	tv.tv_usec = (suseconds_t)((d % NGTCP2_SECONDS) / 1000);
+	evtimer_add(qc->timer, &tv);
+}
+
+static struct stream_tx *
+stream_ready(struct quic_conn *qc)
+{
+	struct stream_tx *s;
+
+	LIST_FOREACH(s, &qc->streams, entry) {
+		if (!s->blocked && (s->send_off < s->end || (s->fin && !s->fin_sent)))
+			return s;
+	}
+	return NULL;
+}
+
+/* One packet's worth of the write loop. Returns the packet length, 0 when
+ * nothing more can be sent now, or a negative ngtcp2 error. */
+static ngtcp2_ssize
+write_one(struct quic_conn *qc, uint8_t *dst, ngtcp2_path_storage *ps,
+    ngtcp2_tstamp ts)
+{
+	ngtcp2_pkt_info pi;
+	ngtcp2_ssize n;
+	struct stream_tx *s;
+
+	if (qc->dq_len > 0 && qc->state == QUIC_STATE_ESTABLISHED) {
+		struct dgram_slot *d = qc->dq[qc->dq_head];
+		ngtcp2_vec v = { d->data, d->len };
+		int accepted = 0;
+
+		n = ngtcp2_conn_writev_datagram(qc->conn, &ps->path, &pi, dst,
+		    UDP_MAX_PAYLOAD, &accepted, 0, 0, &v, 1, ts);
+		if (accepted || n == NGTCP2_ERR_INVALID_ARGUMENT) {
+			if (accepted) {
+				qc->stats.tx_dgrams++;
+				qc->stats.tx_dgram_bytes += d->len;
+			} else
+				qc->stats.dgram_too_big++;
+			qc->dq[qc->dq_head] = NULL;
+			qc->dq_head = (qc->dq_head + 1) % QUIC_DGRAM_QUEUE;
+			qc->dq_len--;
+			free(d);
+			if (n == NGTCP2_ERR_INVALID_ARGUMENT)
+				return write_one(qc, dst, ps, ts);
+		}
+		return n;
+	}
+	while ((s = stream_ready(qc)) != NULL) {
+		ngtcp2_vec v[8];
+		size_t nv = 0;
+		ngtcp2_ssize datalen = -1;
+		uint32_t flags = 0;
+
+		for (struct stream_chunk *c = s->head; c != NULL && nv < 8; c = c->next) {
+			if (c->off + c->len <= s->send_off)
+				continue;
+			size_t skip = (size_t)(s->send_off > c->off ? s->send_off - c->off : 0);
+			v[nv].base = c->data + skip;
+			v[nv].len = c->len - skip;
+			nv++;
+		}
+		if (s->fin)
+			flags |= NGTCP2_WRITE_STREAM_FLAG_FIN;
+		n = ngtcp2_conn_writev_stream(qc->conn, &ps->path, &pi, dst,
+		    UDP_MAX_PAYLOAD, &datalen, flags, s->id, v, nv, ts);
+		if (n == NGTCP2_ERR_STREAM_DATA_BLOCKED || n == NGTCP2_ERR_STREAM_SHUT_WR ||
+		    n == NGTCP2_ERR_STREAM_NOT_FOUND) {
+			s->blocked = true;
+			continue;
+		}
+		if (datalen >= 0) {
+			s->send_off += (uint64_t)datalen;
+			if (s->fin && s->send_off == s->end)
+				s->fin_sent = true;
+		}
+		return n;
+	}
+	return ngtcp2_conn_write_pkt(qc->conn, &ps->path, &pi, dst, UDP_MAX_PAYLOAD, ts);
+}
+
+void
+quic_conn_write(struct quic_conn *qc)
+{
+	ngtcp2_tstamp ts = clock_now();
+	ngtcp2_path_storage ps;
+
+	if (qc->dirty) {
+		qc->dirty = false;
+		TAILQ_REMOVE(&dirty_conns, qc, dirty_entry);
+	}
+	if (qc->state == QUIC_STATE_CLOSED)
+		return;
+	ngtcp2_path_storage_zero(&ps);
+	for (;;) {
+		uint8_t *dst = udp_batch_slot(qc->batch);
+		ngtcp2_ssize n = write_one(qc, dst, &ps, ts);
+
+		if (n < 0) {
+			fail(qc, (int)n);
+			return;
+		}
+		if (n == 0)
+			break;
+		udp_batch_commit(qc->batch, (size_t)n,
+		    (const struct sockaddr *)ps.path.remote.addr, ps.path.remote.addrlen);
+	}
+	rearm_timer(qc);
+}
+
+void
+quic_write_dirty(void)
+{
+	struct quic_conn *qc;
+
+	while ((qc = TAILQ_FIRST(&dirty_conns)) != NULL)
+		quic_conn_write(qc);
+}
+
+static void
+timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct quic_conn *qc = arg;
+	int rv;
+
+	(void)fd;
+	(void)what;
+	rv = ngtcp2_conn_handle_expiry(qc->conn, clock_now());
+	if (rv == NGTCP2_ERR_IDLE_CLOSE || rv == NGTCP2_ERR_HANDSHAKE_TIMEOUT) {
+		qc->close_info.idle = true;
+		snprintf(qc->close_info.reason, sizeof qc->close_info.reason, "%s",
+		    rv == NGTCP2_ERR_IDLE_CLOSE ? "idle timeout" : "handshake timeout");
+		finish(qc);
+		return;
+	}
+	if (rv != 0) {
+		fail(qc, rv);
+		udp_batch_flush(qc->batch);
+		return;
+	}
+	quic_conn_write(qc);
+	udp_batch_flush(qc->batch);
+}
+
+int
+quic_conn_send_datagram(struct quic_conn *qc, const uint8_t *data, size_t len)
+{
+	struct dgram_slot *d;
+
+	if (qc->state != QUIC_STATE_ESTABLISHED)
+		return -ENOTCONN;
+	if (len > quic_conn_dgram_max(qc)) {
+		qc->stats.dgram_too_big++;
+		return -EMSGSIZE;
+	}
+	if (qc->dq_len == QUIC_DGRAM_QUEUE) {
+		qc->stats.dgram_queue_full++;
+		return -ENOBUFS;
+	}
+	d = xmalloc(sizeof *d + len);
+	d->len = len;
+	memcpy(d->data, data, len);
+	qc->dq[(qc->dq_head + qc->dq_len) % QUIC_DGRAM_QUEUE] = d;
+	qc->dq_len++;
+	mark_dirty(qc);
+	return 0;
+}
+
+size_t
+quic_conn_dgram_max(struct quic_conn *qc)
+{
+	const ngtcp2_transport_params *rp;
+	size_t udp = qc->max_udp_payload, overhead, max;
+
+	rp = ngtcp2_conn_get_remote_transport_params(qc->conn);
+	if (rp == NULL || rp->max_datagram_frame_size == 0)
+		return 0;
+	if (rp->max_udp_payload_size < udp)
+		udp = (size_t)rp->max_udp_payload_size;
+	/* Short header (flags, DCID, packet number of up to 4 bytes), the
+	 * AEAD tag, and the DATAGRAM frame's type and 2-byte length. */
+	overhead = 1 + ngtcp2_conn_get_dcid(qc->conn)->datalen + 4 +
+	    QUIC_AEAD_TAG_LEN + 1 + 2;
+	if (udp <= overhead)
+		return 0;
+	max = udp - overhead;
+	if (max + 3 > rp->max_datagram_frame_size)
+		max = (size_t)rp->max_datagram_frame_size - 3;
+	return max;
+}
+
+int
+quic_conn_stream_send(struct quic_conn *qc, int64_t id, const uint8_t *data,
+    size_t len, bool fin)
+{
+	struct stream_tx *s = stream_find(qc, id);
+	struct stream_chunk *c;
+
+	if (qc->state == QUIC_STATE_CLOSED)
+		return -1;
+	if (s == NULL) {
+		s = xcalloc(1, sizeof *s);
+		s->id = id;
+		LIST_INSERT_HEAD(&qc->streams, s, entry);
+	}
+	if (s->fin)
+		return -1;
+	if (len > 0) {
+		c = xmalloc(sizeof *c + len);
+		c->next = NULL;
+		c->off = s->end;
+		c->len = len;
+		memcpy(c->data, data, len);
+		if (s->tail != NULL)
+			s->tail->next = c;
+		else
+			s->head = c;
+		s->tail = c;
+		s->end += len;
+	}
+	s->fin = fin;
+	mark_dirty(qc);
+	return 0;
+}
+
+int64_t
+quic_conn_open_stream(struct quic_conn *qc)
+{
+	int64_t id;
+
+	if (ngtcp2_conn_open_bidi_stream(qc->conn, &id, NULL) != 0)
+		return -1;
+	return id;
+}
+
+void
+quic_conn_close(struct quic_conn *qc, uint64_t app_error, const char *reason)
+{
+	ngtcp2_connection_close_error ccerr;
+
+	if (qc->state == QUIC_STATE_CLOSED)
+		return;
+	ngtcp2_connection_close_error_default(&ccerr);
+	ngtcp2_connection_close_error_set_application_error(&ccerr, app_error,
+	    (const uint8_t *)reason, reason != NULL ? strlen(reason) : 0);
+	qc->close_info.code = app_error;
+	snprintf(qc->close_info.reason, sizeof qc->close_info.reason, "%s",
+	    reason != NULL ? reason : "");
+	/* Before the handshake completes, only a transport close can be sent. */
+	if (qc->state == QUIC_STATE_HANDSHAKING)
+		ngtcp2_connection_close_error_set_transport_error(&ccerr,
+		    NGTCP2_APPLICATION_ERROR, (const uint8_t *)reason,
+		    reason != NULL ? strlen(reason) : 0);
+	send_close(qc, &ccerr);
+	finish(qc);
+}
+
+enum quic_state
+quic_conn_state(const struct quic_conn *qc)
+{
+	return qc->state;
+}
+
+void
+quic_conn_get_stats(struct quic_conn *qc, struct quic_conn_stats *st)
+{
+	ngtcp2_conn_stat cs;
+
+	*st = qc->stats;
+	if (qc->conn == NULL)
+		return;
+	ngtcp2_conn_get_conn_stat(qc->conn, &cs);
+	st->rtt_ms = (double)cs.smoothed_rtt / (double)NGTCP2_MILLISECONDS;
+	st->cwnd = cs.cwnd;
+	st->bytes_in_flight = cs.bytes_in_flight;
+}
+
+const uint8_t *
+quic_conn_peer_key(const struct quic_conn *qc)
+{
+	return qc->peer_key_set ? qc->peer_key : NULL;
+}
+
+const struct sockaddr *
+quic_conn_remote(const struct quic_conn *qc, socklen_t *len)
+{
+	*len = qc->path.remote.addrlen;
+	return (const struct sockaddr *)&qc->remote;
+}
+
+void
+quic_conn_set_arg(struct quic_conn *qc, void *arg)
+{
+	qc->arg = arg;
+}
+
+void *
+quic_conn_get_arg(const struct quic_conn *qc)
+{
+	return qc->arg;
+}

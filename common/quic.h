@@ -1,0 +1,146 @@
+/* One QUIC connection (ngtcp2 + wolfSSL) and its I/O: reading packets,
+ * the write loop, the expiry timer, DATAGRAMs and stream bytes. Shared by
+ * roved (many connections) and rove (one). */
+#ifndef ROVE_QUIC_H
+#define ROVE_QUIC_H
+
+#include <ngtcp2/ngtcp2.h>
+#include <ngtcp2/ngtcp2_crypto.h>
+
+#include <event2/event.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tls.h"
+#include "udp.h"
+
+#define QUIC_SCID_LEN 16
+#define QUIC_RESET_SECRET_LEN 32
+#define QUIC_DGRAM_QUEUE 128 /* DATAGRAMs held while congestion-limited */
+
+enum quic_role { QUIC_ROLE_SERVER, QUIC_ROLE_CLIENT };
+
+enum quic_state {
+	QUIC_STATE_HANDSHAKING,
+	QUIC_STATE_ESTABLISHED, /* TLS handshake complete */
+	QUIC_STATE_CLOSED,      /* closing, draining or dead: no more I/O */
+};
+
+/* Why a connection ended, for logs and for the client's decisions. */
+struct quic_close_info {
+	bool remote;          /* the peer closed it (else: local or idle) */
+	bool idle;            /* idle timeout */
+	bool transport;       /* transport error (else application) */
+	uint64_t code;        /* error code as on the wire */
+	bool pin_mismatch;    /* our pin check refused the peer's key */
+	char reason[128];     /* escaped reason phrase */
+};
+
+struct quic_conn;
+
+/* What the owner hears from a connection. All are optional but `closed`. */
+struct quic_conn_cbs {
+	/* TLS finished (server: the peer's key passed the pin check). */
+	void (*handshake_done)(struct quic_conn *, void *arg);
+	void (*datagram)(struct quic_conn *, const uint8_t *, size_t, void *arg);
+	/* Bytes arriving on a stream, in order. Return -1 to close the
+	 * connection with a protocol error. */
+	int (*stream_data)(struct quic_conn *, int64_t stream_id,
+	    const uint8_t *, size_t, bool fin, void *arg);
+	/* Connection IDs we issue / retire (the server's demultiplexer). */
+	void (*cid_add)(struct quic_conn *, const ngtcp2_cid *, void *arg);
+	void (*cid_remove)(struct quic_conn *, const ngtcp2_cid *, void *arg);
+	/* The connection is over; the owner frees it (not from inside this
+	 * callback's caller chain: quic.c calls it from a one-shot event). */
+	void (*closed)(struct quic_conn *, const struct quic_close_info *, void *arg);
+};
+
+struct quic_settings {
+	enum quic_role role;
+	ngtcp2_cc_algo cc;
+	uint32_t idle_timeout_s;
+	uint32_t keepalive_s;     /* 0 = off */
+	size_t max_udp_payload;   /* outer path MTU - IP/UDP headers */
+	const uint8_t *reset_secret; /* QUIC_RESET_SECRET_LEN bytes */
+	bool verbose;             /* route ngtcp2's own log to ours */
+};
+
+/* Counters kept per connection. */
+struct quic_conn_stats {
+	uint64_t rx_dgrams, tx_dgrams, rx_dgram_bytes, tx_dgram_bytes;
+	uint64_t dgram_queue_full, dgram_too_big;
+	double rtt_ms;
+	uint64_t cwnd;
+	uint64_t bytes_in_flight;
+};
+
+/* Client: connect over `sock` (the owner's) to `remote`. */
+struct quic_conn *quic_conn_client_create(struct event_base *,
+    const struct quic_settings *, const struct quic_conn_cbs *, void *arg,
+    WOLFSSL_CTX *, struct udp_batch *, const struct sockaddr *remote,
+    socklen_t remotelen, char **cause);
+
+/* Server: a new connection from the first Initial `pkt` (already accepted
+ * by ngtcp2_accept into `hd`). The owner then calls quic_conn_read with the
+ * same packet. */
+struct quic_conn *quic_conn_server_create(struct event_base *,
+    const struct quic_settings *, const struct quic_conn_cbs *, void *arg,
+    WOLFSSL_CTX *, struct udp_batch *, const ngtcp2_pkt_hd *hd,
+    const struct sockaddr *remote, socklen_t remotelen, char **cause);
+
+/* Free at once (no CONNECTION_CLOSE is sent; see quic_conn_close). */
+void quic_conn_free(struct quic_conn *);
+
+/* Feed one received packet. Then the owner runs quic_conn_write. */
+void quic_conn_read(struct quic_conn *, const struct sockaddr *remote,
+    socklen_t remotelen, const uint8_t *pkt, size_t len, uint8_t ecn);
+
+/* The write loop: queued DATAGRAMs, stream data, ACKs and control frames
+ * into the owner's batch, then re-arm the timer. Does not flush the batch. */
+void quic_conn_write(struct quic_conn *);
+
+/* Run the write loop of every connection that has work queued since the
+ * last call (DATAGRAMs, stream data, packets read). Call it at the end of
+ * each input burst, then flush the batches. */
+void quic_write_dirty(void);
+
+/* Send one DATAGRAM now (written into the batch) or queue it if the
+ * congestion window is full. Returns 0, -EMSGSIZE if it can never fit
+ * (see quic_conn_dgram_max), -ENOBUFS if the queue is full (dropped),
+ * -ENOTCONN before the handshake completed. */
+int quic_conn_send_datagram(struct quic_conn *, const uint8_t *, size_t);
+
+/* The largest DATAGRAM payload that fits in one packet on this path. */
+size_t quic_conn_dgram_max(struct quic_conn *);
+
+/* Queue bytes on a stream (the whole buffer is copied and kept until
+ * acknowledged); `fin` ends our side. Returns 0 or -1. */
+int quic_conn_stream_send(struct quic_conn *, int64_t stream_id,
+    const uint8_t *, size_t, bool fin);
+/* Open a bidirectional stream; returns its ID or -1. */
+int64_t quic_conn_open_stream(struct quic_conn *);
+
+/* Close with an application error code: sends CONNECTION_CLOSE now (into
+ * the batch) and reports `closed` shortly after. */
+void quic_conn_close(struct quic_conn *, uint64_t app_error, const char *reason);
+
+enum quic_state quic_conn_state(const struct quic_conn *);
+void quic_conn_get_stats(struct quic_conn *, struct quic_conn_stats *);
+/* The peer's public key, valid once the pin check has passed. */
+const uint8_t *quic_conn_peer_key(const struct quic_conn *);
+/* The remote address of the current path. */
+const struct sockaddr *quic_conn_remote(const struct quic_conn *, socklen_t *);
+void quic_conn_set_arg(struct quic_conn *, void *arg);
+void *quic_conn_get_arg(const struct quic_conn *);
+
+/* Pin check used by tls.c: ask the connection's owner. The owner sets
+ * it once per process; it receives the connection's `arg`. */
+void quic_set_pin_check(bool (*check)(struct quic_conn *, const uint8_t *pub,
+    void *arg));
+bool quic_tls_pin(WOLFSSL *ssl, const uint8_t pubkey[static KEY_LEN]);
+
+/* Random bytes from wolfCrypt's DRBG (CIDs, tokens, secrets). */
+void quic_random(uint8_t *, size_t);
+
+#endif

@@ -1,0 +1,189 @@
+/* Rendering of status as JSON or text. */
+#include <event2/buffer.h>
+
+#include "json.h"
+#include "key.h"
+#include "status.h"
+
+const char *
+status_state_name(const struct quic_conn *qc)
+{
+	if (qc == NULL)
+		return "closed";
+	switch (quic_conn_state(qc)) {
+	case QUIC_STATE_HANDSHAKING:
+		return "handshaking";
+	case QUIC_STATE_ESTABLISHED:
+		return "established";
+	case QUIC_STATE_CLOSED:
+		break;
+	}
+	return "closed";
+}
+
+static void
+json_prefixes(struct json *j, const char *key, const struct prefix *p, size_t n)
+{
+	char buf[ADDR_STRLEN];
+
+	json_key(j, key);
+	json_begin_array(j);
+	for (size_t i = 0; i < n; i++)
+		json_string(j, addr_prefix_str(&p[i], buf));
+	json_end_array(j);
+}
+
+static void
+json_drops(struct json *j, const struct tunnel_counters *c)
+{
+	json_key(j, "drops");
+	json_begin_object(j);
+	for (int i = 0; i < TUNNEL_DROP_COUNT; i++) {
+		json_key(j, tunnel_drop_names[i]);
+		json_uint(j, c->drops[i]);
+	}
+	json_end_object(j);
+}
+
+static void
+render_json(struct evbuffer *out, const struct status *st)
+{
+	char buf[ADDR_STRLEN], key[KEY_B64_LEN + 1];
+	struct json j;
+
+	json_init(&j, out);
+	json_begin_object(&j);
+	json_key(&j, "role");
+	json_string(&j, st->role);
+	json_key(&j, "tun");
+	json_string(&j, st->tun);
+	json_key(&j, "mtu");
+	json_uint(&j, st->mtu);
+	json_key(&j, "datagram_mtu");
+	json_uint(&j, st->datagram_mtu);
+	if (st->addrs != NULL)
+		json_prefixes(&j, "address", st->addrs, st->naddrs);
+	json_key(&j, "rx_packets");
+	json_uint(&j, st->counters->rx_packets);
+	json_key(&j, "tx_packets");
+	json_uint(&j, st->counters->tx_packets);
+	json_drops(&j, st->counters);
+	json_key(&j, "peers");
+	json_begin_array(&j);
+	for (size_t i = 0; i < st->npeers; i++) {
+		const struct status_peer *p = &st->peers[i];
+
+		json_begin_object(&j);
+		json_key(&j, "name");
+		json_string(&j, p->name);
+		json_key(&j, "public_key");
+		key_encode(p->public_key, key);
+		json_string(&j, key);
+		json_key(&j, "state");
+		json_string(&j, p->state);
+		json_prefixes(&j, "addresses", p->addrs, p->naddrs);
+		json_prefixes(&j, "allowed_ips", p->allowed, p->nallowed);
+		json_key(&j, "remote");
+		json_string(&j, p->remote != NULL ? addr_sockaddr_str(p->remote, buf) : NULL);
+		json_key(&j, "rx_bytes");
+		json_uint(&j, p->counters->rx_bytes);
+		json_key(&j, "tx_bytes");
+		json_uint(&j, p->counters->tx_bytes);
+		json_key(&j, "rx_packets");
+		json_uint(&j, p->counters->rx_packets);
+		json_key(&j, "tx_packets");
+		json_uint(&j, p->counters->tx_packets);
+		json_key(&j, "rtt_ms");
+		if (p->has_quic)
+			json_double(&j, p->quic.rtt_ms, 3);
+		else
+			json_null(&j);
+		json_key(&j, "cwnd");
+		json_uint(&j, p->has_quic ? p->quic.cwnd : 0);
+		json_key(&j, "handshakes");
+		json_uint(&j, p->handshakes);
+		json_drops(&j, p->counters);
+		json_end_object(&j);
+	}
+	json_end_array(&j);
+	json_end_object(&j);
+	evbuffer_add(out, "\n", 1);
+}
+
+static void
+text_prefixes(struct evbuffer *out, const struct prefix *p, size_t n)
+{
+	char buf[ADDR_STRLEN];
+
+	if (n == 0)
+		evbuffer_add_printf(out, "(none)");
+	for (size_t i = 0; i < n; i++)
+		evbuffer_add_printf(out, "%s%s", i ? ", " : "", addr_prefix_str(&p[i], buf));
+}
+
+static void
+text_drops(struct evbuffer *out, const char *indent, const struct tunnel_counters *c)
+{
+	bool any = false;
+
+	evbuffer_add_printf(out, "%sdrops:", indent);
+	for (int i = 0; i < TUNNEL_DROP_COUNT; i++) {
+		if (c->drops[i] == 0)
+			continue;
+		evbuffer_add_printf(out, " %s=%llu", tunnel_drop_names[i],
+		    (unsigned long long)c->drops[i]);
+		any = true;
+	}
+	evbuffer_add_printf(out, "%s\n", any ? "" : " none");
+}
+
+static void
+render_text(struct evbuffer *out, const struct status *st)
+{
+	char buf[ADDR_STRLEN], key[KEY_B64_LEN + 1];
+
+	evbuffer_add_printf(out, "%s: interface %s, mtu %u (datagram fits %zu)\n",
+	    st->role, st->tun != NULL ? st->tun : "none (forward-only)", st->mtu,
+	    st->datagram_mtu);
+	if (st->addrs != NULL) {
+		evbuffer_add_printf(out, "  address: ");
+		text_prefixes(out, st->addrs, st->naddrs);
+		evbuffer_add_printf(out, "\n");
+	}
+	text_drops(out, "  ", st->counters);
+	for (size_t i = 0; i < st->npeers; i++) {
+		const struct status_peer *p = &st->peers[i];
+
+		key_encode(p->public_key, key);
+		evbuffer_add_printf(out, "\npeer %s (%s)\n  state: %s\n", p->name, key,
+		    p->state);
+		if (p->remote != NULL)
+			evbuffer_add_printf(out, "  endpoint: %s\n",
+			    addr_sockaddr_str(p->remote, buf));
+		evbuffer_add_printf(out, "  addresses: ");
+		text_prefixes(out, p->addrs, p->naddrs);
+		evbuffer_add_printf(out, "\n  allowed ips: ");
+		text_prefixes(out, p->allowed, p->nallowed);
+		evbuffer_add_printf(out, "\n  transfer: %llu B (%llu packets) received, "
+		    "%llu B (%llu packets) sent\n",
+		    (unsigned long long)p->counters->rx_bytes,
+		    (unsigned long long)p->counters->rx_packets,
+		    (unsigned long long)p->counters->tx_bytes,
+		    (unsigned long long)p->counters->tx_packets);
+		if (p->has_quic)
+			evbuffer_add_printf(out, "  rtt: %.3f ms, cwnd: %llu B\n",
+			    p->quic.rtt_ms, (unsigned long long)p->quic.cwnd);
+		evbuffer_add_printf(out, "  handshakes: %llu\n",
+		    (unsigned long long)p->handshakes);
+		text_drops(out, "  ", p->counters);
+	}
+}
+
+void
+status_render(struct evbuffer *out, const struct status *st, bool json)
+{
+	if (json)
+		render_json(out, st);
+	else
+		render_text(out, st);
+}

@@ -1,0 +1,48 @@
+/* Status output shared by roved and rove: one description of the state,
+ * rendered as JSON (for scripts and tests) or as text (for people). */
+#ifndef ROVE_STATUS_H
+#define ROVE_STATUS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "addr.h"
+#include "quic.h"
+#include "tunnel.h"
+
+struct evbuffer;
+
+struct status_peer {
+	const char *name;
+	const uint8_t *public_key;     /* KEY_LEN bytes */
+	const char *state;
+	const struct prefix *addrs;
+	size_t naddrs;
+	const struct prefix *allowed;
+	size_t nallowed;
+	const struct sockaddr *remote; /* NULL when not connected */
+	const struct tunnel_counters *counters;
+	bool has_quic;
+	struct quic_conn_stats quic;
+	uint64_t handshakes;
+};
+
+struct status {
+	const char *role;  /* "server" or "client" */
+	const char *tun;   /* NULL in forward-only mode */
+	unsigned mtu;
+	size_t datagram_mtu; /* largest inner packet one DATAGRAM carries now */
+	const struct prefix *addrs; /* client: addresses it was given */
+	size_t naddrs;
+	const struct tunnel_counters *counters;
+	const struct status_peer *peers;
+	size_t npeers;
+};
+
+/* Render `st` into `out` as JSON when `json`, else as text. */
+void status_render(struct evbuffer *out, const struct status *st, bool json);
+
+/* Peer state names for status. */
+const char *status_state_name(const struct quic_conn *qc);
+
+#endif

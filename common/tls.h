@@ -1,0 +1,32 @@
+/* TLS 1.3 for QUIC through wolfSSL: a context with a self-signed certificate
+ * made from our Ed25519 key at startup, ALPN rove/1, and peer verification
+ * by pinned public key instead of a CA. */
+#ifndef ROVE_TLS_H
+#define ROVE_TLS_H
+
+#include <wolfssl/options.h>
+#include <wolfssl/ssl.h>
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "key.h"
+
+enum tls_role { TLS_ROLE_SERVER, TLS_ROLE_CLIENT };
+
+/* Decides whether a peer presenting `pubkey` is accepted; `ssl` is the
+ * connection (its app data is the owner's ngtcp2_crypto_conn_ref). Runs
+ * inside the handshake: returning false aborts it with a TLS alert. */
+typedef bool (*tls_pin_cb)(WOLFSSL *ssl, const uint8_t pubkey[static KEY_LEN]);
+
+/* Create a context for `role` with the certificate for `priv`. The context
+ * requires and checks the peer's certificate through `pin`. Returns NULL
+ * with *cause set on failure. */
+WOLFSSL_CTX *tls_ctx_create(enum tls_role role, const uint8_t priv[static KEY_LEN],
+    tls_pin_cb pin, char **cause);
+
+/* A new WOLFSSL object for one QUIC connection (client side: ALPN set and
+ * the connect state entered). `conn_ref` becomes its app data. */
+WOLFSSL *tls_session_create(WOLFSSL_CTX *, enum tls_role, void *conn_ref);
+
+#endif

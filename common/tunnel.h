@@ -1,0 +1,62 @@
+/* The IP data path both programs share: a TUN packet into a DATAGRAM
+ * (context 0), a DATAGRAM back into an IP packet, the "packet too big"
+ * answer, and the counters with their drop reasons. */
+#ifndef ROVE_TUNNEL_H
+#define ROVE_TUNNEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "addr.h"
+#include "ippkt.h"
+#include "quic.h"
+#include "tun.h"
+
+enum tunnel_drop {
+	TUNNEL_DROP_SPOOFED_SOURCE,
+	TUNNEL_DROP_NO_ROUTE,
+	TUNNEL_DROP_TOO_BIG,
+	TUNNEL_DROP_INVALID_PACKET,
+	TUNNEL_DROP_UNKNOWN_CONTEXT,
+	TUNNEL_DROP_QUEUE_FULL,
+	TUNNEL_DROP_UNKNOWN_PEER,
+	TUNNEL_DROP_COUNT
+};
+
+/* Names as they appear in status output. */
+extern const char *const tunnel_drop_names[TUNNEL_DROP_COUNT];
+
+struct tunnel_counters {
+	uint64_t rx_packets, rx_bytes; /* from the peer, written to the TUN */
+	uint64_t tx_packets, tx_bytes; /* read from the TUN, sent to the peer */
+	uint64_t drops[TUNNEL_DROP_COUNT];
+};
+
+/* Headroom a TUN read buffer keeps before the packet for the context ID. */
+#define TUNNEL_HEADROOM 1
+#define TUNNEL_BUF (TUNNEL_HEADROOM + 65535)
+
+/* Count a drop in both the peer's and the global counters (either NULL). */
+void tunnel_drop(enum tunnel_drop, struct tunnel_counters *peer,
+    struct tunnel_counters *global);
+
+/* Send the IP packet at buf[TUNNEL_HEADROOM..], described by `info`, over
+ * `qc`. When it is too big for a DATAGRAM, a "packet too big" goes back into
+ * `tun` instead. Counts into `peer` and `global` (may be NULL). */
+void tunnel_send(struct quic_conn *qc, uint8_t *buf, const struct ippkt_info *info,
+    struct tun *tun, struct tunnel_counters *peer, struct tunnel_counters *global);
+
+/* Decode a received DATAGRAM. Returns 0 with the IP packet in *pkt, *len and
+ * its header in *info, or counts the drop and returns -1. */
+int tunnel_decode(const uint8_t *dgram, size_t dlen, const uint8_t **pkt,
+    size_t *len, struct ippkt_info *info, struct tunnel_counters *peer,
+    struct tunnel_counters *global);
+
+/* Write a decoded packet to the TUN and count it. */
+void tunnel_deliver(struct tun *, const uint8_t *pkt, size_t len,
+    struct tunnel_counters *peer, struct tunnel_counters *global);
+
+/* The largest inner IP packet `qc` can carry now (0 before the handshake). */
+size_t tunnel_inner_mtu(struct quic_conn *qc);
+
+#endif

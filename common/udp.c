@@ -1,0 +1,246 @@
+/* UDP sockets: forced buffers, GRO receive, GSO batched send. */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/ip.h>
+#include <netinet/udp.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "addr.h"
+#include "log.h"
+#include "udp.h"
+#include "xmalloc.h"
+
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103
+#endif
+#ifndef UDP_GRO
+#define UDP_GRO 104
+#endif
+
+/* Big enough to absorb a burst at several Gbit/s. The net.core limits cannot
+ * be raised inside a namespace, so use the FORCE variants when root. */
+#define UDP_SOCKBUF (8 * 1024 * 1024)
+
+static void
+set_buffers(int fd)
+{
+	int size = UDP_SOCKBUF;
+
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof size) == -1)
+		(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &size, sizeof size) == -1)
+		(void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
+}
+
+int
+udp_open(struct udp_socket *s, int family, const struct sockaddr *bind_addr,
+    socklen_t bindlen, char **cause)
+{
+	char buf[ADDR_STRLEN];
+	int one = 1, fd;
+
+	memset(s, 0, sizeof *s);
+	s->fd = -1;
+	fd = socket(family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_UDP);
+	if (fd == -1) {
+		xasprintf(cause, "socket: %s", strerror(errno));
+		return -1;
+	}
+	if (family == AF_INET6)
+		(void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+	set_buffers(fd);
+	/* ECN bits of received packets, for ngtcp2's congestion control. */
+	if (family == AF_INET)
+		(void)setsockopt(fd, IPPROTO_IP, IP_RECVTOS, &one, sizeof one);
+	else
+		(void)setsockopt(fd, IPPROTO_IPV6, IPV6_RECVTCLASS, &one, sizeof one);
+	/* Fragmentation would hide a too-small path; QUIC sizes packets itself. */
+	if (family == AF_INET) {
+		int pmtu = IP_PMTUDISC_PROBE;
+		(void)setsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof pmtu);
+	} else {
+		int pmtu = IPV6_PMTUDISC_PROBE;
+		(void)setsockopt(fd, IPPROTO_IPV6, IPV6_MTU_DISCOVER, &pmtu, sizeof pmtu);
+	}
+	(void)setsockopt(fd, SOL_UDP, UDP_GRO, &one, sizeof one);
+	if (bind_addr != NULL && bind(fd, bind_addr, bindlen) == -1) {
+		xasprintf(cause, "bind %s: %s", addr_sockaddr_str(bind_addr, buf),
+		    strerror(errno));
+		close(fd);
+		return -1;
+	}
+	s->fd = fd;
+	s->family = family;
+	s->locallen = sizeof s->local;
+	if (getsockname(fd, (struct sockaddr *)&s->local, &s->locallen) == -1)
+		s->locallen = 0;
+	/* GSO needs a kernel that knows UDP_SEGMENT; probe it once. */
+	{
+		int seg = 0;
+		s->gso = setsockopt(fd, SOL_UDP, UDP_SEGMENT, &seg, sizeof seg) == 0;
+	}
+	return 0;
+}
+
+void
+udp_close(struct udp_socket *s)
+{
+	if (s->fd != -1)
+		close(s->fd);
+	s->fd = -1;
+}
+
+int
+udp_recv(struct udp_socket *s, struct udp_recv *r)
+{
+	union {
+		struct cmsghdr align;
+		uint8_t buf[CMSG_SPACE(sizeof(int)) * 4];
+	} ctl;
+	struct iovec iov = { r->buf, sizeof r->buf };
+	struct msghdr msg = {
+		.msg_name = &r->peer,
+		.msg_namelen = sizeof r->peer,
+		.msg_iov = &iov,
+		.msg_iovlen = 1,
+		.msg_control = ctl.buf,
+		.msg_controllen = sizeof ctl.buf,
+	};
+	ssize_t n;
+
+	do {
+		n = recvmsg(s->fd, &msg, 0);
+	} while (n == -1 && errno == EINTR);
+	if (n == -1)
+		return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -errno;
+	r->len = (size_t)n;
+	r->segsize = (size_t)n;
+	r->peerlen = msg.msg_namelen;
+	r->ecn = 0;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c != NULL; c = CMSG_NXTHDR(&msg, c)) {
+		int v;
+		if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO) {
+			memcpy(&v, CMSG_DATA(c), sizeof v);
+			if (v > 0)
+				r->segsize = (size_t)v;
+		} else if ((c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS) ||
+		    (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_TCLASS)) {
+			uint8_t tos;
+			if (c->cmsg_level == IPPROTO_IP)
+				memcpy(&tos, CMSG_DATA(c), 1);
+			else {
+				memcpy(&v, CMSG_DATA(c), sizeof v);
+				tos = (uint8_t)v;
+			}
+			r->ecn = tos & 0x3;
+		}
+	}
+	return 1;
+}
+
+void
+udp_batch_init(struct udp_batch *b, struct udp_socket *s)
+{
+	b->sock = s;
+	b->n = 0;
+	b->sent_packets = 0;
+	b->send_errors = 0;
+}
+
+uint8_t *
+udp_batch_slot(struct udp_batch *b)
+{
+	if (b->n == UDP_BATCH_MAX)
+		udp_batch_flush(b);
+	return b->buf + b->n * UDP_MAX_PAYLOAD;
+}
+
+void
+udp_batch_commit(struct udp_batch *b, size_t len, const struct sockaddr *dst,
+    socklen_t dstlen)
+{
+	b->len[b->n] = len;
+	memcpy(&b->dst[b->n], dst, dstlen);
+	b->dstlen[b->n] = dstlen;
+	b->n++;
+}
+
+/* Send packets [first, first+count) as one GSO super-packet: they share a
+ * destination and all but the last have the same size. */
+static void
+send_run(struct udp_batch *b, size_t first, size_t count)
+{
+	struct iovec iov[UDP_BATCH_MAX];
+	union {
+		struct cmsghdr align;
+		uint8_t buf[CMSG_SPACE(sizeof(uint16_t))];
+	} ctl;
+	struct msghdr msg = {
+		.msg_name = &b->dst[first],
+		.msg_namelen = b->dstlen[first],
+		.msg_iov = iov,
+		.msg_iovlen = count,
+	};
+	ssize_t n;
+
+	for (size_t i = 0; i < count; i++) {
+		iov[i].iov_base = b->buf + (first + i) * UDP_MAX_PAYLOAD;
+		iov[i].iov_len = b->len[first + i];
+	}
+	if (count > 1) {
+		uint16_t seg = (uint16_t)b->len[first];
+		struct cmsghdr *c;
+
+		memset(&ctl, 0, sizeof ctl);
+		msg.msg_control = ctl.buf;
+		msg.msg_controllen = sizeof ctl.buf;
+		c = CMSG_FIRSTHDR(&msg);
+		c->cmsg_level = SOL_UDP;
+		c->cmsg_type = UDP_SEGMENT;
+		c->cmsg_len = CMSG_LEN(sizeof seg);
+		memcpy(CMSG_DATA(c), &seg, sizeof seg);
+	}
+	do {
+		n = sendmsg(b->sock->fd, &msg, 0);
+	} while (n == -1 && errno == EINTR);
+	if (n == -1) {
+		/* A full socket buffer or a vanished route: the packets are lost
+		 * and QUIC's loss recovery resends what matters. */
+		b->send_errors += count;
+		log_debug("%s: sendmsg of %zu packets: %s", __func__, count,
+		    strerror(errno));
+	} else
+		b->sent_packets += count;
+}
+
+void
+udp_batch_flush(struct udp_batch *b)
+{
+	size_t i = 0;
+
+	while (i < b->n) {
+		size_t run = 1;
+
+		if (b->sock->gso) {
+			/* Extend the run while sizes match and the destination is
+			 * the same; a shorter packet may end it. GSO caps a run at
+			 * 64 segments and 64 KiB. */
+			size_t total = b->len[i];
+			while (i + run < b->n && run < 64 &&
+			    b->dstlen[i + run] == b->dstlen[i] &&
+			    memcmp(&b->dst[i + run], &b->dst[i], b->dstlen[i]) == 0 &&
+			    b->len[i + run] <= b->len[i] &&
+			    total + b->len[i + run] <= 65000) {
+				total += b->len[i + run];
+				run++;
+				if (b->len[i + run - 1] < b->len[i])
+					break;
+			}
+		}
+		send_run(b, i, run);
+		i += run;
+	}
+	b->n = 0;
+}

@@ -1,0 +1,66 @@
+/* UDP sockets for QUIC: large forced buffers, GRO on receive, and a send
+ * batch that hands runs of equal-sized packets to the kernel as one GSO
+ * super-packet (the per-packet cost is the kernel's, so batching matters). */
+#ifndef ROVE_UDP_H
+#define ROVE_UDP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+
+#define UDP_MAX_PAYLOAD 1472  /* 1500-byte outer path, IPv4 */
+#define UDP_BATCH_MAX 64      /* packets per send batch */
+#define UDP_GRO_BUF 65536     /* one receive may hold many coalesced packets */
+
+struct udp_socket {
+	int fd;
+	int family;
+	bool gso;   /* kernel accepts UDP_SEGMENT */
+	struct sockaddr_storage local;
+	socklen_t locallen;
+};
+
+/* Open a nonblocking UDP socket bound to `bind` (NULL: an ephemeral port
+ * on the wildcard address of `family`). Returns 0 or -1 with *cause set. */
+int udp_open(struct udp_socket *, int family, const struct sockaddr *bind,
+    socklen_t bindlen, char **cause);
+void udp_close(struct udp_socket *);
+
+/* Packets received by one call: `buf` holds `n` packets back to back, each
+ * `segsize` bytes but the last (GRO), all from `peer`. */
+struct udp_recv {
+	uint8_t buf[UDP_GRO_BUF];
+	size_t len;
+	size_t segsize;
+	struct sockaddr_storage peer;
+	socklen_t peerlen;
+	uint8_t ecn;
+};
+/* Returns 1 when something was read, 0 on EAGAIN, -errno on error. */
+int udp_recv(struct udp_socket *, struct udp_recv *);
+
+/* Outgoing packets of one socket, flushed together. Packets are written
+ * straight into the batch's buffer (udp_batch_slot) to avoid a copy. */
+struct udp_batch {
+	struct udp_socket *sock;
+	uint8_t buf[UDP_BATCH_MAX * UDP_MAX_PAYLOAD];
+	size_t len[UDP_BATCH_MAX];
+	struct sockaddr_storage dst[UDP_BATCH_MAX];
+	socklen_t dstlen[UDP_BATCH_MAX];
+	size_t n;
+	uint64_t sent_packets, send_errors;
+};
+
+void udp_batch_init(struct udp_batch *, struct udp_socket *);
+/* Space for the next packet (UDP_MAX_PAYLOAD bytes); flushes first if full. */
+uint8_t *udp_batch_slot(struct udp_batch *);
+/* Commit `len` bytes written into the last slot, destined for `dst`. */
+void udp_batch_commit(struct udp_batch *, size_t len, const struct sockaddr *dst,
+    socklen_t dstlen);
+/* Send everything queued. Packets the kernel refuses are dropped and
+ * counted (QUIC recovers them like any loss). */
+void udp_batch_flush(struct udp_batch *);
+
+#endif

@@ -1,0 +1,807 @@
+/* roved: accept QUIC connections, authenticate peers by pinned key, give
+ * them addresses, and route IP packets between the TUN device and them. */
+#include <ngtcp2/ngtcp2.h>
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/queue.h>
+
+#include "clock.h"
+#include "control.h"
+#include "key.h"
+#include "log.h"
+#include "proto.h"
+#include "quic.h"
+#include "route.h"
+#include "server.h"
+#include "status.h"
+#include "tls.h"
+#include "tun-netlink.h"
+#include "tun.h"
+#include "tunnel.h"
+#include "udp.h"
+#include "xmalloc.h"
+
+#define CID_BUCKETS 4096
+#define MAX_SESSIONS 4096
+#define TUN_BURST 64
+#define UNKNOWN_LOG_SLOTS 256
+#define UNKNOWN_LOG_INTERVAL_MS 60000
+
+struct session;
+
+struct peer {
+	const struct cfg_peer *cfg;
+	struct prefix addrs[CFG_MAX_ADDRS]; /* its tunnel addresses (host) */
+	size_t naddrs;
+	uint8_t subnet_len[CFG_MAX_ADDRS];  /* prefix length told to the client */
+	struct session *sess;               /* the live connection, or NULL */
+	struct tunnel_counters counters;
+	uint64_t handshakes;
+};
+
+struct cid_entry {
+	struct cid_entry *next;       /* bucket chain */
+	struct cid_entry *sess_next;  /* the session's own list */
+	ngtcp2_cid cid;
+	struct session *sess;
+};
+
+struct listener {
+	struct server *srv;
+	struct udp_socket sock;
+	struct udp_batch batch;
+	struct event *ev;
+};
+
+struct session {
+	LIST_ENTRY(session) entry;
+	struct server *srv;
+	struct quic_conn *qc;
+	struct peer *peer;          /* set once the handshake completed */
+	struct peer *pending_peer;  /* matched by the pin check */
+	struct cid_entry *cids;
+	uint8_t ctl[PROTO_MAX_MSG + 16];
+	size_t ctllen;
+	bool configured;            /* server config sent */
+};
+
+struct unknown_log {
+	struct ipaddr addr;
+	uint64_t last_ms;
+};
+
+struct server {
+	struct event_base *base;
+	const struct cfg *cfg;
+	WOLFSSL_CTX *tls;
+	struct quic_settings qs;
+	uint8_t reset_secret[QUIC_RESET_SECRET_LEN];
+	uint64_t cid_seed;
+
+	struct listener listeners[CFG_MAX_LISTEN];
+	size_t nlisteners;
+
+	struct tun tun;
+	bool has_tun;
+	struct event *tun_ev;
+	struct route_table *routes;
+
+	struct peer *peers;
+	size_t npeers;
+	LIST_HEAD(, session) sessions;
+	size_t nsessions;
+	struct cid_entry *cid_map[CID_BUCKETS];
+
+	struct tunnel_counters counters;
+	struct unknown_log unknown_log[UNKNOWN_LOG_SLOTS];
+	struct control *control;
+	bool shutting_down;
+};
+
+/* Only one server per process; the pin check reaches it through here. */
+static struct server *the_server;
+
+static size_t
+cid_hash(const struct server *srv, const uint8_t *cid, size_t len)
+{
+	/* Keyed so that client-chosen initial CIDs cannot aim at one bucket. */
+	uint64_t h = srv->cid_seed ^ 0xcbf29ce484222325ULL;
+
+	for (size_t i = 0; i < len; i++) {
+		h ^= cid[i];
+		h *= 0x100000001b3ULL;
+	}
+	h ^= h >> 29;
+	return (size_t)(h % CID_BUCKETS);
+}
+
+static struct session *
+cid_lookup(struct server *srv, const uint8_t *cid, size_t len)
+{
+	struct cid_entry *e;
+
+	for (e = srv->cid_map[cid_hash(srv, cid, len)]; e != NULL; e = e->next) {
+		if (e->cid.datalen == len && memcmp(e->cid.data, cid, len) == 0)
+			return e->sess;
+	}
+	return NULL;
+}
+
+static void
+cid_add_cb(struct quic_conn *qc, const ngtcp2_cid *cid, void *arg)
+{
+	struct session *sess = arg;
+	struct server *srv = sess->srv;
+	struct cid_entry *e;
+	size_t h;
+
+	(void)qc;
+	if (cid_lookup(srv, cid->data, cid->datalen) != NULL)
+		return;
+	e = xcalloc(1, sizeof *e);
+	e->cid = *cid;
+	e->sess = sess;
+	h = cid_hash(srv, cid->data, cid->datalen);
+	e->next = srv->cid_map[h];
+	srv->cid_map[h] = e;
+	e->sess_next = sess->cids;
+	sess->cids = e;
+}
+
+static void
+cid_unlink(struct server *srv, struct cid_entry *e)
+{
+	struct cid_entry **pp = &srv->cid_map[cid_hash(srv, e->cid.data, e->cid.datalen)];
+
+	for (; *pp != NULL; pp = &(*pp)->next) {
+		if (*pp == e) {
+			*pp = e->next;
+			return;
+		}
+	}
+}
+
+static void
+cid_remove_cb(struct quic_conn *qc, const ngtcp2_cid *cid, void *arg)
+{
+	struct session *sess = arg;
+	struct cid_entry **pp;
+
+	(void)qc;
+	for (pp = &sess->cids; *pp != NULL; pp = &(*pp)->sess_next) {
+		struct cid_entry *e = *pp;
+		if (e->cid.datalen == cid->datalen &&
+		    memcmp(e->cid.data, cid->data, cid->datalen) == 0) {
+			*pp = e->sess_next;
+			cid_unlink(sess->srv, e);
+			free(e);
+			return;
+		}
+	}
+}
+
+static void
+session_free(struct session *sess)
+{
+	struct server *srv = sess->srv;
+	struct cid_entry *e, *next;
+
+	for (e = sess->cids; e != NULL; e = next) {
+		next = e->sess_next;
+		cid_unlink(srv, e);
+		free(e);
+	}
+	if (sess->peer != NULL && sess->peer->sess == sess)
+		sess->peer->sess = NULL;
+	LIST_REMOVE(sess, entry);
+	srv->nsessions--;
+	quic_conn_free(sess->qc);
+	free(sess);
+}
+
+static bool
+pin_check(struct quic_conn *qc, const uint8_t *pub, void *arg)
+{
+	struct session *sess = arg;
+	struct server *srv = the_server;
+	const struct sockaddr *remote;
+	struct unknown_log *slot;
+	struct ipaddr from;
+	socklen_t len;
+	uint64_t now;
+	uint16_t port;
+
+	if (srv == NULL || sess == NULL)
+		return false;
+	for (size_t i = 0; i < srv->npeers; i++) {
+		if (memcmp(srv->peers[i].cfg->pubkey, pub, KEY_LEN) == 0) {
+			sess->pending_peer = &srv->peers[i];
+			return true;
+		}
+	}
+	tunnel_drop(TUNNEL_DROP_UNKNOWN_PEER, NULL, &srv->counters);
+	/* At most one line per source address per minute. */
+	remote = quic_conn_remote(qc, &len);
+	if (addr_from_sockaddr(remote, &from, &port) != 0)
+		return false;
+	slot = &srv->unknown_log[cid_hash(srv, from.b, sizeof from.b) % UNKNOWN_LOG_SLOTS];
+	now = clock_now_ms();
+	if (!addr_equal(&slot->addr, &from) || slot->last_ms == 0 ||
+	    now - slot->last_ms >= UNKNOWN_LOG_INTERVAL_MS) {
+		char abuf[ADDR_STRLEN], kbuf[KEY_B64_LEN + 1];
+
+		slot->addr = from;
+		slot->last_ms = now;
+		key_encode(pub, kbuf);
+		log_warn("unknown peer %s with public key %s: rejected",
+		    addr_sockaddr_str(remote, abuf), kbuf);
+	}
+	return false;
+}
+
+static void
+handshake_done_cb(struct quic_conn *qc, void *arg)
+{
+	struct session *sess = arg;
+	struct peer *peer = sess->pending_peer;
+	char abuf[ADDR_STRLEN];
+	socklen_t len;
+
+	if (peer == NULL) {
+		quic_conn_close(qc, 3, "unknown peer");
+		return;
+	}
+	/* A peer has one live connection: a new one (a reconnect after a
+	 * restart or a lost path) replaces the old. */
+	if (peer->sess != NULL && peer->sess != sess) {
+		struct session *old = peer->sess;
+		old->peer = NULL;
+		quic_conn_close(old->qc, 0, "replaced by a new connection");
+	}
+	sess->peer = peer;
+	peer->sess = sess;
+	peer->handshakes++;
+	log_info("peer %s connected from %s", peer->cfg->name,
+	    addr_sockaddr_str(quic_conn_remote(qc, &len), abuf));
+}
+
+static int
+send_server_config(struct session *sess)
+{
+	struct server *srv = sess->srv;
+	struct peer *peer = sess->peer;
+	struct proto_server_config sc;
+	uint8_t buf[PROTO_MAX_MSG];
+	size_t n;
+
+	memset(&sc, 0, sizeof sc);
+	sc.version = PROTO_VERSION;
+	for (size_t i = 0; i < peer->naddrs; i++) {
+		sc.addrs[sc.naddrs] = peer->addrs[i];
+		sc.addrs[sc.naddrs].len = peer->subnet_len[i];
+		sc.naddrs++;
+	}
+	/* The tunnel subnets; the client adds its own Routes on top. */
+	for (size_t i = 0; i < srv->cfg->naddrs && sc.nroutes < PROTO_MAX_ROUTES; i++) {
+		sc.routes[sc.nroutes] = srv->cfg->addrs[i];
+		addr_prefix_mask(&sc.routes[sc.nroutes]);
+		sc.nroutes++;
+	}
+	sc.mtu = srv->cfg->mtu;
+	sc.keepalive = srv->cfg->keepalive;
+	n = proto_encode_server_config(buf, sizeof buf, &sc);
+	if (n == 0)
+		return -1;
+	sess->configured = true;
+	return quic_conn_stream_send(sess->qc, 0, buf, n, false);
+}
+
+static int
+control_message(struct session *sess, uint64_t type, const uint8_t *body, size_t len)
+{
+	struct proto_client_hello hello;
+
+	if (type != PROTO_MSG_CLIENT_HELLO || sess->configured)
+		return -1;
+	if (proto_decode_client_hello(body, len, &hello) != 0)
+		return -1;
+	if (hello.version != PROTO_VERSION) {
+		quic_conn_close(sess->qc, 4, "unsupported protocol version");
+		return 0;
+	}
+	return send_server_config(sess);
+}
+
+static int
+stream_data_cb(struct quic_conn *qc, int64_t stream_id, const uint8_t *data,
+    size_t len, bool fin, void *arg)
+{
+	struct session *sess = arg;
+	const uint8_t *body;
+	uint64_t type;
+	size_t bodylen;
+	long used;
+
+	(void)qc;
+	(void)fin;
+	if (stream_id != 0 || sess->peer == NULL)
+		return 0; /* forward streams arrive with the forwarding feature */
+	if (len > sizeof sess->ctl - sess->ctllen)
+		return -1;
+	memcpy(sess->ctl + sess->ctllen, data, len);
+	sess->ctllen += len;
+	while ((used = proto_msg_next(sess->ctl, sess->ctllen, &type, &body,
+	    &bodylen)) > 0) {
+		if (control_message(sess, type, body, bodylen) != 0)
+			return -1;
+		memmove(sess->ctl, sess->ctl + used, sess->ctllen - (size_t)used);
+		sess->ctllen -= (size_t)used;
+	}
+	return used < 0 ? -1 : 0;
+}
+
+static void
+datagram_cb(struct quic_conn *qc, const uint8_t *data, size_t len, void *arg)
+{
+	struct session *sess = arg;
+	struct server *srv = sess->srv;
+	struct peer *peer = sess->peer;
+	struct ippkt_info info;
+	const uint8_t *pkt;
+	size_t pktlen;
+
+	(void)qc;
+	if (peer == NULL) {
+		tunnel_drop(TUNNEL_DROP_UNKNOWN_PEER, NULL, &srv->counters);
+		return;
+	}
+	if (tunnel_decode(data, len, &pkt, &pktlen, &info, &peer->counters,
+	    &srv->counters) != 0)
+		return;
+	/* Cryptokey routing: the source must be one this peer owns. */
+	if (route_lookup(srv->routes, &info.src) != peer) {
+		tunnel_drop(TUNNEL_DROP_SPOOFED_SOURCE, &peer->counters, &srv->counters);
+		return;
+	}
+	if (!srv->has_tun) {
+		tunnel_drop(TUNNEL_DROP_NO_ROUTE, &peer->counters, &srv->counters);
+		return;
+	}
+	tunnel_deliver(&srv->tun, pkt, pktlen, &peer->counters, &srv->counters);
+}
+
+static void
+closed_cb(struct quic_conn *qc, const struct quic_close_info *ci, void *arg)
+{
+	struct session *sess = arg;
+
+	(void)qc;
+	if (sess->peer != NULL)
+		log_info("peer %s disconnected: %s%s", sess->peer->cfg->name,
+		    ci->remote ? "closed by peer: " : "", ci->reason);
+	session_free(sess);
+}
+
+static const struct quic_conn_cbs session_cbs = {
+	.handshake_done = handshake_done_cb,
+	.datagram = datagram_cb,
+	.stream_data = stream_data_cb,
+	.cid_add = cid_add_cb,
+	.cid_remove = cid_remove_cb,
+	.closed = closed_cb,
+};
+
+static void
+send_version_negotiation(struct listener *l, const ngtcp2_version_cid *vc,
+    const struct sockaddr *to, socklen_t tolen)
+{
+	uint32_t versions[] = { NGTCP2_PROTO_VER_V1 };
+	uint8_t *dst = udp_batch_slot(&l->batch), r;
+	ngtcp2_ssize n;
+
+	quic_random(&r, 1);
+	n = ngtcp2_pkt_write_version_negotiation(dst, UDP_MAX_PAYLOAD, r,
+	    vc->scid, vc->scidlen, vc->dcid, vc->dcidlen, versions, 1);
+	if (n > 0)
+		udp_batch_commit(&l->batch, (size_t)n, to, tolen);
+}
+
+static void
+new_session(struct listener *l, const uint8_t *pkt, size_t len,
+    const struct sockaddr *from, socklen_t fromlen, uint8_t ecn)
+{
+	struct server *srv = l->srv;
+	struct session *sess;
+	ngtcp2_pkt_hd hd;
+	char *cause = NULL;
+
+	if (srv->shutting_down || ngtcp2_accept(&hd, pkt, len) != 0) {
+		tunnel_drop(TUNNEL_DROP_INVALID_PACKET, NULL, &srv->counters);
+		return;
+	}
+	if (srv->nsessions >= MAX_SESSIONS) {
+		tunnel_drop(TUNNEL_DROP_QUEUE_FULL, NULL, &srv->counters);
+		return;
+	}
+	sess = xcalloc(1, sizeof *sess);
+	sess->srv = srv;
+	LIST_INSERT_HEAD(&srv->sessions, sess, entry);
+	srv->nsessions++;
+	sess->qc = quic_conn_server_create(srv->base, &srv->qs, &session_cbs, sess,
+	    srv->tls, &l->batch, &hd, from, fromlen, &cause);
+	if (sess->qc == NULL) {
+		log_warn("%s: %s", __func__, cause);
+		free(cause);
+		session_free(sess);
+		return;
+	}
+	quic_conn_read(sess->qc, from, fromlen, pkt, len, ecn);
+}
+
+static void
+handle_packet(struct listener *l, const uint8_t *pkt, size_t len,
+    const struct sockaddr *from, socklen_t fromlen, uint8_t ecn)
+{
+	struct server *srv = l->srv;
+	ngtcp2_version_cid vc;
+	struct session *sess;
+	int rv;
+
+	rv = ngtcp2_pkt_decode_version_cid(&vc, pkt, len, QUIC_SCID_LEN);
+	if (rv == NGTCP2_ERR_VERSION_NEGOTIATION) {
+		/* Only for a datagram as large as a real Initial, so the answer
+		 * can never amplify. */
+		if (len >= 1200)
+			send_version_negotiation(l, &vc, from, fromlen);
+		return;
+	}
+	if (rv != 0) {
+		tunnel_drop(TUNNEL_DROP_INVALID_PACKET, NULL, &srv->counters);
+		return;
+	}
+	sess = cid_lookup(srv, vc.dcid, vc.dcidlen);
+	if (sess != NULL) {
+		quic_conn_read(sess->qc, from, fromlen, pkt, len, ecn);
+		return;
+	}
+	if (vc.version == 0) {
+		/* A short header for a connection we do not know. */
+		tunnel_drop(TUNNEL_DROP_INVALID_PACKET, NULL, &srv->counters);
+		return;
+	}
+	new_session(l, pkt, len, from, fromlen, ecn);
+}
+
+static void
+flush_all(struct server *srv)
+{
+	quic_write_dirty();
+	for (size_t i = 0; i < srv->nlisteners; i++)
+		udp_batch_flush(&srv->listeners[i].batch);
+}
+
+static void
+udp_read_cb(evutil_socket_t fd, short what, void *arg)
+{
+	static struct udp_recv r;
+	struct listener *l = arg;
+	int rounds = 0;
+
+	(void)fd;
+	(void)what;
+	/* Bounded so the TUN side gets its turn under load. */
+	while (rounds++ < 64 && udp_recv(&l->sock, &r) == 1) {
+		for (size_t off = 0; off < r.len; off += r.segsize) {
+			size_t seg = r.len - off < r.segsize ? r.len - off : r.segsize;
+			handle_packet(l, r.buf + off, seg,
+			    (const struct sockaddr *)&r.peer, r.peerlen, r.ecn);
+		}
+	}
+	flush_all(l->srv);
+}
+
+static void
+tun_read_cb(evutil_socket_t fd, short what, void *arg)
+{
+	static uint8_t buf[TUNNEL_BUF];
+	struct server *srv = arg;
+	struct ippkt_info info;
+	struct peer *peer;
+	ssize_t n;
+
+	(void)fd;
+	(void)what;
+	for (int i = 0; i < TUN_BURST; i++) {
+		n = tun_read(&srv->tun, buf + TUNNEL_HEADROOM, sizeof buf - TUNNEL_HEADROOM);
+		if (n <= 0)
+			break;
+		if (ippkt_parse(buf + TUNNEL_HEADROOM, (size_t)n, &info) != IPPKT_OK) {
+			tunnel_drop(TUNNEL_DROP_INVALID_PACKET, NULL, &srv->counters);
+			continue;
+		}
+		peer = route_lookup(srv->routes, &info.dst);
+		if (peer == NULL || peer->sess == NULL) {
+			tunnel_drop(TUNNEL_DROP_NO_ROUTE, peer != NULL ? &peer->counters :
+			    NULL, &srv->counters);
+			continue;
+		}
+		tunnel_send(peer->sess->qc, buf, &info, &srv->tun, &peer->counters,
+		    &srv->counters);
+	}
+	flush_all(srv);
+}
+
+/* The all-ones host of an IPv4 subnet is its broadcast address. */
+static bool
+is_ipv4_broadcast(const struct prefix *net, const struct ipaddr *a)
+{
+	uint32_t v, host;
+
+	if (a->family != AF_INET || net->len >= 31)
+		return false;
+	v = (uint32_t)a->b[0] << 24 | (uint32_t)a->b[1] << 16 |
+	    (uint32_t)a->b[2] << 8 | a->b[3];
+	host = net->len == 0 ? UINT32_MAX : (1u << (32 - net->len)) - 1;
+	return (v & host) == host;
+}
+
+/* Give every peer its addresses: the static ones, else the next free host
+ * of the server's subnet in that family, in configuration order. */
+static int
+assign_addresses(struct server *srv, char **cause)
+{
+	for (size_t f = 0; f < srv->cfg->naddrs; f++) {
+		const struct prefix *net = &srv->cfg->addrs[f];
+		struct prefix next = *net;
+		unsigned bits = net->addr.family == AF_INET ? 32 : 128;
+
+		addr_prefix_mask(&next);
+		for (size_t i = 0; i < srv->npeers; i++) {
+			struct peer *p = &srv->peers[i];
+			bool have = false;
+
+			for (size_t k = 0; k < p->naddrs; k++)
+				have |= p->addrs[k].addr.family == net->addr.family;
+			if (have)
+				continue;
+			for (;;) {
+				/* Increment the address as a big-endian integer. */
+				size_t nb = bits / 8;
+				int k = (int)nb - 1;
+				while (k >= 0 && ++next.addr.b[k] == 0)
+					k--;
+				next.len = (uint8_t)bits;
+				if (!addr_prefix_contains(net, &next.addr) ||
+				    is_ipv4_broadcast(net, &next.addr)) {
+					xasprintf(cause, "%s: address pool of the server's "
+					    "subnet is exhausted at peer %s", srv->cfg->path,
+					    p->cfg->name);
+					return -1;
+				}
+				if (addr_equal(&next.addr, &net->addr))
+					continue;
+				if (route_lookup(srv->routes, &next.addr) != NULL)
+					continue;
+				break;
+			}
+			p->addrs[p->naddrs] = next;
+			p->subnet_len[p->naddrs] = net->len;
+			p->naddrs++;
+			if (route_add(srv->routes, &next, p) != 0) {
+				xasprintf(cause, "%s: pool address conflict", srv->cfg->path);
+				return -1;
+			}
+		}
+	}
+	return 0;
+}
+
+static int
+setup_peers(struct server *srv, char **cause)
+{
+	srv->npeers = srv->cfg->npeers;
+	srv->peers = xcalloc(srv->npeers, sizeof *srv->peers);
+	for (size_t i = 0; i < srv->npeers; i++) {
+		struct peer *p = &srv->peers[i];
+		const struct cfg_peer *cp = &srv->cfg->peers[i];
+
+		p->cfg = cp;
+		for (size_t k = 0; k < cp->naddrs; k++) {
+			p->addrs[p->naddrs] = cp->addrs[k];
+			p->subnet_len[p->naddrs] = cp->addrs[k].len;
+			for (size_t f = 0; f < srv->cfg->naddrs; f++) {
+				if (srv->cfg->addrs[f].addr.family == cp->addrs[k].addr.family)
+					p->subnet_len[p->naddrs] = srv->cfg->addrs[f].len;
+			}
+			p->naddrs++;
+			if (route_add(srv->routes, &cp->addrs[k], p) != 0) {
+				xasprintf(cause, "%s:%u: peer %s: address overlaps another "
+				    "peer", srv->cfg->path, cp->line, cp->name);
+				return -1;
+			}
+		}
+		for (size_t k = 0; k < cp->allowed_ips.n; k++) {
+			if (route_add(srv->routes, &cp->allowed_ips.v[k], p) != 0) {
+				xasprintf(cause, "%s:%u: peer %s: AllowedIPs overlap "
+				    "another peer", srv->cfg->path, cp->line, cp->name);
+				return -1;
+			}
+		}
+	}
+	return assign_addresses(srv, cause);
+}
+
+static int
+setup_tun(struct server *srv, char **cause)
+{
+	if (srv->cfg->tun == NULL)
+		return 0;
+	if (tun_open(&srv->tun, srv->cfg->tun, cause) != 0)
+		return -1;
+	srv->has_tun = true;
+	for (size_t i = 0; i < srv->cfg->naddrs; i++) {
+		if (tun_netlink_add_address(srv->tun.ifindex, &srv->cfg->addrs[i], cause) != 0)
+			return -1;
+	}
+	if (tun_netlink_set_mtu_up(srv->tun.ifindex, srv->cfg->mtu, cause) != 0)
+		return -1;
+	/* Site-to-site: the prefixes behind each peer go into the TUN. */
+	for (size_t i = 0; i < srv->cfg->npeers; i++) {
+		const struct cfg_peer *cp = &srv->cfg->peers[i];
+		for (size_t k = 0; k < cp->allowed_ips.n; k++) {
+			if (tun_netlink_add_route(srv->tun.ifindex, &cp->allowed_ips.v[k],
+			    cause) != 0)
+				return -1;
+		}
+	}
+	srv->tun_ev = event_new(srv->base, srv->tun.fd, EV_READ | EV_PERSIST,
+	    tun_read_cb, srv);
+	event_add(srv->tun_ev, NULL);
+	return 0;
+}
+
+static int
+setup_listeners(struct server *srv, char **cause)
+{
+	for (size_t i = 0; i < srv->cfg->nlisten; i++) {
+		struct listener *l = &srv->listeners[i];
+		const struct sockaddr *sa = (const struct sockaddr *)&srv->cfg->listen[i];
+
+		l->srv = srv;
+		if (udp_open(&l->sock, sa->sa_family, sa, srv->cfg->listen_len[i], cause) != 0)
+			return -1;
+		srv->nlisteners++;
+		udp_batch_init(&l->batch, &l->sock);
+		l->ev = event_new(srv->base, l->sock.fd, EV_READ | EV_PERSIST,
+		    udp_read_cb, l);
+		event_add(l->ev, NULL);
+	}
+	return 0;
+}
+
+static void
+status_cb(struct evbuffer *out, const char *request, void *arg)
+{
+	struct server *srv = arg;
+	struct status_peer *sp = xcalloc(srv->npeers ? srv->npeers : 1, sizeof *sp);
+	struct status st = {
+		.role = "server",
+		.tun = srv->has_tun ? srv->tun.name : NULL,
+		.mtu = srv->cfg->mtu,
+		.counters = &srv->counters,
+		.peers = sp,
+		.npeers = srv->npeers,
+	};
+	socklen_t len;
+
+	for (size_t i = 0; i < srv->npeers; i++) {
+		struct peer *p = &srv->peers[i];
+		struct quic_conn *qc = p->sess != NULL ? p->sess->qc : NULL;
+
+		sp[i].name = p->cfg->name;
+		sp[i].public_key = p->cfg->pubkey;
+		sp[i].state = status_state_name(qc);
+		sp[i].addrs = p->addrs;
+		sp[i].naddrs = p->naddrs;
+		sp[i].allowed = p->cfg->allowed_ips.v;
+		sp[i].nallowed = p->cfg->allowed_ips.n;
+		sp[i].counters = &p->counters;
+		sp[i].handshakes = p->handshakes;
+		if (qc != NULL) {
+			sp[i].remote = quic_conn_remote(qc, &len);
+			sp[i].has_quic = true;
+			quic_conn_get_stats(qc, &sp[i].quic);
+			if (st.datagram_mtu == 0 || tunnel_inner_mtu(qc) < st.datagram_mtu)
+				st.datagram_mtu = tunnel_inner_mtu(qc);
+		}
+	}
+	status_render(out, &st, strstr(request, "json") != NULL);
+	free(sp);
+}
+
+struct server *
+server_create(struct event_base *base, const struct cfg *cfg, int verbose,
+    char **cause)
+{
+	struct server *srv = xcalloc(1, sizeof *srv);
+	uint8_t priv[KEY_LEN];
+
+	srv->base = base;
+	srv->cfg = cfg;
+	LIST_INIT(&srv->sessions);
+	the_server = srv;
+	quic_random(srv->reset_secret, sizeof srv->reset_secret);
+	quic_random((uint8_t *)&srv->cid_seed, sizeof srv->cid_seed);
+	srv->qs = (struct quic_settings){
+		.role = QUIC_ROLE_SERVER,
+		.cc = cfg->congestion == CFG_CC_BBR ? NGTCP2_CC_ALGO_BBR : NGTCP2_CC_ALGO_CUBIC,
+		.idle_timeout_s = cfg->idle_timeout,
+		.keepalive_s = cfg->keepalive,
+		.max_udp_payload = UDP_MAX_PAYLOAD,
+		.reset_secret = srv->reset_secret,
+		.verbose = verbose > 1,
+	};
+	srv->routes = route_create();
+	quic_set_pin_check(pin_check);
+	if (key_load_private(cfg->private_key_file, priv, cause) != 0)
+		goto fail;
+	srv->tls = tls_ctx_create(TLS_ROLE_SERVER, priv, quic_tls_pin, cause);
+	explicit_bzero(priv, sizeof priv);
+	if (srv->tls == NULL)
+		goto fail;
+	if (setup_peers(srv, cause) != 0 || setup_listeners(srv, cause) != 0 ||
+	    setup_tun(srv, cause) != 0)
+		goto fail;
+	srv->control = control_create(base, cfg->control_socket, status_cb, srv, cause);
+	if (srv->control == NULL)
+		goto fail;
+	return srv;
+fail:
+	server_free(srv);
+	return NULL;
+}
+
+void
+server_shutdown(struct server *srv)
+{
+	struct session *sess, *next;
+
+	srv->shutting_down = true;
+	for (sess = LIST_FIRST(&srv->sessions); sess != NULL; sess = next) {
+		next = LIST_NEXT(sess, entry);
+		quic_conn_close(sess->qc, 0, "server shutting down");
+	}
+	flush_all(srv);
+}
+
+void
+server_free(struct server *srv)
+{
+	struct session *sess;
+
+	if (srv == NULL)
+		return;
+	while ((sess = LIST_FIRST(&srv->sessions)) != NULL)
+		session_free(sess);
+	control_free(srv->control);
+	for (size_t i = 0; i < srv->nlisteners; i++) {
+		if (srv->listeners[i].ev != NULL)
+			event_free(srv->listeners[i].ev);
+		udp_close(&srv->listeners[i].sock);
+	}
+	if (srv->tun_ev != NULL)
+		event_free(srv->tun_ev);
+	if (srv->has_tun)
+		tun_close(&srv->tun);
+	route_free(srv->routes);
+	if (srv->tls != NULL)
+		wolfSSL_CTX_free(srv->tls);
+	free(srv->peers);
+	if (the_server == srv)
+		the_server = NULL;
+	free(srv);
+}

@@ -1,0 +1,22 @@
+/* roved's server: listeners, the connection-ID demultiplexer, sessions,
+ * peers with their addresses and routes, and the TUN device. */
+#ifndef ROVE_SERVER_H
+#define ROVE_SERVER_H
+
+#include <event2/event.h>
+#include <stdbool.h>
+
+#include "cfg.h"
+
+struct server;
+
+/* Set up everything `cfg` asks for (sockets, TUN, routes, control socket).
+ * Returns NULL with *cause set. The server keeps `cfg` (caller owns it). */
+struct server *server_create(struct event_base *, const struct cfg *, int verbose,
+    char **cause);
+/* Close every connection (CONNECTION_CLOSE sent), then stop the loop. */
+void server_shutdown(struct server *);
+/* Release everything; the TUN device and its routes disappear. */
+void server_free(struct server *);
+
+#endif
