@@ -307,10 +307,12 @@ schedule_reconnect(struct client *c)
 }
 
 static void
-closed_cb(struct quic_conn *qc, const struct quic_close_info *ci, void *arg)
+closed_cb(struct quic_conn *qc, const struct quic_close_info *info, void *arg)
 {
 	struct client *c = arg;
 	char want[KEY_B64_LEN + 1], got[KEY_B64_LEN + 1];
+	struct quic_close_info copy = *info; /* it lives in the connection */
+	const struct quic_close_info *ci = &copy;
 
 	(void)qc;
 	quic_conn_free(c->qc);
@@ -373,6 +375,15 @@ udp_read_cb(evutil_socket_t fd, short what, void *arg)
 	udp_batch_flush(&c->batch);
 }
 
+static bool
+is_multicast(const struct ipaddr *a)
+{
+	if (a->family == AF_INET)
+		return (a->b[0] & 0xf0) == 0xe0 || (a->b[0] == 255 && a->b[1] == 255 &&
+		    a->b[2] == 255 && a->b[3] == 255);
+	return a->b[0] == 0xff;
+}
+
 static void
 tun_read_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -391,7 +402,9 @@ tun_read_cb(evutil_socket_t fd, short what, void *arg)
 			tunnel_drop(TUNNEL_DROP_INVALID_PACKET, NULL, &c->counters);
 			continue;
 		}
-		if (c->qc == NULL || !c->configured) {
+		/* The tunnel is point-to-point: the kernel's own multicast
+		 * (neighbour and router solicitations) has nobody to reach. */
+		if (c->qc == NULL || !c->configured || is_multicast(&info.dst)) {
 			tunnel_drop(TUNNEL_DROP_NO_ROUTE, NULL, &c->counters);
 			continue;
 		}

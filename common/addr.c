@@ -194,7 +194,8 @@ addr_split_hostport(const char *s, char *host, size_t hostlen, uint16_t *port,
 }
 
 int
-addr_parse_sockaddr(const char *s, struct sockaddr_storage *ss, socklen_t *sslen)
+addr_parse_sockaddr(const char *s, struct sockaddr_storage *ss,
+    socklen_t *sslen)
 {
 	char host[INET6_ADDRSTRLEN];
 	struct ipaddr a;
@@ -307,7 +308,8 @@ addr_sockaddr_str(const struct sockaddr *sa, char buf[static ADDR_STRLEN])
 			snprintf(tmp, sizeof tmp, "[%s%%%u]:%u", ip,
 			    (unsigned)sin6->sin6_scope_id, (unsigned)port);
 		else
-			snprintf(tmp, sizeof tmp, "[%s]:%u", ip, (unsigned)port);
+			snprintf(tmp, sizeof tmp, "[%s]:%u", ip,
+			    (unsigned)port);
 	}
 	return copy_out(buf, tmp);
 }

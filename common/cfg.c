@@ -27,15 +27,24 @@ static const struct {
 	{ "Peer", CFG_SEC_PEER },
 	{ "Client", CFG_SEC_CLIENT },
 };
+#define NSECTIONS (sizeof cfg_sections / sizeof cfg_sections[0])
 
 static const char *
 section_name(unsigned sec)
 {
-	for (size_t i = 0; i < sizeof cfg_sections / sizeof cfg_sections[0]; i++) {
+	for (size_t i = 0; i < NSECTIONS; i++) {
 		if (cfg_sections[i].sec == sec)
 			return cfg_sections[i].name;
 	}
 	return "?";
+}
+
+/* The sections a file of this role may have. */
+static unsigned
+role_sections(enum cfg_role role)
+{
+	return role == CFG_ROLE_SERVER ?
+	    CFG_SEC_SERVER | CFG_SEC_PEER : CFG_SEC_CLIENT;
 }
 
 static unsigned
@@ -60,7 +69,8 @@ error_at(struct cfg_parse *cp, unsigned line, const char *fmt, ...)
 	e->msg = xrealloc(e->msg, (e->n + 1) * sizeof *e->msg);
 	xasprintf(&e->msg[e->n], "%s:%u: %s", cp->path, line, msg);
 	e->n++;
-	cp->err_lines = xrealloc(cp->err_lines, (i + 1) * sizeof *cp->err_lines);
+	cp->err_lines = xrealloc(cp->err_lines,
+	    (i + 1) * sizeof *cp->err_lines);
 	cp->err_lines[i] = line;
 	free(msg);
 }
@@ -283,8 +293,8 @@ parse_path(struct cfg_parse *cp, const struct cfg_key *k, char **dst,
 
 	if ((k->flags & CFG_F_SOCKET) &&
 	    strlen(path) >= sizeof ((struct sockaddr_un){ 0 }).sun_path) {
-		parse_error(cp, "%s: %s is longer than %zu bytes, too long for a "
-		    "unix socket", k->name, quote(e, path),
+		parse_error(cp, "%s: %s is longer than %zu bytes, too long "
+		    "for a unix socket", k->name, quote(e, path),
 		    sizeof ((struct sockaddr_un){ 0 }).sun_path - 1);
 		free(path);
 		return -1;
@@ -308,8 +318,8 @@ parse_tun(struct cfg_parse *cp, const struct cfg_key *k, char **dst,
 		return 0;
 	}
 	if (len > 15) {
-		parse_error(cp, "%s: '%s' is longer than 15 characters", k->name,
-		    quote(e, v));
+		parse_error(cp, "%s: '%s' is longer than 15 characters",
+		    k->name, quote(e, v));
 		return -1;
 	}
 	/* What the kernel takes as a name, plus one "%d" for it to number. */
@@ -353,8 +363,9 @@ parse_number(struct cfg_parse *cp, const struct cfg_key *k, uint32_t *dst,
 	for (; *s != '\0'; s++) {
 		if (*s < '0' || *s > '9')
 			goto nan;
+		/* Keep scanning: "99999999999x" is not a number at all. */
 		if (n > 0xffffffffULL)
-			huge = true; /* keep scanning: "99999999999x" is not a number */
+			huge = true;
 		else
 			n = n * 10 + (unsigned long long)(*s - '0');
 	}
@@ -381,7 +392,8 @@ parse_congestion(struct cfg_parse *cp, const struct cfg_key *k,
 	else if (strcasecmp(v, "bbr") == 0)
 		*dst = CFG_CC_BBR;
 	else {
-		parse_error(cp, "%s: '%s' is not cubic or bbr", k->name, quote(e, v));
+		parse_error(cp, "%s: '%s' is not cubic or bbr", k->name,
+		    quote(e, v));
 		return -1;
 	}
 	return 0;
@@ -398,20 +410,22 @@ parse_listen(struct cfg_parse *cp, const struct cfg_key *k, struct cfg *cfg,
 	uint16_t port;
 
 	if (cfg->nlisten == CFG_MAX_LISTEN) {
-		parse_error(cp, "%s: more than %d addresses", k->name, CFG_MAX_LISTEN);
+		parse_error(cp, "%s: more than %d addresses", k->name,
+		    CFG_MAX_LISTEN);
 		return -1;
 	}
 	if (addr_split_hostport(v, host, sizeof host, &port,
 	    CFG_DEFAULT_PORT) != 0 || addr_parse_ip(host, &a) != 0) {
-		parse_error(cp, "%s: '%s' is not a numeric address[:port]", k->name,
-		    quote(e, v));
+		parse_error(cp, "%s: '%s' is not a numeric address[:port]",
+		    k->name, quote(e, v));
 		return -1;
 	}
 	addr_to_sockaddr(&a, port, &ss, &len);
 	for (size_t i = 0; i < cfg->nlisten; i++) {
 		if (cfg->listen_len[i] == len &&
 		    memcmp(&cfg->listen[i], &ss, len) == 0) {
-			parse_error(cp, "%s: %s is listed twice (first on line %u)",
+			parse_error(cp,
+			    "%s: %s is listed twice (first on line %u)",
 			    k->name, addr_sockaddr_str((void *)&ss, a1),
 			    cp->listen_line[i]);
 			return -1;
@@ -441,36 +455,39 @@ parse_ifaddrs(struct cfg_parse *cp, const struct cfg_key *k,
 			return -1;
 		}
 		if (addr_parse_prefix(item, &p, true) != 0) {
-			parse_error(cp, "%s: '%s' is not an address/prefix-length",
-			    k->name, quote(e, item));
+			parse_error(cp,
+			    "%s: '%s' is not an address/prefix-length", k->name,
+			    quote(e, item));
 			return -1;
 		}
 		if (strchr(item, '/') == NULL) {
-			parse_error(cp, "%s: %s needs a prefix length, e.g. %s/%d",
-			    k->name, item, item, p.addr.family == AF_INET ? 24 : 64);
+			parse_error(cp,
+			    "%s: %s needs a prefix length, e.g. %s/%d", k->name,
+			    item, item, p.addr.family == AF_INET ? 24 : 64);
 			return -1;
 		}
 		lo = p.addr.family == AF_INET ? 8 : 16;
 		hi = p.addr.family == AF_INET ? 30 : 126;
 		if (p.len < lo || p.len > hi) {
-			parse_error(cp, "%s: %s: prefix length must be %u..%u for %s",
+			parse_error(cp,
+			    "%s: %s: prefix length must be %u..%u for %s",
 			    k->name, item, lo, hi, family_name(p.addr.family));
 			return -1;
 		}
 		if (host_bits_all(&p, false)) {
-			parse_error(cp, "%s: %s is the network address, not a host "
-			    "address", k->name, item);
+			parse_error(cp, "%s: %s is the network address, "
+			    "not a host address", k->name, item);
 			return -1;
 		}
 		if (p.addr.family == AF_INET && host_bits_all(&p, true)) {
-			parse_error(cp, "%s: %s is the broadcast address, not a host "
-			    "address", k->name, item);
+			parse_error(cp, "%s: %s is the broadcast address, "
+			    "not a host address", k->name, item);
 			return -1;
 		}
 		for (size_t i = 0; i < n; i++) {
 			if (tmp[i].addr.family == p.addr.family) {
-				parse_error(cp, "%s: more than one %s address", k->name,
-				    family_name(p.addr.family));
+				parse_error(cp, "%s: more than one %s address",
+				    k->name, family_name(p.addr.family));
 				return -1;
 			}
 		}
@@ -501,14 +518,15 @@ parse_hostaddrs(struct cfg_parse *cp, const struct cfg_key *k,
 			return -1;
 		}
 		if (p.len != (p.addr.family == AF_INET ? 32 : 128)) {
-			parse_error(cp, "%s: %s is not a single address (use /%d)",
-			    k->name, item, p.addr.family == AF_INET ? 32 : 128);
+			parse_error(cp,
+			    "%s: %s is not a single address (use /%d)", k->name,
+			    item, p.addr.family == AF_INET ? 32 : 128);
 			return -1;
 		}
 		for (size_t i = 0; i < n; i++) {
 			if (tmp[i].addr.family == p.addr.family) {
-				parse_error(cp, "%s: more than one %s address", k->name,
-				    family_name(p.addr.family));
+				parse_error(cp, "%s: more than one %s address",
+				    k->name, family_name(p.addr.family));
 				return -1;
 			}
 		}
@@ -539,21 +557,22 @@ parse_prefixes(struct cfg_parse *cp, const struct cfg_key *k,
 			goto fail;
 		}
 		if (addr_parse_prefix(item, &p, true) != 0) {
-			parse_error(cp, "%s: '%s' is not an address or prefix", k->name,
-			    quote(e, item));
+			parse_error(cp, "%s: '%s' is not an address or prefix",
+			    k->name, quote(e, item));
 			goto fail;
 		}
 		m = p;
 		addr_prefix_mask(&m);
 		if (!addr_equal(&m.addr, &p.addr)) {
-			parse_error(cp, "%s: %s has host bits set; did you mean %s?",
+			parse_error(cp,
+			    "%s: %s has host bits set; did you mean %s?",
 			    k->name, item, addr_prefix_str(&m, s));
 			goto fail;
 		}
 		for (size_t i = 0; i < l.n; i++) {
 			if (prefix_equal(&l.v[i], &p)) {
-				parse_error(cp, "%s: %s is listed twice", k->name,
-				    addr_prefix_str(&p, s));
+				parse_error(cp, "%s: %s is listed twice",
+				    k->name, addr_prefix_str(&p, s));
 				goto fail;
 			}
 		}
@@ -634,8 +653,9 @@ parse_rule(struct cfg_parse *cp, const struct cfg_key *k,
 		*port++ = '\0';
 		target = buf;
 		if (strchr(target, ':') != NULL) {
-			parse_error(cp, "%s: '%s' needs brackets around the IPv6 "
-			    "prefix, e.g. [fd00::/64]:22", k->name, quote(e, item));
+			parse_error(cp, "%s: '%s' needs brackets around the "
+			    "IPv6 prefix, e.g. [fd00::/64]:22", k->name,
+			    quote(e, item));
 			return -1;
 		}
 		if (addr_parse_prefix(target, &r->prefix, true) != 0) {
@@ -648,7 +668,8 @@ parse_rule(struct cfg_parse *cp, const struct cfg_key *k,
 		m = r->prefix;
 		addr_prefix_mask(&m);
 		if (!addr_equal(&m.addr, &r->prefix.addr)) {
-			parse_error(cp, "%s: %s has host bits set; did you mean %s?",
+			parse_error(cp,
+			    "%s: %s has host bits set; did you mean %s?",
 			    k->name, target, addr_prefix_str(&m, s));
 			return -1;
 		}
@@ -656,8 +677,8 @@ parse_rule(struct cfg_parse *cp, const struct cfg_key *k,
 	if (strcmp(port, "*") == 0)
 		r->port = 0;
 	else if (port_parse(port, &r->port) != 0) {
-		parse_error(cp, "%s: '%s' is not a port (1..65535 or *)", k->name,
-		    quote(e, port));
+		parse_error(cp, "%s: '%s' is not a port (1..65535 or *)",
+		    k->name, quote(e, port));
 		return -1;
 	}
 	if (r->is_name) {
@@ -716,14 +737,14 @@ parse_ports(struct cfg_parse *cp, const struct cfg_key *k, uint16_t **dst,
 			goto fail;
 		}
 		if (port_parse(item, &port) != 0) {
-			parse_error(cp, "%s: '%s' is not a port (1..65535)", k->name,
-			    quote(e, item));
+			parse_error(cp, "%s: '%s' is not a port (1..65535)",
+			    k->name, quote(e, item));
 			goto fail;
 		}
 		for (size_t i = 0; i < n; i++) {
 			if (l[i] == port) {
-				parse_error(cp, "%s: port %u is listed twice", k->name,
-				    (unsigned)port);
+				parse_error(cp, "%s: port %u is listed twice",
+				    k->name, (unsigned)port);
 				goto fail;
 			}
 		}
@@ -747,7 +768,8 @@ parse_endpoint(struct cfg_parse *cp, const struct cfg_key *k, char **host,
 
 	if (addr_split_hostport(v, h, sizeof h, port, CFG_DEFAULT_PORT) != 0 ||
 	    !valid_host(h)) {
-		parse_error(cp, "%s: '%s' is not host[:port]", k->name, quote(e, v));
+		parse_error(cp, "%s: '%s' is not host[:port]", k->name,
+		    quote(e, v));
 		return -1;
 	}
 	free(*host);
@@ -885,7 +907,7 @@ static void
 parse_section(struct cfg_parse *cp, char *s)
 {
 	struct cfg *cfg = cp->cfg;
-	unsigned sec = 0, allowed;
+	unsigned sec = 0;
 	char e[ESC_LEN], *close, *name;
 
 	cp->skipping = true;
@@ -897,7 +919,7 @@ parse_section(struct cfg_parse *cp, char *s)
 		parse_error(cp, "unexpected text after section header");
 	*close = '\0';
 	name = trim(s + 1);
-	for (size_t i = 0; i < sizeof cfg_sections / sizeof cfg_sections[0]; i++) {
+	for (size_t i = 0; i < NSECTIONS; i++) {
 		if (strcasecmp(name, cfg_sections[i].name) == 0)
 			sec = cfg_sections[i].sec;
 	}
@@ -905,10 +927,9 @@ parse_section(struct cfg_parse *cp, char *s)
 		parse_error(cp, "unknown section [%s]", quote(e, name));
 		return;
 	}
-	allowed = cfg->role == CFG_ROLE_SERVER ?
-	    CFG_SEC_SERVER | CFG_SEC_PEER : CFG_SEC_CLIENT;
-	if (!(sec & allowed)) {
-		parse_error(cp, "[%s] is not valid in a %s config", section_name(sec),
+	if (!(sec & role_sections(cfg->role))) {
+		parse_error(cp, "[%s] is not valid in a %s config",
+		    section_name(sec),
 		    cfg->role == CFG_ROLE_SERVER ? "server" : "client");
 		return;
 	}
@@ -936,6 +957,34 @@ parse_section(struct cfg_parse *cp, char *s)
 	cp->main_line = cp->line;
 }
 
+/* Explain a key that is not valid in the open section. */
+static void
+misplaced_key(struct cfg_parse *cp, const char *name)
+{
+	unsigned mine = role_sections(cp->cfg->role);
+	const struct cfg_key *k = NULL;
+	char e[ESC_LEN];
+
+	/* Prefer a home in this program's sections ("Address" has two). */
+	for (size_t i = 0; i < CFG_KEY_COUNT; i++) {
+		if (strcasecmp(cfg_table[i].name, name) != 0)
+			continue;
+		if (k == NULL || (cfg_table[i].sections & mine))
+			k = &cfg_table[i];
+	}
+	if (k == NULL)
+		parse_error(cp, "unknown key '%s' in [%s]", quote(e, name),
+		    section_name(cp->section));
+	else if (k->sections & mine)
+		parse_error(cp, "%s: belongs in [%s], not [%s]", k->name,
+		    section_name(k->sections & mine),
+		    section_name(cp->section));
+	else
+		parse_error(cp, "%s: is a [%s] key, not valid in a %s config",
+		    k->name, section_name(k->sections & ~mine),
+		    cp->cfg->role == CFG_ROLE_SERVER ? "server" : "client");
+}
+
 static void
 parse_key(struct cfg_parse *cp, const char *name, char *value)
 {
@@ -954,12 +1003,7 @@ parse_key(struct cfg_parse *cp, const char *name, char *value)
 		return;
 	}
 	if ((k = cfg_table_find(name, cp->section, false)) == NULL) {
-		if ((k = cfg_table_find(name, 0, true)) != NULL)
-			parse_error(cp, "%s: not valid in [%s]", k->name,
-			    section_name(cp->section));
-		else
-			parse_error(cp, "unknown key '%s' in [%s]", quote(e, name),
-			    section_name(cp->section));
+		misplaced_key(cp, name);
 		return;
 	}
 	if (cp->section == CFG_SEC_PEER) {
@@ -995,7 +1039,8 @@ cfg_parse_line(struct cfg_parse *cp, const char *line, size_t len)
 	if (len > 0 && line[len - 1] == '\r')
 		len--;
 	if (len > CFG_MAX_LINE) {
-		parse_error(cp, "line is longer than %d characters", CFG_MAX_LINE);
+		parse_error(cp, "line is longer than %d characters",
+		    CFG_MAX_LINE);
 		return;
 	}
 	for (size_t i = 0; i < len; i++) {
@@ -1006,7 +1051,8 @@ cfg_parse_line(struct cfg_parse *cp, const char *line, size_t len)
 			return;
 		}
 		if ((c < 0x20 && c != '\t') || c == 0x7f) {
-			parse_error(cp, "line contains control character 0x%02x", c);
+			parse_error(cp,
+			    "line contains control character 0x%02x", c);
 			return;
 		}
 	}
@@ -1060,8 +1106,9 @@ fill_defaults(struct cfg_parse *cp, unsigned sec, void *obj,
 			free(*f);
 			*f = default_socket(cp->cfg->role);
 		} else if (k->dflt != NULL) {
+			/* The table's defaults are valid values. */
 			v = xstrdup(k->dflt);
-			(void)parse_value(cp, k, obj, v); /* defaults are valid */
+			(void)parse_value(cp, k, obj, v);
 			free(v);
 		}
 	}
@@ -1076,7 +1123,8 @@ check_required(struct cfg_parse *cp, unsigned sec, struct cfg_seen *seen,
 
 		if ((k->sections & sec) && (k->flags & CFG_F_REQUIRED) &&
 		    seen->line[i] == 0)
-			error_at(cp, header, "missing required key %s", k->name);
+			error_at(cp, header, "missing required key %s",
+			    k->name);
 	}
 }
 
@@ -1090,8 +1138,8 @@ good(const struct cfg_seen *seen, size_t id)
 static bool
 tun_none(const struct cfg_parse *cp)
 {
-	return cp->main.line[CFG_KEY_TUN] != 0 && good(&cp->main, CFG_KEY_TUN) &&
-	    cp->cfg->tun == NULL;
+	return cp->main.line[CFG_KEY_TUN] != 0 &&
+	    good(&cp->main, CFG_KEY_TUN) && cp->cfg->tun == NULL;
 }
 
 /* "peer 'laptop' on line 9", or "the peer on line 9" if it has no name. */
@@ -1122,8 +1170,9 @@ check_peer_addr(struct cfg_parse *cp, const struct prefix *a, unsigned line)
 	}
 	addr_ip_str(&a->addr, s);
 	if (own == NULL) {
-		error_at(cp, line, "Address: %s needs an %s Address in [Server]",
-		    s, family_name(a->addr.family));
+		error_at(cp, line,
+		    "Address: %s needs an %s Address in [Server]", s,
+		    family_name(a->addr.family));
 		return;
 	}
 	net = *own;
@@ -1133,7 +1182,8 @@ check_peer_addr(struct cfg_parse *cp, const struct prefix *a, unsigned line)
 		error_at(cp, line, "Address: %s is outside the server's "
 		    "subnet %s", s, n);
 	else if (addr_equal(&own->addr, &a->addr))
-		error_at(cp, line, "Address: %s is the server's own address", s);
+		error_at(cp, line, "Address: %s is the server's own address",
+		    s);
 	else if (addr_equal(&net.addr, &a->addr))
 		error_at(cp, line, "Address: %s is the network address of %s",
 		    s, n);
@@ -1167,15 +1217,16 @@ check_unique_prefixes(struct cfg_parse *cp)
 		if (good(seen, CFG_KEY_PEER_ADDRESS)) {
 			for (size_t j = 0; j < p->naddrs; j++) {
 				o = xrealloc(o, (n + 1) * sizeof *o);
-				o[n++] = (struct owned){ i, CFG_KEY_PEER_ADDRESS,
-				    &p->addrs[j] };
+				o[n++] = (struct owned){ i,
+				    CFG_KEY_PEER_ADDRESS, &p->addrs[j] };
 			}
 		}
 		if (good(seen, CFG_KEY_PEER_ALLOWED_IPS)) {
 			for (size_t j = 0; j < p->allowed_ips.n; j++) {
 				o = xrealloc(o, (n + 1) * sizeof *o);
 				o[n++] = (struct owned){ i,
-				    CFG_KEY_PEER_ALLOWED_IPS, &p->allowed_ips.v[j] };
+				    CFG_KEY_PEER_ALLOWED_IPS,
+				    &p->allowed_ips.v[j] };
 			}
 		}
 	}
@@ -1183,11 +1234,11 @@ check_unique_prefixes(struct cfg_parse *cp)
 		for (size_t j = 0; j < i; j++) {
 			if (!prefix_equal(o[i].p, o[j].p))
 				continue;
+			peer_label(&cfg->peers[o[j].peer], label, sizeof label);
 			error_at(cp, cp->peers[o[i].peer].line[o[i].key],
 			    "%s: %s is already used by %s",
-			    cfg_table[o[i].key].name, addr_prefix_str(o[i].p, s),
-			    peer_label(&cfg->peers[o[j].peer], label,
-			    sizeof label));
+			    cfg_table[o[i].key].name,
+			    addr_prefix_str(o[i].p, s), label);
 			break;
 		}
 	}
@@ -1224,9 +1275,10 @@ check_peers(struct cfg_parse *cp)
 				continue;
 			if (memcmp(cfg->peers[j].pubkey, p->pubkey,
 			    sizeof p->pubkey) == 0) {
-				error_at(cp, seen->line[CFG_KEY_PEER_PUBLIC_KEY],
-				    "PublicKey: already used by %s",
-				    peer_label(&cfg->peers[j], label, sizeof label));
+				peer_label(&cfg->peers[j], label, sizeof label);
+				error_at(cp,
+				    seen->line[CFG_KEY_PEER_PUBLIC_KEY],
+				    "PublicKey: already used by %s", label);
 				break;
 			}
 		}
@@ -1252,8 +1304,8 @@ check_server(struct cfg_parse *cp, unsigned eof)
 	if (cp->main_line != 0) {
 		check_required(cp, CFG_SEC_SERVER, &cp->main, cp->main_line);
 		if (m->line[CFG_KEY_ADDRESS] == 0 && !tun_none(cp))
-			error_at(cp, cp->main_line, "missing required key Address "
-			    "(or set Tun = none)");
+			error_at(cp, cp->main_line, "missing required key "
+			    "Address (or set Tun = none)");
 	}
 	if (cfg->npeers == 0)
 		error_at(cp, cp->main_line != 0 ? cp->main_line : eof,
@@ -1273,9 +1325,11 @@ bind_str(const struct cfg_forward *f, char *buf, size_t len)
 	if (f->bind_host == NULL)
 		snprintf(buf, len, "port %u", (unsigned)f->bind_port);
 	else if (strchr(f->bind_host, ':') != NULL)
-		snprintf(buf, len, "[%s]:%u", f->bind_host, (unsigned)f->bind_port);
+		snprintf(buf, len, "[%s]:%u", f->bind_host,
+		    (unsigned)f->bind_port);
 	else
-		snprintf(buf, len, "%s:%u", f->bind_host, (unsigned)f->bind_port);
+		snprintf(buf, len, "%s:%u", f->bind_host,
+		    (unsigned)f->bind_port);
 	return buf;
 }
 
@@ -1318,15 +1372,16 @@ check_binds(struct cfg_parse *cp, size_t ka, size_t kb)
 					if (fy[j].line >= f->line ||
 					    !same_bind(&fy[j], f))
 						continue;
-					if (first == NULL || fy[j].line < first->line) {
+					if (first == NULL ||
+					    fy[j].line < first->line) {
 						first = &fy[j];
 						firstk = keys[y];
 					}
 				}
 			}
 			if (first != NULL)
-				error_at(cp, f->line, "%s: %s is already used by "
-				    "%s on line %u", keys[x]->name,
+				error_at(cp, f->line, "%s: %s is already used "
+				    "by %s on line %u", keys[x]->name,
 				    bind_str(f, s, sizeof s), firstk->name,
 				    first->line);
 		}
@@ -1359,12 +1414,12 @@ check_timers(struct cfg_parse *cp)
 	    cfg->keepalive == 0 || cfg->idle_timeout > cfg->keepalive)
 		return;
 	if (m->line[CFG_KEY_IDLE_TIMEOUT] != 0)
-		error_at(cp, m->line[CFG_KEY_IDLE_TIMEOUT], "IdleTimeout: %u must "
-		    "be greater than KeepAlive (%u)", (unsigned)cfg->idle_timeout,
-		    (unsigned)cfg->keepalive);
+		error_at(cp, m->line[CFG_KEY_IDLE_TIMEOUT], "IdleTimeout: %u "
+		    "must be greater than KeepAlive (%u)",
+		    (unsigned)cfg->idle_timeout, (unsigned)cfg->keepalive);
 	else
-		error_at(cp, m->line[CFG_KEY_KEEPALIVE], "KeepAlive: %u must be "
-		    "less than IdleTimeout (%u)", (unsigned)cfg->keepalive,
+		error_at(cp, m->line[CFG_KEY_KEEPALIVE], "KeepAlive: %u must "
+		    "be less than IdleTimeout (%u)", (unsigned)cfg->keepalive,
 		    (unsigned)cfg->idle_timeout);
 }
 
@@ -1606,18 +1661,23 @@ print_key(const struct cfg_key *k, const void *obj, FILE *f)
 		break;
 	}
 	case CFG_T_NUMBER:
-		fprintf(f, "%s = %u\n", k->name, (unsigned)*(const uint32_t *)p);
+		fprintf(f, "%s = %u\n", k->name,
+		    (unsigned)*(const uint32_t *)p);
 		break;
 	case CFG_T_CONGESTION:
 		fprintf(f, "%s = %s\n", k->name,
-		    *(const enum cfg_congestion *)p == CFG_CC_BBR ? "bbr" : "cubic");
+		    *(const enum cfg_congestion *)p == CFG_CC_BBR ?
+		    "bbr" : "cubic");
 		break;
 	case CFG_T_LISTEN: {
 		const struct cfg *cfg = obj;
 
-		for (size_t i = 0; i < cfg->nlisten; i++)
+		for (size_t i = 0; i < cfg->nlisten; i++) {
+			const void *sa = &cfg->listen[i];
+
 			fprintf(f, "%s = %s\n", k->name,
-			    addr_sockaddr_str((const void *)&cfg->listen[i], s));
+			    addr_sockaddr_str(sa, s));
+		}
 		break;
 	}
 	case CFG_T_IFADDRS:
@@ -1649,7 +1709,8 @@ print_key(const struct cfg_key *k, const void *obj, FILE *f)
 			if (r[i].is_name)
 				fputs(r[i].name, f);
 			else if (r[i].prefix.addr.family == AF_INET6)
-				fprintf(f, "[%s]", addr_prefix_str(&r[i].prefix, s));
+				fprintf(f, "[%s]",
+				    addr_prefix_str(&r[i].prefix, s));
 			else
 				fputs(addr_prefix_str(&r[i].prefix, s), f);
 			if (r[i].port == 0)
@@ -1678,7 +1739,8 @@ print_key(const struct cfg_key *k, const void *obj, FILE *f)
 		if (host == NULL)
 			break;
 		fprintf(f, "%s = ", k->name);
-		print_hostport(f, host, *(const uint16_t *)cfield(obj, k->off_n));
+		print_hostport(f, host,
+		    *(const uint16_t *)cfield(obj, k->off_n));
 		fputc('\n', f);
 		break;
 	}
@@ -1690,7 +1752,8 @@ print_key(const struct cfg_key *k, const void *obj, FILE *f)
 		for (size_t i = 0; i < n; i++) {
 			fprintf(f, "%s = ", k->name);
 			if (v[i].bind_host != NULL)
-				print_hostport(f, v[i].bind_host, v[i].bind_port);
+				print_hostport(f, v[i].bind_host,
+				    v[i].bind_port);
 			else
 				fprintf(f, "%u", (unsigned)v[i].bind_port);
 			if (v[i].target_host != NULL) {

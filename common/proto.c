@@ -420,9 +420,11 @@ proto_decode_error(const uint8_t *body, size_t len, struct proto_error *e)
 			 * would silently hide the rest, so it is refused. */
 			if (memchr(f.v, '\0', f.len) != NULL)
 				return -1;
+			/* A repeated field replaces the text whole, leaving
+			 * no bytes of the earlier one behind. */
 			n = f.len < sizeof e->text - 1 ? f.len : sizeof e->text - 1;
+			memset(e->text, 0, sizeof e->text);
 			memcpy(e->text, f.v, n);
-			e->text[n] = '\0';
 			break;
 		default:
 			break;

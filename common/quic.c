@@ -207,6 +207,17 @@ recv_stream_data_cb(ngtcp2_conn *conn, uint32_t flags, int64_t stream_id,
 	return 0;
 }
 
+static int
+lost_datagram_cb(ngtcp2_conn *conn, uint64_t dgram_id, void *user_data)
+{
+	struct quic_conn *qc = user_data;
+
+	(void)conn;
+	(void)dgram_id;
+	qc->stats.dgram_lost++;
+	return 0;
+}
+
 static struct stream_tx *
 stream_find(struct quic_conn *qc, int64_t id)
 {
@@ -331,6 +342,7 @@ fill_callbacks(ngtcp2_callbacks *cb, enum quic_role role)
 	cb->remove_connection_id = remove_connection_id_cb;
 	cb->handshake_completed = handshake_completed_cb;
 	cb->recv_datagram = recv_datagram_cb;
+	cb->lost_datagram = lost_datagram_cb;
 	cb->recv_stream_data = recv_stream_data_cb;
 	cb->acked_stream_data_offset = acked_stream_data_offset_cb;
 	cb->stream_close = stream_close_cb;
@@ -738,6 +750,7 @@ quic_conn_write(struct quic_conn *qc)
 {
 	ngtcp2_tstamp ts = clock_now();
 	ngtcp2_path_storage ps;
+	size_t max_pkts, npkts;
 
 	if (qc->dirty) {
 		qc->dirty = false;
@@ -746,7 +759,14 @@ quic_conn_write(struct quic_conn *qc)
 	if (qc->state == QUIC_STATE_CLOSED)
 		return;
 	ngtcp2_path_storage_zero(&ps);
-	for (;;) {
+	/* Pacing: send at most one send quantum now; ngtcp2's expiry then
+	 * tells when the next may go. */
+	max_pkts = ngtcp2_conn_get_send_quantum(qc->conn) / qc->max_udp_payload;
+	if (max_pkts < 1)
+		max_pkts = 1;
+	if (max_pkts > UDP_BATCH_MAX)
+		max_pkts = UDP_BATCH_MAX;
+	for (npkts = 0; npkts < max_pkts; npkts++) {
 		uint8_t *dst = udp_batch_slot(qc->batch);
 		ngtcp2_ssize n = write_one(qc, dst, &ps, ts);
 
@@ -759,6 +779,9 @@ quic_conn_write(struct quic_conn *qc)
 		udp_batch_commit(qc->batch, (size_t)n,
 		    (const struct sockaddr *)ps.path.remote.addr, ps.path.remote.addrlen);
 	}
+	if (npkts > 0)
+		ngtcp2_conn_update_pkt_tx_time(qc->conn, ts);
+	/* More is waiting than the quantum allowed: the timer brings us back. */
 	rearm_timer(qc);
 }
 

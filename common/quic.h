@@ -69,7 +69,7 @@ struct quic_settings {
 /* Counters kept per connection. */
 struct quic_conn_stats {
 	uint64_t rx_dgrams, tx_dgrams, rx_dgram_bytes, tx_dgram_bytes;
-	uint64_t dgram_queue_full, dgram_too_big;
+	uint64_t dgram_queue_full, dgram_too_big, dgram_lost;
 	double rtt_ms;
 	uint64_t cwnd;
 	uint64_t bytes_in_flight;
@@ -105,10 +105,10 @@ void quic_conn_write(struct quic_conn *);
  * each input burst, then flush the batches. */
 void quic_write_dirty(void);
 
-/* Send one DATAGRAM now (written into the batch) or queue it if the
- * congestion window is full. Returns 0, -EMSGSIZE if it can never fit
- * (see quic_conn_dgram_max), -ENOBUFS if the queue is full (dropped),
- * -ENOTCONN before the handshake completed. */
+/* Queue one DATAGRAM for the next write loop (quic_write_dirty), which
+ * sends it as the congestion window allows. Returns 0, -EMSGSIZE if it can
+ * never fit (see quic_conn_dgram_max), -ENOBUFS if the queue is full
+ * (dropped, like a router's full queue), -ENOTCONN before the handshake. */
 int quic_conn_send_datagram(struct quic_conn *, const uint8_t *, size_t);
 
 /* The largest DATAGRAM payload that fits in one packet on this path. */

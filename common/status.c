@@ -100,6 +100,8 @@ render_json(struct evbuffer *out, const struct status *st)
 			json_null(&j);
 		json_key(&j, "cwnd");
 		json_uint(&j, p->has_quic ? p->quic.cwnd : 0);
+		json_key(&j, "datagrams_lost");
+		json_uint(&j, p->has_quic ? p->quic.dgram_lost : 0);
 		json_key(&j, "handshakes");
 		json_uint(&j, p->handshakes);
 		json_drops(&j, p->counters);

@@ -25,12 +25,7 @@ usage(void)
 static void
 stop(void *arg)
 {
-	struct server *srv = arg;
-	struct timeval grace = { 0, 100000 };
-
-	server_shutdown(srv);
-	/* Let the CONNECTION_CLOSE packets leave before tearing down. */
-	event_base_loopexit(NULL, &grace);
+	server_shutdown(arg);
 }
 
 int

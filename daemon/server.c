@@ -768,6 +768,7 @@ fail:
 void
 server_shutdown(struct server *srv)
 {
+	struct timeval grace = { 0, 100000 };
 	struct session *sess, *next;
 
 	srv->shutting_down = true;
@@ -776,6 +777,7 @@ server_shutdown(struct server *srv)
 		quic_conn_close(sess->qc, 0, "server shutting down");
 	}
 	flush_all(srv);
+	event_base_loopexit(srv->base, &grace);
 }
 
 void

@@ -14,7 +14,8 @@ struct server;
  * Returns NULL with *cause set. The server keeps `cfg` (caller owns it). */
 struct server *server_create(struct event_base *, const struct cfg *, int verbose,
     char **cause);
-/* Close every connection (CONNECTION_CLOSE sent), then stop the loop. */
+/* Close every connection (CONNECTION_CLOSE sent), then stop the loop
+ * shortly after, once those packets have left. */
 void server_shutdown(struct server *);
 /* Release everything; the TUN device and its routes disappear. */
 void server_free(struct server *);
