@@ -95,7 +95,7 @@ handshake_done_cb(struct quic_conn *qc, void *arg)
 
 	c->handshakes++;
 	/* The control stream is the first bidirectional stream. */
-	sid = quic_conn_open_stream(qc);
+	sid = quic_conn_open_stream(qc, NULL);
 	n = proto_encode_client_hello(buf, sizeof buf, &hello);
 	if (sid != 0 || n == 0 || quic_conn_stream_send(qc, sid, buf, n, false) != 0)
 		quic_conn_close(qc, 1, "cannot open the control stream");
@@ -226,7 +226,7 @@ apply_config(struct client *c, const uint8_t *body, size_t len)
 
 static int
 stream_data_cb(struct quic_conn *qc, int64_t stream_id, const uint8_t *data,
-    size_t len, bool fin, void *arg)
+    size_t len, bool fin, void *stream_arg, void *arg)
 {
 	struct client *c = arg;
 	const uint8_t *body;
@@ -234,14 +234,15 @@ stream_data_cb(struct quic_conn *qc, int64_t stream_id, const uint8_t *data,
 	size_t bodylen;
 	long used;
 
-	(void)qc;
 	(void)fin;
+	(void)stream_arg;
 	if (stream_id != 0)
 		return 0;
 	if (len > sizeof c->ctl - c->ctllen)
 		return -1;
 	memcpy(c->ctl + c->ctllen, data, len);
 	c->ctllen += len;
+	quic_conn_stream_consume(qc, stream_id, len);
 	while ((used = proto_msg_next(c->ctl, c->ctllen, &type, &body, &bodylen)) > 0) {
 		if (type == PROTO_MSG_SERVER_CONFIG) {
 			if (apply_config(c, body, bodylen) != 0)

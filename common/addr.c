@@ -167,8 +167,8 @@ addr_split_hostport(const char *s, char *host, size_t hostlen, uint16_t *port,
 		if (*rest != '\0' && *rest != ':')
 			return -1;
 	} else {
-		/* More than one colon is an unbracketed IPv6 literal: refuse it,
-		 * since "::1:4433" would be ambiguous. */
+		/* More than one colon is an unbracketed IPv6 literal: refuse
+		 * it, since "::1:4433" would be ambiguous. */
 		h = s;
 		colon = strchr(s, ':');
 		if (colon != NULL && strchr(colon + 1, ':') != NULL)

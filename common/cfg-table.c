@@ -16,7 +16,8 @@ const struct cfg_key cfg_table[CFG_KEY_COUNT] = {
 	[CFG_KEY_LISTEN] = {
 		"Listen", CFG_SEC_SERVER, CFG_T_LISTEN, CFG_F_REPEAT, 0, 0,
 		CFG(listen), CFG(nlisten), "0.0.0.0:" STR(CFG_DEFAULT_PORT),
-		"UDP address:port to listen on (numeric; [v6]:port); repeatable",
+		"UDP address:port to listen on (numeric; [v6]:port); "
+		"repeatable",
 	},
 	[CFG_KEY_SERVER] = {
 		"Server", CFG_SEC_CLIENT, CFG_T_ENDPOINT, CFG_F_REQUIRED, 0, 0,
@@ -81,8 +82,8 @@ const struct cfg_key cfg_table[CFG_KEY_COUNT] = {
 		"congestion controller: cubic or bbr",
 	},
 	[CFG_KEY_LOCAL_FORWARD] = {
-		"LocalForward", CFG_SEC_CLIENT, CFG_T_FORWARD, CFG_F_REPEAT, 0, 0,
-		CFG(local_forward), CFG(nlocal_forward), NULL,
+		"LocalForward", CFG_SEC_CLIENT, CFG_T_FORWARD, CFG_F_REPEAT, 0,
+		0, CFG(local_forward), CFG(nlocal_forward), NULL,
 		"[bind:]port = host:port: listen here, connect from the server",
 	},
 	[CFG_KEY_REMOTE_FORWARD] = {
@@ -91,9 +92,10 @@ const struct cfg_key cfg_table[CFG_KEY_COUNT] = {
 		"[bind:]port = host:port: the server listens, we connect",
 	},
 	[CFG_KEY_DYNAMIC_FORWARD] = {
-		"DynamicForward", CFG_SEC_CLIENT, CFG_T_DYNAMIC, CFG_F_REPEAT, 0,
-		0, CFG(dynamic_forward), CFG(ndynamic_forward), NULL,
-		"[bind:]port: a SOCKS5 proxy whose connections leave the server",
+		"DynamicForward", CFG_SEC_CLIENT, CFG_T_DYNAMIC, CFG_F_REPEAT,
+		0, 0, CFG(dynamic_forward), CFG(ndynamic_forward), NULL,
+		"[bind:]port: a SOCKS5 proxy whose connections leave the "
+		"server",
 	},
 	[CFG_KEY_PEER_NAME] = {
 		"Name", CFG_SEC_PEER, CFG_T_NAME, CFG_F_REQUIRED, 0, 0,

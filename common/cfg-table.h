@@ -21,12 +21,12 @@
 
 /* Value types; each names the C field(s) the key's offsets point at. */
 enum cfg_type {
-	CFG_T_PATH,       /* char *: made absolute against the file's directory */
+	CFG_T_PATH,       /* char *: absolute, from the file's directory */
 	CFG_T_TUN,        /* char *: interface name, NULL for "none" */
 	CFG_T_NUMBER,     /* uint32_t in min..max */
 	CFG_T_CONGESTION, /* enum cfg_congestion */
 	CFG_T_LISTEN,     /* struct cfg listen[], listen_len[], nlisten */
-	CFG_T_IFADDRS,    /* struct prefix[CFG_MAX_ADDRS] + size_t: address/len */
+	CFG_T_IFADDRS,    /* struct prefix[CFG_MAX_ADDRS] + size_t: addr/len */
 	CFG_T_HOSTADDRS,  /* struct prefix[CFG_MAX_ADDRS] + size_t: /32, /128 */
 	CFG_T_PREFIXES,   /* struct cfg_prefix_list, host bits must be zero */
 	CFG_T_PUBKEY,     /* uint8_t[KEY_LEN] */
@@ -34,7 +34,7 @@ enum cfg_type {
 	CFG_T_FWDRULES,   /* struct cfg_forward_rule * + size_t */
 	CFG_T_PORTS,      /* uint16_t * + size_t */
 	CFG_T_ENDPOINT,   /* char * host + uint16_t port */
-	CFG_T_FORWARD,    /* struct cfg_forward * + size_t: "[bind:]port = host:port" */
+	CFG_T_FORWARD,    /* struct cfg_forward * + size_t: bind = target */
 	CFG_T_DYNAMIC,    /* struct cfg_forward * + size_t: "[bind:]port" */
 };
 
@@ -77,7 +77,7 @@ struct cfg_key {
 	enum cfg_type type;
 	unsigned flags;    /* CFG_F_* */
 	uint32_t min, max; /* CFG_T_NUMBER */
-	size_t off;        /* field in struct cfg, or struct cfg_peer for [Peer] */
+	size_t off;        /* in struct cfg, or struct cfg_peer for [Peer] */
 	size_t off_n;      /* the entry count (or port) field, for lists */
 	const char *dflt;  /* value text used when the key is absent, or NULL */
 	const char *help;

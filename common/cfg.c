@@ -1343,51 +1343,58 @@ same_bind(const struct cfg_forward *a, const struct cfg_forward *b)
 	return strcmp(a->bind_host, b->bind_host) == 0;
 }
 
+/* A forward and the key it was given by. */
+struct bound {
+	const struct cfg_forward *f;
+	const char *key;
+};
+
+/* Add the forwards of key `id` to `b`. */
+static size_t
+collect_forwards(const struct cfg *cfg, size_t id, struct bound *b, size_t n)
+{
+	const struct cfg_key *k = &cfg_table[id];
+	const struct cfg_forward *f =
+	    *(struct cfg_forward *const *)cfield(cfg, k->off);
+	size_t nf = *(const size_t *)cfield(cfg, k->off_n);
+
+	for (size_t i = 0; i < nf; i++)
+		b[n++] = (struct bound){ &f[i], k->name };
+	return n;
+}
+
 /* Two forwards may not listen on one address: LocalForward and
- * DynamicForward share this host, RemoteForwards the server. */
+ * DynamicForward share this host, RemoteForwards the server. Each clash
+ * is reported at the later line. */
 static void
 check_binds(struct cfg_parse *cp, size_t ka, size_t kb)
 {
 	const struct cfg *cfg = cp->cfg;
-	const struct cfg_key *keys[2] = { &cfg_table[ka], &cfg_table[kb] };
+	struct bound *b;
+	size_t n = 0;
 	char s[MAX_HOST + 16];
 
-	for (size_t x = 0; x < 2; x++) {
-		const struct cfg_forward *fx = *(struct cfg_forward *const *)
-		    cfield(cfg, keys[x]->off);
-		size_t nx = *(const size_t *)cfield(cfg, keys[x]->off_n);
+	b = xcalloc(cfg->nlocal_forward + cfg->nremote_forward +
+	    cfg->ndynamic_forward, sizeof *b);
+	n = collect_forwards(cfg, ka, b, n);
+	if (kb != ka)
+		n = collect_forwards(cfg, kb, b, n);
+	for (size_t i = 0; i < n; i++) {
+		const struct bound *first = NULL;
 
-		for (size_t i = 0; i < nx; i++) {
-			const struct cfg_forward *f = &fx[i], *first = NULL;
-			const struct cfg_key *firstk = NULL;
-
-			for (size_t y = 0; y < 2; y++) {
-				const struct cfg_forward *fy =
-				    *(struct cfg_forward *const *)
-				    cfield(cfg, keys[y]->off);
-				size_t ny = *(const size_t *)
-				    cfield(cfg, keys[y]->off_n);
-
-				for (size_t j = 0; j < ny; j++) {
-					if (fy[j].line >= f->line ||
-					    !same_bind(&fy[j], f))
-						continue;
-					if (first == NULL ||
-					    fy[j].line < first->line) {
-						first = &fy[j];
-						firstk = keys[y];
-					}
-				}
-			}
-			if (first != NULL)
-				error_at(cp, f->line, "%s: %s is already used "
-				    "by %s on line %u", keys[x]->name,
-				    bind_str(f, s, sizeof s), firstk->name,
-				    first->line);
+		for (size_t j = 0; j < n; j++) {
+			if (b[j].f->line < b[i].f->line &&
+			    same_bind(b[j].f, b[i].f) &&
+			    (first == NULL || b[j].f->line < first->f->line))
+				first = &b[j];
 		}
-		if (ka == kb)
-			break;
+		if (first != NULL)
+			error_at(cp, b[i].f->line, "%s: %s is already used by "
+			    "%s on line %u", b[i].key,
+			    bind_str(b[i].f, s, sizeof s), first->key,
+			    first->f->line);
 	}
+	free(b);
 }
 
 static void

@@ -1,5 +1,6 @@
 /* Configuration: the INI-style files of roved ([Server], [Peer]) and rove
- * ([Client]). Keys start unset; defaults are filled in by cfg_finish. */
+ * ([Client]). Keys start unset; defaults are filled in after parsing
+ * (cfg_parse_finish in cfg-table.h), e.g. Listen = 0.0.0.0:4433. */
 #ifndef ROVE_CFG_H
 #define ROVE_CFG_H
 

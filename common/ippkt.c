@@ -241,6 +241,8 @@ ptb4(const uint8_t *pkt, const struct ippkt_info *info,
 	if (mtu > 0xffff)
 		mtu = 0xffff;
 
+	/* The quote moves first, so `out` may be the packet's own buffer. */
+	memmove(out + IP4_HDRLEN + ICMP_HDRLEN, pkt, quote);
 	memset(out, 0, IP4_HDRLEN + ICMP_HDRLEN);
 	out[0] = 0x45;
 	put16(out + 2, (uint16_t)total);
@@ -256,7 +258,6 @@ ptb4(const uint8_t *pkt, const struct ippkt_info *info,
 	icmp[0] = 3;
 	icmp[1] = 4;
 	put16(icmp + 6, (uint16_t)mtu);
-	memcpy(icmp + ICMP_HDRLEN, pkt, quote);
 	put16(icmp + 2, ippkt_checksum(icmp, ICMP_HDRLEN + quote, 0));
 	return total;
 }
@@ -280,6 +281,7 @@ ptb6(const uint8_t *pkt, const struct ippkt_info *info,
 	if (mtu < IPPKT_MIN_MTU6)
 		mtu = IPPKT_MIN_MTU6;
 
+	memmove(out + IP6_HDRLEN + ICMP_HDRLEN, pkt, quote);
 	memset(out, 0, IP6_HDRLEN + ICMP_HDRLEN);
 	out[0] = 0x60;
 	put16(out + 4, (uint16_t)icmplen);
@@ -292,7 +294,6 @@ ptb6(const uint8_t *pkt, const struct ippkt_info *info,
 	icmp[0] = 2;
 	icmp[1] = 0;
 	put32(icmp + 4, mtu);
-	memcpy(icmp + ICMP_HDRLEN, pkt, quote);
 
 	/* RFC 8200 8.1: source, destination, upper-layer length (32 bits),
 	 * three zero bytes, next header. */

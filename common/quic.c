@@ -29,13 +29,17 @@ struct stream_chunk {
 	uint8_t data[];
 };
 
-struct stream_tx {
-	LIST_ENTRY(stream_tx) entry;
+struct quic_stream {
+	LIST_ENTRY(quic_stream) entry;
+	TAILQ_ENTRY(quic_stream) pending_entry; /* has bytes or FIN to send */
+	bool pending;
 	int64_t id;
+	void *arg;                 /* the owner's, see quic_conn_stream_set_arg */
 	struct stream_chunk *head, *tail;
 	uint64_t end;      /* offset after the last queued byte */
 	uint64_t send_off; /* next offset to hand to ngtcp2 */
-	bool fin, fin_sent, blocked;
+	uint64_t acked;    /* bytes acknowledged (freed) */
+	bool fin, fin_sent, blocked, reset;
 };
 
 struct dgram_slot {
@@ -68,7 +72,8 @@ struct quic_conn {
 	struct dgram_slot *dq[QUIC_DGRAM_QUEUE];
 	size_t dq_head, dq_len;
 
-	LIST_HEAD(, stream_tx) streams;
+	LIST_HEAD(, quic_stream) streams;
+	TAILQ_HEAD(, quic_stream) pending_streams;
 	TAILQ_ENTRY(quic_conn) dirty_entry;
 	bool dirty;
 	struct quic_conn_stats stats;
@@ -77,6 +82,8 @@ struct quic_conn {
 /* Every cipher QUIC v1 negotiates (AES-GCM, ChaCha20-Poly1305) has a
  * 16-byte tag. */
 #define QUIC_AEAD_TAG_LEN 16
+
+static void mark_dirty(struct quic_conn *);
 
 static bool (*pin_check)(struct quic_conn *, const uint8_t *, void *);
 static TAILQ_HEAD(, quic_conn) dirty_conns = TAILQ_HEAD_INITIALIZER(dirty_conns);
@@ -188,22 +195,77 @@ recv_datagram_cb(ngtcp2_conn *conn, uint32_t flags, const uint8_t *data,
 	return 0;
 }
 
+static struct quic_stream *
+stream_find(struct quic_conn *qc, int64_t id)
+{
+	struct quic_stream *s;
+
+	LIST_FOREACH(s, &qc->streams, entry) {
+		if (s->id == id)
+			return s;
+	}
+	return NULL;
+}
+
+static struct quic_stream *
+stream_get(struct quic_conn *qc, int64_t id)
+{
+	struct quic_stream *s = stream_find(qc, id);
+
+	if (s == NULL) {
+		s = xcalloc(1, sizeof *s);
+		s->id = id;
+		LIST_INSERT_HEAD(&qc->streams, s, entry);
+	}
+	return s;
+}
+
+static void
+stream_set_pending(struct quic_conn *qc, struct quic_stream *s)
+{
+	bool want = !s->blocked && !s->reset &&
+	    (s->send_off < s->end || (s->fin && !s->fin_sent));
+
+	if (want && !s->pending)
+		TAILQ_INSERT_TAIL(&qc->pending_streams, s, pending_entry);
+	else if (!want && s->pending)
+		TAILQ_REMOVE(&qc->pending_streams, s, pending_entry);
+	s->pending = want;
+}
+
+static void
+stream_free(struct quic_conn *qc, struct quic_stream *s)
+{
+	struct stream_chunk *c, *next;
+
+	for (c = s->head; c != NULL; c = next) {
+		next = c->next;
+		free(c);
+	}
+	if (s->pending)
+		TAILQ_REMOVE(&qc->pending_streams, s, pending_entry);
+	LIST_REMOVE(s, entry);
+	free(s);
+}
+
 static int
 recv_stream_data_cb(ngtcp2_conn *conn, uint32_t flags, int64_t stream_id,
     uint64_t offset, const uint8_t *data, size_t len, void *user_data,
     void *stream_user_data)
 {
 	struct quic_conn *qc = user_data;
+	struct quic_stream *s = stream_get(qc, stream_id);
 
+	(void)conn;
 	(void)offset;
 	(void)stream_user_data;
+	/* Credit is returned only when the owner has passed the bytes on
+	 * (quic_conn_stream_consume): that is how backpressure reaches the
+	 * sender. */
 	if (qc->cbs->stream_data != NULL &&
 	    qc->cbs->stream_data(qc, stream_id, data, len,
-	    (flags & NGTCP2_STREAM_DATA_FLAG_FIN) != 0, qc->arg) != 0)
+	    (flags & NGTCP2_STREAM_DATA_FLAG_FIN) != 0, s->arg, qc->arg) != 0)
 		return NGTCP2_ERR_CALLBACK_FAILURE;
-	/* The owner has consumed the bytes: give the credit back. */
-	ngtcp2_conn_extend_max_stream_offset(conn, stream_id, len);
-	ngtcp2_conn_extend_max_offset(conn, len);
 	return 0;
 }
 
@@ -218,50 +280,29 @@ lost_datagram_cb(ngtcp2_conn *conn, uint64_t dgram_id, void *user_data)
 	return 0;
 }
 
-static struct stream_tx *
-stream_find(struct quic_conn *qc, int64_t id)
-{
-	struct stream_tx *s;
-
-	LIST_FOREACH(s, &qc->streams, entry) {
-		if (s->id == id)
-			return s;
-	}
-	return NULL;
-}
-
-static void
-stream_free(struct stream_tx *s)
-{
-	struct stream_chunk *c, *next;
-
-	for (c = s->head; c != NULL; c = next) {
-		next = c->next;
-		free(c);
-	}
-	LIST_REMOVE(s, entry);
-	free(s);
-}
-
 static int
 acked_stream_data_offset_cb(ngtcp2_conn *conn, int64_t stream_id,
     uint64_t offset, uint64_t datalen, void *user_data, void *stream_user_data)
 {
 	struct quic_conn *qc = user_data;
-	struct stream_tx *s;
+	struct quic_stream *s;
 	struct stream_chunk *c;
 
 	(void)conn;
 	(void)stream_user_data;
 	if ((s = stream_find(qc, stream_id)) == NULL)
 		return 0;
-	/* Acknowledgements arrive in offset order for the acked prefix. */
-	while ((c = s->head) != NULL && c->off + c->len <= offset + datalen) {
+	/* ngtcp2 reports the acknowledged prefix growing in order. */
+	if (offset + datalen > s->acked)
+		s->acked = offset + datalen;
+	while ((c = s->head) != NULL && c->off + c->len <= s->acked) {
 		s->head = c->next;
 		if (s->head == NULL)
 			s->tail = NULL;
 		free(c);
 	}
+	if (qc->cbs->stream_acked != NULL)
+		qc->cbs->stream_acked(qc, stream_id, s->arg, qc->arg);
 	return 0;
 }
 
@@ -270,14 +311,17 @@ stream_close_cb(ngtcp2_conn *conn, uint32_t flags, int64_t stream_id,
     uint64_t app_error_code, void *user_data, void *stream_user_data)
 {
 	struct quic_conn *qc = user_data;
-	struct stream_tx *s;
+	struct quic_stream *s;
 
 	(void)conn;
-	(void)flags;
-	(void)app_error_code;
 	(void)stream_user_data;
-	if ((s = stream_find(qc, stream_id)) != NULL)
-		stream_free(s);
+	if ((s = stream_find(qc, stream_id)) == NULL)
+		return 0;
+	if (qc->cbs->stream_close != NULL)
+		qc->cbs->stream_close(qc, stream_id,
+		    (flags & NGTCP2_STREAM_CLOSE_FLAG_APP_ERROR_CODE_SET) ?
+		    app_error_code : 0, s->arg, qc->arg);
+	stream_free(qc, s);
 	return 0;
 }
 
@@ -286,13 +330,50 @@ extend_max_stream_data_cb(ngtcp2_conn *conn, int64_t stream_id,
     uint64_t max_data, void *user_data, void *stream_user_data)
 {
 	struct quic_conn *qc = user_data;
-	struct stream_tx *s;
+	struct quic_stream *s;
 
 	(void)conn;
 	(void)max_data;
 	(void)stream_user_data;
-	if ((s = stream_find(qc, stream_id)) != NULL)
+	if ((s = stream_find(qc, stream_id)) != NULL) {
 		s->blocked = false;
+		stream_set_pending(qc, s);
+		mark_dirty(qc);
+	}
+	return 0;
+}
+
+static int
+stream_reset_cb(ngtcp2_conn *conn, int64_t stream_id, uint64_t final_size,
+    uint64_t app_error_code, void *user_data, void *stream_user_data)
+{
+	struct quic_conn *qc = user_data;
+	struct quic_stream *s;
+
+	(void)conn;
+	(void)final_size;
+	(void)stream_user_data;
+	if ((s = stream_find(qc, stream_id)) != NULL && qc->cbs->stream_reset != NULL)
+		qc->cbs->stream_reset(qc, stream_id, app_error_code, s->arg, qc->arg);
+	return 0;
+}
+
+static int
+stream_stop_sending_cb(ngtcp2_conn *conn, int64_t stream_id,
+    uint64_t app_error_code, void *user_data, void *stream_user_data)
+{
+	struct quic_conn *qc = user_data;
+	struct quic_stream *s;
+
+	(void)conn;
+	(void)stream_user_data;
+	if ((s = stream_find(qc, stream_id)) == NULL)
+		return 0;
+	/* Nothing more of ours will be read: stop sending it. */
+	s->reset = true;
+	stream_set_pending(qc, s);
+	if (qc->cbs->stream_stop != NULL)
+		qc->cbs->stream_stop(qc, stream_id, app_error_code, s->arg, qc->arg);
 	return 0;
 }
 
@@ -347,6 +428,8 @@ fill_callbacks(ngtcp2_callbacks *cb, enum quic_role role)
 	cb->acked_stream_data_offset = acked_stream_data_offset_cb;
 	cb->stream_close = stream_close_cb;
 	cb->extend_max_stream_data = extend_max_stream_data_cb;
+	cb->stream_reset = stream_reset_cb;
+	cb->stream_stop_sending = stream_stop_sending_cb;
 	cb->recv_stateless_reset = recv_stateless_reset_cb;
 }
 
@@ -409,6 +492,7 @@ conn_alloc(struct event_base *base, const struct quic_settings *qs,
 	qc->path.remote.addr = (ngtcp2_sockaddr *)&qc->remote;
 	qc->path.remote.addrlen = remotelen;
 	LIST_INIT(&qc->streams);
+	TAILQ_INIT(&qc->pending_streams);
 	qc->timer = evtimer_new(base, timer_cb, qc);
 	qc->closed_ev = evtimer_new(base, closed_event_cb, qc);
 	return qc;
@@ -499,14 +583,14 @@ quic_conn_server_create(struct event_base *base, const struct quic_settings *qs,
 void
 quic_conn_free(struct quic_conn *qc)
 {
-	struct stream_tx *s;
+	struct quic_stream *s;
 
 	if (qc == NULL)
 		return;
 	if (qc->dirty)
 		TAILQ_REMOVE(&dirty_conns, qc, dirty_entry);
 	while ((s = LIST_FIRST(&qc->streams)) != NULL)
-		stream_free(s);
+		stream_free(qc, s);
 	for (size_t i = 0; i < qc->dq_len; i++)
 		free(qc->dq[(qc->dq_head + i) % QUIC_DGRAM_QUEUE]);
 	if (qc->timer != NULL)
@@ -668,18 +752,6 @@ rearm_timer(struct quic_conn *qc)
 	evtimer_add(qc->timer, &tv);
 }
 
-static struct stream_tx *
-stream_ready(struct quic_conn *qc)
-{
-	struct stream_tx *s;
-
-	LIST_FOREACH(s, &qc->streams, entry) {
-		if (!s->blocked && (s->send_off < s->end || (s->fin && !s->fin_sent)))
-			return s;
-	}
-	return NULL;
-}
-
 /* One packet's worth of the write loop. Returns the packet length, 0 when
  * nothing more can be sent now, or a negative ngtcp2 error. */
 static ngtcp2_ssize
@@ -688,7 +760,7 @@ write_one(struct quic_conn *qc, uint8_t *dst, ngtcp2_path_storage *ps,
 {
 	ngtcp2_pkt_info pi;
 	ngtcp2_ssize n;
-	struct stream_tx *s;
+	struct quic_stream *s;
 
 	if (qc->dq_len > 0 && qc->state == QUIC_STATE_ESTABLISHED) {
 		struct dgram_slot *d = qc->dq[qc->dq_head];
@@ -712,7 +784,7 @@ write_one(struct quic_conn *qc, uint8_t *dst, ngtcp2_path_storage *ps,
 		}
 		return n;
 	}
-	while ((s = stream_ready(qc)) != NULL) {
+	while ((s = TAILQ_FIRST(&qc->pending_streams)) != NULL) {
 		ngtcp2_vec v[8];
 		size_t nv = 0;
 		ngtcp2_ssize datalen = -1;
@@ -730,9 +802,14 @@ write_one(struct quic_conn *qc, uint8_t *dst, ngtcp2_path_storage *ps,
 			flags |= NGTCP2_WRITE_STREAM_FLAG_FIN;
 		n = ngtcp2_conn_writev_stream(qc->conn, &ps->path, &pi, dst,
 		    UDP_MAX_PAYLOAD, &datalen, flags, s->id, v, nv, ts);
-		if (n == NGTCP2_ERR_STREAM_DATA_BLOCKED || n == NGTCP2_ERR_STREAM_SHUT_WR ||
-		    n == NGTCP2_ERR_STREAM_NOT_FOUND) {
+		if (n == NGTCP2_ERR_STREAM_DATA_BLOCKED) {
 			s->blocked = true;
+			stream_set_pending(qc, s);
+			continue;
+		}
+		if (n == NGTCP2_ERR_STREAM_SHUT_WR || n == NGTCP2_ERR_STREAM_NOT_FOUND) {
+			s->reset = true;
+			stream_set_pending(qc, s);
 			continue;
 		}
 		if (datalen >= 0) {
@@ -740,6 +817,12 @@ write_one(struct quic_conn *qc, uint8_t *dst, ngtcp2_path_storage *ps,
 			if (s->fin && s->send_off == s->end)
 				s->fin_sent = true;
 		}
+		/* Round robin: the next packet serves the next stream. */
+		if (s->pending) {
+			TAILQ_REMOVE(&qc->pending_streams, s, pending_entry);
+			s->pending = false;
+		}
+		stream_set_pending(qc, s);
 		return n;
 	}
 	return ngtcp2_conn_write_pkt(qc->conn, &ps->path, &pi, dst, UDP_MAX_PAYLOAD, ts);
@@ -870,17 +953,13 @@ int
 quic_conn_stream_send(struct quic_conn *qc, int64_t id, const uint8_t *data,
     size_t len, bool fin)
 {
-	struct stream_tx *s = stream_find(qc, id);
+	struct quic_stream *s;
 	struct stream_chunk *c;
 
 	if (qc->state == QUIC_STATE_CLOSED)
 		return -1;
-	if (s == NULL) {
-		s = xcalloc(1, sizeof *s);
-		s->id = id;
-		LIST_INSERT_HEAD(&qc->streams, s, entry);
-	}
-	if (s->fin)
+	s = stream_get(qc, id);
+	if (s->fin || s->reset)
 		return -1;
 	if (len > 0) {
 		c = xmalloc(sizeof *c + len);
@@ -896,18 +975,75 @@ quic_conn_stream_send(struct quic_conn *qc, int64_t id, const uint8_t *data,
 		s->end += len;
 	}
 	s->fin = fin;
+	stream_set_pending(qc, s);
 	mark_dirty(qc);
 	return 0;
 }
 
+size_t
+quic_conn_stream_unacked(struct quic_conn *qc, int64_t id)
+{
+	struct quic_stream *s = stream_find(qc, id);
+
+	return s != NULL ? (size_t)(s->end - s->acked) : 0;
+}
+
+void
+quic_conn_stream_consume(struct quic_conn *qc, int64_t id, size_t n)
+{
+	if (qc->state == QUIC_STATE_CLOSED || n == 0)
+		return;
+	ngtcp2_conn_extend_max_stream_offset(qc->conn, id, n);
+	ngtcp2_conn_extend_max_offset(qc->conn, n);
+	mark_dirty(qc);
+}
+
+void
+quic_conn_stream_set_arg(struct quic_conn *qc, int64_t id, void *arg)
+{
+	stream_get(qc, id)->arg = arg;
+}
+
+void
+quic_conn_stream_reset(struct quic_conn *qc, int64_t id, uint64_t code)
+{
+	struct quic_stream *s = stream_find(qc, id);
+
+	if (qc->state == QUIC_STATE_CLOSED)
+		return;
+	if (s != NULL) {
+		s->reset = true;
+		stream_set_pending(qc, s);
+	}
+	ngtcp2_conn_shutdown_stream(qc->conn, id, code);
+	mark_dirty(qc);
+}
+
+void
+quic_conn_stream_stop_reading(struct quic_conn *qc, int64_t id, uint64_t code)
+{
+	if (qc->state == QUIC_STATE_CLOSED)
+		return;
+	ngtcp2_conn_shutdown_stream_read(qc->conn, id, code);
+	mark_dirty(qc);
+}
+
 int64_t
-quic_conn_open_stream(struct quic_conn *qc)
+quic_conn_open_stream(struct quic_conn *qc, void *arg)
 {
 	int64_t id;
 
-	if (ngtcp2_conn_open_bidi_stream(qc->conn, &id, NULL) != 0)
+	if (qc->state != QUIC_STATE_ESTABLISHED ||
+	    ngtcp2_conn_open_bidi_stream(qc->conn, &id, NULL) != 0)
 		return -1;
+	stream_get(qc, id)->arg = arg;
 	return id;
+}
+
+uint64_t
+quic_conn_streams_left(struct quic_conn *qc)
+{
+	return ngtcp2_conn_get_streams_bidi_left(qc->conn);
 }
 
 void

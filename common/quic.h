@@ -44,10 +44,25 @@ struct quic_conn_cbs {
 	/* TLS finished (server: the peer's key passed the pin check). */
 	void (*handshake_done)(struct quic_conn *, void *arg);
 	void (*datagram)(struct quic_conn *, const uint8_t *, size_t, void *arg);
-	/* Bytes arriving on a stream, in order. Return -1 to close the
-	 * connection with a protocol error. */
+	/* Bytes arriving on a stream, in order; `stream_arg` is what the owner
+	 * set for it (NULL the first time for a stream the peer opened). The
+	 * owner returns the flow-control credit with quic_conn_stream_consume
+	 * once it has passed the bytes on. Return -1 to close the connection
+	 * with a protocol error. */
 	int (*stream_data)(struct quic_conn *, int64_t stream_id,
-	    const uint8_t *, size_t, bool fin, void *arg);
+	    const uint8_t *, size_t, bool fin, void *stream_arg, void *arg);
+	/* The peer abandoned its sending side (RESET_STREAM) or asked us to
+	 * stop sending (STOP_SENDING), with its error code. */
+	void (*stream_reset)(struct quic_conn *, int64_t stream_id, uint64_t code,
+	    void *stream_arg, void *arg);
+	void (*stream_stop)(struct quic_conn *, int64_t stream_id, uint64_t code,
+	    void *stream_arg, void *arg);
+	/* Some of our bytes were acknowledged and freed: room to read more. */
+	void (*stream_acked)(struct quic_conn *, int64_t stream_id,
+	    void *stream_arg, void *arg);
+	/* Both directions are finished; the stream and its ID are gone. */
+	void (*stream_close)(struct quic_conn *, int64_t stream_id, uint64_t code,
+	    void *stream_arg, void *arg);
 	/* Connection IDs we issue / retire (the server's demultiplexer). */
 	void (*cid_add)(struct quic_conn *, const ngtcp2_cid *, void *arg);
 	void (*cid_remove)(struct quic_conn *, const ngtcp2_cid *, void *arg);
@@ -114,12 +129,25 @@ int quic_conn_send_datagram(struct quic_conn *, const uint8_t *, size_t);
 /* The largest DATAGRAM payload that fits in one packet on this path. */
 size_t quic_conn_dgram_max(struct quic_conn *);
 
-/* Queue bytes on a stream (the whole buffer is copied and kept until
- * acknowledged); `fin` ends our side. Returns 0 or -1. */
+/* Queue bytes on a stream (copied and kept until acknowledged); `fin`
+ * ends our side. Returns 0, or -1 if the stream's sending side is over. */
 int quic_conn_stream_send(struct quic_conn *, int64_t stream_id,
     const uint8_t *, size_t, bool fin);
-/* Open a bidirectional stream; returns its ID or -1. */
-int64_t quic_conn_open_stream(struct quic_conn *);
+/* Bytes queued on the stream and not yet acknowledged (the owner's
+ * backpressure measure). */
+size_t quic_conn_stream_unacked(struct quic_conn *, int64_t stream_id);
+/* The owner has passed `n` received bytes on: widen the peer's window. */
+void quic_conn_stream_consume(struct quic_conn *, int64_t stream_id, size_t n);
+void quic_conn_stream_set_arg(struct quic_conn *, int64_t stream_id, void *);
+/* Abort both directions (RESET_STREAM and STOP_SENDING) with `code`. */
+void quic_conn_stream_reset(struct quic_conn *, int64_t stream_id, uint64_t code);
+/* Abort only our reading side (STOP_SENDING). */
+void quic_conn_stream_stop_reading(struct quic_conn *, int64_t stream_id,
+    uint64_t code);
+/* Open a bidirectional stream (after the handshake); returns its ID or -1
+ * when the peer's stream limit is reached. */
+int64_t quic_conn_open_stream(struct quic_conn *, void *stream_arg);
+uint64_t quic_conn_streams_left(struct quic_conn *);
 
 /* Close with an application error code: sends CONNECTION_CLOSE now (into
  * the batch) and reports `closed` shortly after. */

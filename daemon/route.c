@@ -1,5 +1,4 @@
 /* The route table: a path-compressed binary trie per address family. */
-#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>

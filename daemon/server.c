@@ -318,7 +318,7 @@ control_message(struct session *sess, uint64_t type, const uint8_t *body, size_t
 
 static int
 stream_data_cb(struct quic_conn *qc, int64_t stream_id, const uint8_t *data,
-    size_t len, bool fin, void *arg)
+    size_t len, bool fin, void *stream_arg, void *arg)
 {
 	struct session *sess = arg;
 	const uint8_t *body;
@@ -326,14 +326,15 @@ stream_data_cb(struct quic_conn *qc, int64_t stream_id, const uint8_t *data,
 	size_t bodylen;
 	long used;
 
-	(void)qc;
 	(void)fin;
+	(void)stream_arg;
 	if (stream_id != 0 || sess->peer == NULL)
 		return 0; /* forward streams arrive with the forwarding feature */
 	if (len > sizeof sess->ctl - sess->ctllen)
 		return -1;
 	memcpy(sess->ctl + sess->ctllen, data, len);
 	sess->ctllen += len;
+	quic_conn_stream_consume(qc, stream_id, len);
 	while ((used = proto_msg_next(sess->ctl, sess->ctllen, &type, &body,
 	    &bodylen)) > 0) {
 		if (control_message(sess, type, body, bodylen) != 0)
