@@ -26,8 +26,8 @@ test_parse_ip(void **state)
 {
 	static const char *const bad[] = {
 		"", " 10.0.0.1", "10.0.0.1 ", "10.0.0", "10.0.0.256", "10.1",
-		"010.0.0.1", "10.0.0.1/32", "fd00::1%eth0", "fd00:::1", "[fd00::1]",
-		"1.2.3.4.5", "::g", "hello", "0x0a000001",
+		"010.0.0.1", "10.0.0.1/32", "fd00::1%eth0", "fd00:::1",
+		"[fd00::1]", "1.2.3.4.5", "::g", "hello", "0x0a000001",
 	};
 	struct ipaddr a;
 	char buf[ADDR_STRLEN];
@@ -64,7 +64,8 @@ test_parse_prefix(void **state)
 	static const char *const bad[] = {
 		"", "/24", "10.0.0.0/", "10.0.0.0/33", "10.0.0.0/-1",
 		"10.0.0.0/+8", "10.0.0.0/8/8", "10.0.0.0/1000", "fd00::/129",
-		"10.0.0.0 /8", "10.0.0.0/ 8", "10.0.0.0/8 ", "x/8", "10.0.0.0/a",
+		"10.0.0.0 /8", "10.0.0.0/ 8", "10.0.0.0/8 ", "x/8",
+		"10.0.0.0/a",
 		"1111:2222:3333:4444:5555:6666:7777:8888:9999/64",
 	};
 	struct prefix p;
@@ -86,18 +87,22 @@ test_parse_prefix(void **state)
 	    "10.0.0.0/8");
 
 	/* Host bits: only when allowed. */
-	assert_string_equal(prefix_roundtrip("10.77.0.1/24", false, buf), "ERR");
+	assert_string_equal(prefix_roundtrip("10.77.0.1/24", false, buf),
+	    "ERR");
 	assert_string_equal(prefix_roundtrip("10.77.0.1/24", true, buf),
 	    "10.77.0.1/24");
 	assert_string_equal(prefix_roundtrip("10.77.0.128/25", false, buf),
 	    "10.77.0.128/25");
 	assert_string_equal(prefix_roundtrip("10.77.0.129/25", false, buf),
 	    "ERR");
-	assert_string_equal(prefix_roundtrip("10.77.1.0/23", false, buf), "ERR");
-	assert_string_equal(prefix_roundtrip("fd00:77::1/64", false, buf), "ERR");
+	assert_string_equal(prefix_roundtrip("10.77.1.0/23", false, buf),
+	    "ERR");
+	assert_string_equal(prefix_roundtrip("fd00:77::1/64", false, buf),
+	    "ERR");
 	assert_string_equal(prefix_roundtrip("fd00:77::1/64", true, buf),
 	    "fd00:77::1/64");
-	assert_string_equal(prefix_roundtrip("fd00:77:0:0:8000::/65", false, buf),
+	assert_string_equal(prefix_roundtrip("fd00:77:0:0:8000::/65", false,
+	    buf),
 	    "fd00:77:0:0:8000::/65");
 	assert_string_equal(prefix_roundtrip("128.0.0.0/1", false, buf),
 	    "128.0.0.0/1");
@@ -266,7 +271,8 @@ test_mask_equal(void **state)
 	assert_int_equal(addr_parse_prefix("10.77.5.131/22", &p, true), 0);
 	addr_prefix_mask(&p);
 	assert_string_equal(addr_prefix_str(&p, buf), "10.77.4.0/22");
-	assert_int_equal(addr_parse_prefix("fd00:77:1:2:3:4:5:6/67", &p, true), 0);
+	assert_int_equal(addr_parse_prefix("fd00:77:1:2:3:4:5:6/67", &p, true),
+	    0);
 	addr_prefix_mask(&p);
 	assert_string_equal(addr_prefix_str(&p, buf), "fd00:77:1:2::/67");
 	assert_int_equal(addr_parse_prefix("255.255.255.255/0", &p, true), 0);
