@@ -99,6 +99,8 @@ $(BUILD)/tests/test-%: tests/unit/test-%.c $(DAEMON_LIB_OBJ) $(CLIENT_LIB_OBJ) $
 	$(call say,CC,$<)$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -Itests/unit -o $@ $^ \
 		$(LDFLAGS) $(LIBS) -lcmocka
 
+$(BUILD)/tests/test-route: $(BUILD)/daemon/route.o
+
 check-unit: $(UNIT_BIN)
 	$(Q)tests/run-unit.sh $(UNIT_BIN)
 
@@ -118,8 +120,10 @@ demo: all
 bench: all
 	$(Q)bench/run.sh $(BUILD)
 
+include tests/fuzz/Makefile.inc
+
 clean:
-	rm -rf build build-san
+	rm -rf build build-san build-fuzz
 
 distclean: clean
 	rm -f $(DEPS)

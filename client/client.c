@@ -202,6 +202,17 @@ apply_config(struct client *c, const uint8_t *body, size_t len)
 
 	if (proto_decode_server_config(body, len, &sc) != 0)
 		return -1;
+	if (sc.mtu < IPPKT_MIN_MTU4 || sc.mtu > 65535) {
+		log_error("the server sent an impossible MTU %u", (unsigned)sc.mtu);
+		return -1;
+	}
+	for (size_t i = 0; i < sc.naddrs; i++) {
+		if (sc.addrs[i].addr.family == AF_INET6 && sc.mtu < IPPKT_MIN_MTU6) {
+			log_error("the server sent MTU %u, below IPv6's minimum",
+			    (unsigned)sc.mtu);
+			return -1;
+		}
+	}
 	c->configured = true;
 	c->failures = 0;
 	if (c->cfg->tun == NULL || c->tun_open) {

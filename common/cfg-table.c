@@ -97,6 +97,17 @@ const struct cfg_key cfg_table[CFG_KEY_COUNT] = {
 		"[bind:]port: a SOCKS5 proxy whose connections leave the "
 		"server",
 	},
+	[CFG_KEY_FORWARD_BUFFER] = {
+		"ForwardBuffer", SEC_MAIN, CFG_T_NUMBER, 0, 16384, 67108864,
+		CFG(forward_buffer), 0, STR(CFG_DEFAULT_FORWARD_BUFFER),
+		"bytes each forwarded connection may hold in each direction "
+		"(also its stream's flow-control window)",
+	},
+	[CFG_KEY_MAX_FORWARDS] = {
+		"MaxForwards", SEC_MAIN, CFG_T_NUMBER, 0, 1, 65535,
+		CFG(max_forwards), 0, STR(CFG_DEFAULT_MAX_FORWARDS),
+		"concurrent forwarded connections per peer; more are refused",
+	},
 	[CFG_KEY_PEER_NAME] = {
 		"Name", CFG_SEC_PEER, CFG_T_NAME, CFG_F_REQUIRED, 0, 0,
 		PEER(name), 0, NULL,

@@ -19,6 +19,8 @@ enum cfg_congestion { CFG_CC_CUBIC, CFG_CC_BBR };
 #define CFG_DEFAULT_MTU 1380
 #define CFG_DEFAULT_KEEPALIVE 15
 #define CFG_DEFAULT_IDLE_TIMEOUT 120
+#define CFG_DEFAULT_FORWARD_BUFFER 8388608
+#define CFG_DEFAULT_MAX_FORWARDS 256
 #define CFG_MAX_LISTEN 8
 #define CFG_MAX_ADDRS 2 /* at most one IPv4 and one IPv6 */
 
@@ -69,6 +71,8 @@ struct cfg {
 	uint32_t keepalive;    /* seconds, 0 = off */
 	uint32_t idle_timeout; /* seconds */
 	enum cfg_congestion congestion;
+	uint32_t forward_buffer; /* bytes per direction per forward */
+	uint32_t max_forwards;   /* concurrent forwards per peer */
 
 	/* [Server] */
 	struct sockaddr_storage listen[CFG_MAX_LISTEN];

@@ -83,7 +83,11 @@ control_client_free(struct control_client *c)
 			break;
 		drained += (size_t)n;
 	}
+	/* The socket is ours, not the bufferevent's: libevent would close it
+	 * only when the loop next runs, and control_free must close now. */
 	bufferevent_free(c->bev);
+	if (fd != -1)
+		close(fd);
 	TAILQ_REMOVE(&ctl->clients, c, entry);
 	ctl->nclients--;
 	free(c);
@@ -202,7 +206,7 @@ control_client_new(struct control *ctl, int fd)
 
 	c = xcalloc(1, sizeof *c);
 	c->ctl = ctl;
-	c->bev = bufferevent_socket_new(ctl->base, fd, BEV_OPT_CLOSE_ON_FREE);
+	c->bev = bufferevent_socket_new(ctl->base, fd, 0);
 	if (c->bev == NULL) {
 		log_warn("%s: cannot create bufferevent", __func__);
 		close(fd);

@@ -15,7 +15,8 @@ enum log_level log_get_level(void);
 
 void log_msg(enum log_level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
-void log_vmsg(enum log_level, const char *fmt, va_list);
+void log_vmsg(enum log_level, const char *fmt, va_list)
+	__attribute__((format(printf, 2, 0)));
 
 #define log_error(...) log_msg(LOG_LEVEL_ERROR, __VA_ARGS__)
 #define log_warn(...) log_msg(LOG_LEVEL_WARN, __VA_ARGS__)

@@ -84,4 +84,5 @@ int proto_decode_server_config(const uint8_t *body, size_t len,
     struct proto_server_config *);
 int proto_decode_error(const uint8_t *body, size_t len, struct proto_error *);
 
+
 #endif

@@ -1040,6 +1040,12 @@ quic_conn_open_stream(struct quic_conn *qc, void *arg)
 	return id;
 }
 
+bool
+quic_conn_stream_is_local(struct quic_conn *qc, int64_t id)
+{
+	return ngtcp2_conn_is_local_stream(qc->conn, id) != 0;
+}
+
 uint64_t
 quic_conn_streams_left(struct quic_conn *qc)
 {

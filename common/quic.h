@@ -148,6 +148,8 @@ void quic_conn_stream_stop_reading(struct quic_conn *, int64_t stream_id,
  * when the peer's stream limit is reached. */
 int64_t quic_conn_open_stream(struct quic_conn *, void *stream_arg);
 uint64_t quic_conn_streams_left(struct quic_conn *);
+/* True for a stream this side opened. */
+bool quic_conn_stream_is_local(struct quic_conn *, int64_t stream_id);
 
 /* Close with an application error code: sends CONNECTION_CLOSE now (into
  * the batch) and reports `closed` shortly after. */

@@ -32,7 +32,7 @@ tun_open(struct tun *t, const char *name, char **cause)
 	len = strlen(name);
 	if (len >= IFNAMSIZ) {
 		xasprintf(cause, "TUN device name too long (at most %d "
-		    "characters): %.*s", IFNAMSIZ - 1, IFNAMSIZ, name);
+		    "characters): %s", IFNAMSIZ - 1, name);
 		return -1;
 	}
 

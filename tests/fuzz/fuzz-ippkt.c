@@ -2,6 +2,7 @@
 #include <assert.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -67,6 +68,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct ipaddr from, other;
 	uint8_t out[IPPKT_MIN_MTU6 + OUT_SLACK];
 	enum ippkt_error e;
+	uint8_t *inplace;
 	uint32_t mtu;
 	size_t n;
 
@@ -102,6 +104,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (n == 0)
 		return 0;
 	check_answer(&info, &from, data, out, n);
+
+	/* Answering in place, over the packet itself, gives the same bytes. */
+	inplace = malloc(size > n ? size : n);
+	assert(inplace != NULL);
+	memcpy(inplace, data, size);
+	assert(ippkt_make_ptb(inplace, size, &from, mtu, inplace,
+	    size > n ? size : n) == n);
+	assert(memcmp(inplace, out, n) == 0);
+	free(inplace);
 
 	/* The same with one byte less room: nothing. */
 	assert(ippkt_make_ptb(data, size, &from, mtu, out, n - 1) == 0);

@@ -145,6 +145,8 @@ static const char server_full_printed[] =
     "KeepAlive = 0\n"
     "IdleTimeout = 30\n"
     "Congestion = bbr\n"
+    "ForwardBuffer = 8388608\n"
+    "MaxForwards = 256\n"
     "\n"
     "[Peer]\n"
     "Name = laptop\n"
@@ -279,7 +281,9 @@ static const char client_full_printed[] =
     "RemoteForward = 0.0.0.0:2222 = 127.0.0.1:22\n"
     "RemoteForward = 2223 = [fd00::5]:22\n"
     "DynamicForward = 127.0.0.1:1080\n"
-    "DynamicForward = 1081\n";
+    "DynamicForward = 1081\n"
+    "ForwardBuffer = 8388608\n"
+    "MaxForwards = 256\n";
 
 static void
 assert_forward(const struct cfg_forward *f, const char *bind, uint16_t bport,

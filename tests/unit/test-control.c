@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -395,14 +396,15 @@ static void
 test_longest_request(void **state)
 {
 	struct fixture *f = *state;
-	static char line[CONTROL_MAX_REQUEST + 2];
+	static char raw[CONTROL_MAX_REQUEST + 2], line[CONTROL_MAX_REQUEST + 1];
 	char want[CONTROL_MAX_REQUEST + 16];
 	struct job j[2];
 
+	memset(raw, 'a', CONTROL_MAX_REQUEST);
+	raw[CONTROL_MAX_REQUEST] = '\r';
+	raw[CONTROL_MAX_REQUEST + 1] = '\n';
+	j[0] = raw_job(raw, sizeof raw, false);
 	memset(line, 'a', CONTROL_MAX_REQUEST);
-	line[CONTROL_MAX_REQUEST] = '\r';
-	line[CONTROL_MAX_REQUEST + 1] = '\n';
-	j[0] = raw_job(line, sizeof line, false);
 	line[CONTROL_MAX_REQUEST] = '\0';
 	j[1] = request_job(line);
 	run_jobs(f, j, 2);
@@ -744,7 +746,11 @@ test_free_with_clients(void **state)
 	event_base_dispatch(f->base);
 	control_free(f->ctl);
 	f->ctl = NULL;
+	/* Closed at once, without running the loop again. */
 	for (size_t i = 0; i < 3; i++) {
+		struct pollfd pfd = { .fd = fd[i], .events = POLLIN };
+
+		assert_int_equal(poll(&pfd, 1, 2000), 1);
 		assert_int_equal(read(fd[i], buf, sizeof buf), 0);
 		close(fd[i]);
 	}

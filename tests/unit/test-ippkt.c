@@ -483,6 +483,26 @@ test_no_ptb(void **state)
 	assert_int_equal(ippkt_make_ptb(p, 100, NULL, 1300, out, sizeof out), 0);
 }
 
+static void
+test_ptb_in_place(void **state)
+{
+	uint8_t p[1500], buf[1500];
+	struct ipaddr from4 = ip("198.18.0.1"), from6 = ip("fd00::1");
+	size_t n;
+
+	(void)state;
+	/* The answer may overwrite the packet it answers. */
+	mk4(p, 1400, 17, "198.18.0.2", "198.18.1.1");
+	memcpy(buf, p, sizeof buf);
+	n = ippkt_make_ptb(buf, 1400, &from4, 1300, buf, sizeof buf);
+	check_ptb4(buf, n, p, 548, "198.18.0.1", "198.18.0.2", 1300);
+
+	mk6(p, 1500, 6, "fd00::2", "fd00:1::1");
+	memcpy(buf, p, sizeof buf);
+	n = ippkt_make_ptb(buf, 1500, &from6, 1400, buf, sizeof buf);
+	check_ptb6(buf, n, p, 1232, "fd00::1", "fd00::2", 1400);
+}
+
 int
 main(void)
 {
@@ -495,6 +515,7 @@ main(void)
 		cmocka_unit_test(test_ptb_v6),
 		cmocka_unit_test(test_ptb_v6_exthdr),
 		cmocka_unit_test(test_no_ptb),
+		cmocka_unit_test(test_ptb_in_place),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -475,6 +475,8 @@ test_unknown_and_duplicate_fields(void **state)
 	};
 	static const uint8_t err[] = { 0x02, 0x02, 'h', 'i', 0x3f, 0x00,
 		0x01, 0x01, 0x04 };
+	static const uint8_t err2[] = { 0x02, 0x03, 'a', 'b', 'x', 0x02, 0x01,
+		'c' };
 	struct proto_server_config c;
 	struct proto_client_hello h;
 	struct proto_error e;
@@ -493,6 +495,12 @@ test_unknown_and_duplicate_fields(void **state)
 	assert_int_equal(proto_decode_error(err, sizeof err, &e), 0);
 	assert_true(e.code == 4);
 	assert_string_equal(e.text, "hi");
+
+	/* A repeated text replaces the earlier one entirely. */
+	assert_int_equal(proto_decode_error(err2, sizeof err2, &e), 0);
+	assert_string_equal(e.text, "c");
+	for (size_t i = 1; i < sizeof e.text; i++)
+		assert_int_equal(e.text[i], 0);
 }
 
 static void

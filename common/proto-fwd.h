@@ -1,0 +1,84 @@
+/* rove wire protocol v1: forward streams (TCP connections over QUIC
+ * streams) and the control messages of remote forwards. Pure functions;
+ * decoders never read past their input. See docs/PROTOCOL.md. */
+#ifndef ROVE_PROTO_FWD_H
+#define ROVE_PROTO_FWD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto.h"
+
+/* Forward streams: every bidirectional stream but the control stream
+ * carries one TCP connection. The opener sends a header naming the target;
+ * the acceptor answers with one status byte (PROTO_FWD_OK) once its TCP
+ * connection is up, then raw bytes flow both ways. A failure is a
+ * RESET_STREAM (and STOP_SENDING) with one of these codes. */
+enum proto_fwd_error {
+	PROTO_FWD_OK = 0,
+	PROTO_FWD_ERR_RESET = 1,       /* the TCP connection was reset */
+	PROTO_FWD_ERR_REFUSED = 2,     /* the target refused the connection */
+	PROTO_FWD_ERR_UNREACHABLE = 3, /* no route to the target */
+	PROTO_FWD_ERR_DENIED = 4,      /* policy forbids this target */
+	PROTO_FWD_ERR_TIMEOUT = 5,     /* the target did not answer in time */
+	PROTO_FWD_ERR_LIMIT = 6,       /* too many forwards at once */
+	PROTO_FWD_ERR_PROTOCOL = 7,    /* malformed header */
+	PROTO_FWD_ERR_NAME = 8,        /* the target name does not resolve */
+	PROTO_FWD_ERR_COUNT
+};
+
+/* Header types. */
+enum proto_fwd_type {
+	PROTO_FWD_CONNECT = 1, /* client -> roved: connect to host:port (-L, -D) */
+	PROTO_FWD_REMOTE = 2,  /* roved -> client: a connection arrived on the
+				  remote-forward listener of port `port` (-R) */
+};
+
+#define PROTO_FWD_MAX_HOST 255
+
+struct proto_fwd_header {
+	uint64_t type;
+	char host[PROTO_FWD_MAX_HOST + 1]; /* NUL-terminated; empty for REMOTE */
+	uint16_t port;
+};
+
+/* Header wire form: varint type, varint host length (0..255), host bytes
+ * (a DNS name or a literal address; no NUL), 2-byte port (big-endian).
+ * CONNECT needs a valid host (proto_fwd_host_valid), REMOTE an empty one.
+ * The encoder returns the header's length, or 0 if it does not fit or the
+ * decoder would refuse it. */
+size_t proto_fwd_encode(uint8_t *out, size_t outlen, const struct proto_fwd_header *);
+/* Returns the header's length when complete, 0 if more bytes are needed,
+ * -1 if malformed (unknown type, host too long or with a NUL, port 0). */
+long proto_fwd_decode(const uint8_t *in, size_t inlen, struct proto_fwd_header *);
+/* Whether `len` bytes at `host` can name a target: 1..255 bytes, each one
+ * of A-Z a-z 0-9 . - : _ (enough for DNS names and IPv4/IPv6 literals;
+ * no brackets, no "%zone", no spaces or control bytes). Added for socks5.c
+ * and for checking configured targets before they reach the wire. */
+bool proto_fwd_host_valid(const char *host, size_t len);
+/* The name of an error code for logs and status ("refused", ...). */
+const char *proto_fwd_error_name(uint64_t code);
+
+/* Control messages for remote forwards (-R). */
+#define PROTO_MSG_REMOTE_FORWARD 4       /* client asks: listen on port */
+#define PROTO_MSG_REMOTE_FORWARD_REPLY 5 /* server answers: ok or error */
+
+struct proto_remote_forward {
+	uint16_t port;     /* field 1 */
+	uint64_t status;   /* field 2, in replies: PROTO_FWD_OK or an error */
+};
+/* Encode a whole control message of `type` (REMOTE_FORWARD or its reply);
+ * returns its length or 0 if it does not fit. The body decoder returns 0,
+ * or -1 if malformed (port 0 or missing, truncated field). Bodies use the
+ * field encoding of proto.h; unknown fields are skipped. A request carries
+ * only the port, a reply also the status; a missing status decodes as
+ * PROTO_FWD_OK, a repeated field overrides the earlier one. The encoder
+ * also returns 0 for another type, port 0 or a status >= 2^62. */
+size_t proto_fwd_remote_encode(uint8_t *out, size_t outlen, uint64_t type,
+    const struct proto_remote_forward *);
+int proto_fwd_remote_decode(const uint8_t *body, size_t len,
+    struct proto_remote_forward *);
+
+
+#endif

@@ -1,0 +1,305 @@
+/* TCP <-> QUIC stream relay with bounded buffers and per-direction close. */
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "proto-fwd.h"
+#include "relay.h"
+#include "xmalloc.h"
+
+#define RELAY_READ_CHUNK 65536
+
+struct relay {
+	struct event_base *base;
+	struct quic_conn *qc;
+	int64_t sid;
+	int fd;
+	size_t cap;
+	struct event *rd_ev, *wr_ev, *done_ev;
+	struct evbuffer *out;    /* stream bytes waiting for TCP */
+	bool tcp_rd_open;        /* still reading TCP (no EOF yet) */
+	bool fin_rcvd;           /* the stream's FIN arrived */
+	bool tcp_wr_shut;        /* FIN passed on to TCP */
+	bool stream_gone;        /* ngtcp2 closed the stream */
+	bool rd_armed, wr_armed;
+	bool finished;
+	uint64_t err;
+	relay_done_cb done;
+	void *arg;
+	struct relay_stats stats;
+};
+
+static void update(struct relay *);
+
+/* Close the TCP connection with a reset, as the peer's TCP end did. */
+static void
+tcp_reset(struct relay *r)
+{
+	struct linger l = { 1, 0 };
+
+	if (r->fd == -1)
+		return;
+	(void)setsockopt(r->fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+	close(r->fd);
+	r->fd = -1;
+}
+
+/* Report the end from a fresh event, never from inside ngtcp2's callbacks,
+ * since the owner frees the relay in `done`. */
+static void
+finish(struct relay *r, uint64_t err)
+{
+	struct timeval now = { 0, 0 };
+
+	if (r->finished)
+		return;
+	r->finished = true;
+	r->err = err;
+	if (r->rd_armed)
+		event_del(r->rd_ev);
+	if (r->wr_armed)
+		event_del(r->wr_ev);
+	r->rd_armed = r->wr_armed = false;
+	evtimer_add(r->done_ev, &now);
+}
+
+static void
+done_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct relay *r = arg;
+
+	(void)fd;
+	(void)what;
+	r->done(r, r->err, r->arg);
+}
+
+/* Abort both ways: RESET_STREAM + STOP_SENDING to the peer, RST to TCP. */
+static void
+abort_both(struct relay *r, uint64_t code)
+{
+	if (!r->stream_gone)
+		quic_conn_stream_reset(r->qc, r->sid, code);
+	tcp_reset(r);
+	finish(r, code);
+}
+
+static void
+read_cb(evutil_socket_t fd, short what, void *arg)
+{
+	static uint8_t buf[RELAY_READ_CHUNK];
+	struct relay *r = arg;
+	ssize_t n;
+
+	(void)what;
+	while (r->tcp_rd_open && quic_conn_stream_unacked(r->qc, r->sid) < r->cap) {
+		size_t room = r->cap - quic_conn_stream_unacked(r->qc, r->sid);
+
+		n = read(fd, buf, room < sizeof buf ? room : sizeof buf);
+		if (n > 0) {
+			if (quic_conn_stream_send(r->qc, r->sid, buf, (size_t)n, false) != 0) {
+				abort_both(r, PROTO_FWD_ERR_RESET);
+				return;
+			}
+			r->stats.tcp_to_quic += (uint64_t)n;
+			continue;
+		}
+		if (n == 0) {
+			/* EOF: our half is done; the other may go on. */
+			r->tcp_rd_open = false;
+			(void)quic_conn_stream_send(r->qc, r->sid, NULL, 0, true);
+			break;
+		}
+		if (errno == EINTR)
+			continue;
+		if (errno == EAGAIN || errno == EWOULDBLOCK)
+			break;
+		abort_both(r, PROTO_FWD_ERR_RESET);
+		return;
+	}
+	update(r);
+	quic_write_dirty();
+}
+
+static void
+write_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct relay *r = arg;
+	int n;
+
+	(void)what;
+	while (evbuffer_get_length(r->out) > 0) {
+		n = evbuffer_write(r->out, fd);
+		if (n > 0) {
+			r->stats.quic_to_tcp += (uint64_t)n;
+			quic_conn_stream_consume(r->qc, r->sid, (size_t)n);
+			continue;
+		}
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+			break;
+		abort_both(r, PROTO_FWD_ERR_RESET);
+		return;
+	}
+	update(r);
+	quic_write_dirty();
+}
+
+/* Arm or disarm the events, pass a FIN on, and notice the end. */
+static void
+update(struct relay *r)
+{
+	bool want_rd, want_wr;
+
+	if (r->finished)
+		return;
+	if (r->fin_rcvd && !r->tcp_wr_shut && evbuffer_get_length(r->out) == 0) {
+		(void)shutdown(r->fd, SHUT_WR);
+		r->tcp_wr_shut = true;
+	}
+	want_rd = r->tcp_rd_open && !r->stream_gone &&
+	    quic_conn_stream_unacked(r->qc, r->sid) < r->cap;
+	want_wr = evbuffer_get_length(r->out) > 0;
+	if (want_rd != r->rd_armed) {
+		if (want_rd)
+			event_add(r->rd_ev, NULL);
+		else
+			event_del(r->rd_ev);
+		r->rd_armed = want_rd;
+	}
+	if (want_wr != r->wr_armed) {
+		if (want_wr)
+			event_add(r->wr_ev, NULL);
+		else
+			event_del(r->wr_ev);
+		r->wr_armed = want_wr;
+	}
+	/* Done when the stream is closed (both FINs exchanged and ours
+	 * acknowledged) and TCP has everything. */
+	if (r->stream_gone && r->tcp_wr_shut && !r->tcp_rd_open) {
+		close(r->fd);
+		r->fd = -1;
+		finish(r, 0);
+	}
+}
+
+struct relay *
+relay_create(struct event_base *base, struct quic_conn *qc, int64_t sid, int fd,
+    size_t cap, relay_done_cb done, void *arg)
+{
+	struct relay *r = xcalloc(1, sizeof *r);
+
+	r->base = base;
+	r->qc = qc;
+	r->sid = sid;
+	r->fd = fd;
+	r->cap = cap;
+	r->done = done;
+	r->arg = arg;
+	r->tcp_rd_open = true;
+	r->out = evbuffer_new();
+	r->rd_ev = event_new(base, fd, EV_READ | EV_PERSIST, read_cb, r);
+	r->wr_ev = event_new(base, fd, EV_WRITE | EV_PERSIST, write_cb, r);
+	r->done_ev = evtimer_new(base, done_cb, r);
+	update(r);
+	return r;
+}
+
+void
+relay_on_data(struct relay *r, const uint8_t *data, size_t len, bool fin)
+{
+	if (r->finished)
+		return;
+	if (len > 0) {
+		/* Try TCP first: most of the time it takes everything and no
+		 * copy into the buffer is needed. */
+		if (evbuffer_get_length(r->out) == 0) {
+			ssize_t n = write(r->fd, data, len);
+			if (n > 0) {
+				r->stats.quic_to_tcp += (uint64_t)n;
+				quic_conn_stream_consume(r->qc, r->sid, (size_t)n);
+				data += n;
+				len -= (size_t)n;
+			} else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK &&
+			    errno != EINTR) {
+				abort_both(r, PROTO_FWD_ERR_RESET);
+				return;
+			}
+		}
+		if (len > 0)
+			evbuffer_add(r->out, data, len);
+	}
+	if (fin)
+		r->fin_rcvd = true;
+	update(r);
+}
+
+void
+relay_on_reset(struct relay *r, uint64_t code)
+{
+	/* The peer's TCP end was reset (or its target failed): do the same. */
+	abort_both(r, code);
+}
+
+void
+relay_on_stop(struct relay *r, uint64_t code)
+{
+	abort_both(r, code);
+}
+
+void
+relay_on_acked(struct relay *r)
+{
+	update(r);
+}
+
+void
+relay_on_close(struct relay *r, uint64_t code)
+{
+	r->stream_gone = true;
+	if (code != 0 && !r->finished) {
+		tcp_reset(r);
+		finish(r, code);
+		return;
+	}
+	update(r);
+}
+
+void
+relay_abort(struct relay *r)
+{
+	r->stream_gone = true;
+	tcp_reset(r);
+	r->finished = true;
+}
+
+void
+relay_get_stats(const struct relay *r, struct relay_stats *st)
+{
+	*st = r->stats;
+}
+
+int64_t
+relay_stream(const struct relay *r)
+{
+	return r->sid;
+}
+
+void
+relay_free(struct relay *r)
+{
+	if (r == NULL)
+		return;
+	if (!r->stream_gone && !r->finished)
+		quic_conn_stream_reset(r->qc, r->sid, PROTO_FWD_ERR_RESET);
+	if (r->fd != -1)
+		tcp_reset(r);
+	event_free(r->rd_ev);
+	event_free(r->wr_ev);
+	event_free(r->done_ev);
+	evbuffer_free(r->out);
+	free(r);
+}

@@ -1,0 +1,32 @@
+/* Nonblocking TCP connect with a timeout, its failure named as a forward
+ * error code, and listening sockets. */
+#ifndef ROVE_TCP_H
+#define ROVE_TCP_H
+
+#include <event2/event.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#define TCP_CONNECT_TIMEOUT_MS 10000
+
+struct tcp_connect;
+
+/* Result: `fd` >= 0 connected (now the callee's), or -1 with `err` one of
+ * PROTO_FWD_ERR_REFUSED / _UNREACHABLE / _TIMEOUT / _RESET. */
+typedef void (*tcp_connect_cb)(int fd, uint64_t err, void *arg);
+
+/* Start connecting; `cb` runs once, later, from the event loop (never from
+ * inside this call). Returns NULL only when out of descriptors, after
+ * which `cb` is not called (and *err says why). */
+struct tcp_connect *tcp_connect_start(struct event_base *, const struct sockaddr *,
+    socklen_t, unsigned timeout_ms, tcp_connect_cb, void *arg, uint64_t *err);
+/* Give up on a pending connect; `cb` is not called. */
+void tcp_connect_cancel(struct tcp_connect *);
+
+/* Translate a connect errno into a forward error code. */
+uint64_t tcp_errno_to_fwd(int err);
+
+/* A nonblocking listening socket on `sa`. Returns the fd or -1 with *cause. */
+int tcp_listen(const struct sockaddr *, socklen_t, char **cause);
+
+#endif

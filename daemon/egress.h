@@ -1,0 +1,33 @@
+/* Connections leaving roved on a peer's behalf: the AllowForward policy,
+ * asynchronous name resolution, connecting to targets (-L, -D), and the
+ * listeners of remote forwards (-R) with their AllowRemoteForward check. */
+#ifndef ROVE_EGRESS_H
+#define ROVE_EGRESS_H
+
+#include <event2/event.h>
+#include <stdint.h>
+
+#include "cfg.h"
+#include "fwd.h"
+
+struct egress;
+struct egress_listener;
+
+struct egress *egress_create(struct event_base *, char **cause);
+void egress_free(struct egress *);
+
+/* Acceptor side of a forward stream from `peer` asking for `hdr`: check
+ * policy, resolve, connect, and finish with fwd_connected or fwd_fail. */
+void egress_request(struct egress *, const struct cfg_peer *peer,
+    struct fwd *, const struct proto_fwd_header *hdr);
+/* fwd_ops.release: the forward died while we were working for it. */
+void egress_release(struct fwd *, void *fwd_arg);
+
+/* Listen on `port` for `peer` if AllowRemoteForward permits. Each accepted
+ * connection is opened as a forward through `set`. Returns the listener,
+ * or NULL with *code PROTO_FWD_ERR_DENIED or another error. */
+struct egress_listener *egress_listen(struct egress *, const struct cfg_peer *peer,
+    struct fwd_set *set, uint16_t port, uint64_t *code);
+void egress_listener_free(struct egress_listener *);
+
+#endif

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Pinned-key authentication: a client whose key the server does not know,
+# and a client that expects another server key, get no tunnel and exit 1;
+# roved counts and logs the unknown peer and goes on serving the laptop.
+. "$(dirname "$0")/lib.sh"
+e2e_init "$@"
+topo_up
+start_roved
+start_client laptop
+wait_established laptop || die "laptop's tunnel does not come up"
+
+K=$WORK/configs/keys
+genkey "$K/intruder.key" >/dev/null
+OTHER_PUB=$(genkey "$K/other.key")
+
+# client_conf NAME: a copy of rove2.conf (the branch) with its own socket and
+# state directory, in $WORK/configs/NAME.conf.
+client_conf() {
+	local c=$WORK/configs/$1.conf
+	cp "$WORK/configs/rove2.conf" "$c"
+	conf_set "$c" ControlSocket "run/$1.sock"
+	conf_set "$c" StateDir "state/$1"
+	printf '%s\n' "$c"
+}
+
+# run_client NAME CONFIG: rove up in the branch namespace, bounded to 30 s;
+# exit status in $RC, output in $WORK/NAME.log.
+run_client() {
+	RC=0
+	nsx "$NS_BR" timeout 30 "$BUILD/rove" up -f -c "$2" >"$WORK/$1.log" 2>&1 || RC=$?
+}
+
+# no_tun WHAT: the branch namespace has no rove0 left.
+no_tun() {
+	if ip -n "$NS_BR" link show rove0 >/dev/null 2>&1; then
+		fail "$1: rove0 exists in the client's namespace after it exited"
+	else
+		ok "$1: no rove0 left in the client's namespace"
+	fi
+}
+
+U0=$(srv_get drops.unknown_peer)
+c=$(client_conf intruder)
+conf_set "$c" PrivateKeyFile keys/intruder.key
+for attempt in 1 2; do
+	run_client "intruder-$attempt" "$c"
+	expect_eq "unknown client, attempt $attempt: exit status" 1 "$RC"
+	if grep -q rejected "$WORK/intruder-$attempt.log"; then
+		ok "unknown client, attempt $attempt: logs 'rejected'"
+	else
+		fail "unknown client, attempt $attempt: no 'rejected' in its log"
+		sed 's/^/    /' "$WORK/intruder-$attempt.log"
+	fi
+	no_tun "unknown client, attempt $attempt"
+done
+U1=$(srv_get drops.unknown_peer)
+if [ "$U1" -ge $((U0 + 2)) ] 2>/dev/null; then
+	ok "server drops.unknown_peer rose from $U0 to $U1 (>= 2 attempts)"
+else
+	fail "server drops.unknown_peer: $U0 before, $U1 after two attempts"
+fi
+n=$(grep -c "unknown peer $BR_OUTER:" "$WORK/roved.log")
+expect_eq "roved log lines 'unknown peer $BR_OUTER:...' for two attempts within a minute" 1 "$n"
+expect_eq "the intruder is not listed among the server's peers" \
+	'["laptop","branch"]' \
+	"$(status "$NS_SRV" "$ROVED_SOCK" | "$PY" -c 'import json,sys; print(json.dumps([p["name"] for p in json.load(sys.stdin)["peers"]], separators=(",", ":")))')"
+expect_eq "branch (not connected) state" closed "$(srv_get 'peers[name=branch].state')"
+
+c=$(client_conf mismatch)
+conf_set "$c" ServerPublicKey "$OTHER_PUB"
+run_client mismatch "$c"
+expect_eq "wrong ServerPublicKey: exit status" 1 "$RC"
+if grep -q "server public key mismatch" "$WORK/mismatch.log"; then
+	ok "wrong ServerPublicKey: logs 'server public key mismatch'"
+else
+	fail "wrong ServerPublicKey: no 'server public key mismatch' in its log"
+	sed 's/^/    /' "$WORK/mismatch.log"
+fi
+no_tun "wrong ServerPublicKey"
+
+# roved is still there and still serves the laptop.
+if kill -0 "$ROVED_PID" 2>/dev/null; then ok "roved still runs"; else fail "roved exited"; fi
+expect_eq "laptop state" established "$(srv_get 'peers[name=laptop].state')"
+expect_eq "laptop handshakes (no reconnect)" 1 "$(srv_get 'peers[name=laptop].handshakes')"
+check "laptop -> server $SRV_TUN4" ping_ok "$NS_LAP" -c 10 -i 0.05 "$SRV_TUN4"
+
+# The genuine branch client with its real key still gets in.
+start_client branch
+if wait_established branch; then ok "branch connects after the failed attempts"; else fail "branch does not connect"; fi
+e2e_finish

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Site-to-site: the LAN behind the server and the site LAN behind the branch
+# client reach each other through roved (the branch's AllowedIPs), and the
+# laptop reaches the LAN behind the server (its Routes).
+. "$(dirname "$0")/lib.sh"
+e2e_init "$@"
+topo_up
+up_all
+
+P=(-c 20 -i 0.05)
+check "LAN host $LAN_HOST -> site host $SITE_HOST" ping_ok "$NS_LAN" "${P[@]}" "$SITE_HOST"
+check "site host $SITE_HOST -> LAN host $LAN_HOST" ping_ok "$NS_SITE" "${P[@]}" "$LAN_HOST"
+check "laptop -> LAN host $LAN_HOST" ping_ok "$NS_LAP" "${P[@]}" "$LAN_HOST"
+check "LAN host -> laptop $LAP_TUN4" ping_ok "$NS_LAN" "${P[@]}" "$LAP_TUN4"
+
+# 40 echo requests and 40 replies crossed between the two LANs: the branch
+# received the 20 requests from the LAN host and the 20 replies to the site
+# host.
+rx=$(sget "$NS_BR" "$BR_SOCK" 'peers[0].rx_packets')
+if [ "$rx" -ge 40 ] 2>/dev/null; then
+	ok "branch received $rx packets from the tunnel (>= 40)"
+else
+	fail "branch received $rx packets from the tunnel, expected >= 40"
+fi
+expect_eq "server drops.spoofed_source" 0 "$(srv_get drops.spoofed_source)"
+e2e_finish
