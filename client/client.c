@@ -10,6 +10,7 @@
 #include "client.h"
 #include "clock.h"
 #include "control.h"
+#include "forward.h"
 #include "key.h"
 #include "log.h"
 #include "proto.h"
@@ -65,6 +66,7 @@ struct client {
 	unsigned failures;   /* consecutive, for the back-off */
 	struct event *reconnect_ev;
 	struct control *control;
+	struct forward *fwd;
 	bool stopping;
 	int exit_status;
 	uint8_t presented_key[KEY_LEN];
@@ -215,7 +217,12 @@ apply_config(struct client *c, const uint8_t *body, size_t len)
 	}
 	c->configured = true;
 	c->failures = 0;
-	if (c->cfg->tun == NULL || c->tun_open) {
+	forward_attach(c->fwd, c->qc);
+	if (c->cfg->tun == NULL) {
+		log_info("connected (forward-only mode)");
+		return 0;
+	}
+	if (c->tun_open) {
 		/* A reconnect: the TUN and its routes stay as they were, so
 		 * applications never see the interface go away. */
 		if (c->tun_open && (sc.naddrs != c->naddrs ||
@@ -245,10 +252,16 @@ stream_data_cb(struct quic_conn *qc, int64_t stream_id, const uint8_t *data,
 	size_t bodylen;
 	long used;
 
-	(void)fin;
-	(void)stream_arg;
-	if (stream_id != 0)
-		return 0;
+	if (stream_id != 0) {
+		struct fwd_set *set = forward_set(c->fwd);
+
+		if (set == NULL) {
+			quic_conn_stream_consume(qc, stream_id, len);
+			quic_conn_stream_reset(qc, stream_id, PROTO_FWD_ERR_UNREACHABLE);
+			return 0;
+		}
+		return fwd_on_data(set, stream_id, stream_arg, data, len, fin);
+	}
 	if (len > sizeof c->ctl - c->ctllen)
 		return -1;
 	memcpy(c->ctl + c->ctllen, data, len);
@@ -257,6 +270,9 @@ stream_data_cb(struct quic_conn *qc, int64_t stream_id, const uint8_t *data,
 	while ((used = proto_msg_next(c->ctl, c->ctllen, &type, &body, &bodylen)) > 0) {
 		if (type == PROTO_MSG_SERVER_CONFIG) {
 			if (apply_config(c, body, bodylen) != 0)
+				return -1;
+		} else if (type == PROTO_MSG_REMOTE_FORWARD_REPLY) {
+			if (forward_control(c->fwd, type, body, bodylen) != 0)
 				return -1;
 		} else if (type == PROTO_MSG_ERROR) {
 			struct proto_error e;
@@ -286,6 +302,53 @@ datagram_cb(struct quic_conn *qc, const uint8_t *data, size_t len, void *arg)
 		return;
 	}
 	tunnel_deliver(&c->tun, pkt, pktlen, NULL, &c->counters);
+}
+
+static void
+stream_reset_cb(struct quic_conn *qc, int64_t sid, uint64_t code, void *sarg,
+    void *arg)
+{
+	struct client *c = arg;
+
+	(void)qc;
+	(void)sid;
+	if (forward_set(c->fwd) != NULL)
+		fwd_on_reset(forward_set(c->fwd), sarg, code);
+}
+
+static void
+stream_stop_cb(struct quic_conn *qc, int64_t sid, uint64_t code, void *sarg,
+    void *arg)
+{
+	struct client *c = arg;
+
+	(void)qc;
+	(void)sid;
+	if (forward_set(c->fwd) != NULL)
+		fwd_on_stop(forward_set(c->fwd), sarg, code);
+}
+
+static void
+stream_acked_cb(struct quic_conn *qc, int64_t sid, void *sarg, void *arg)
+{
+	struct client *c = arg;
+
+	(void)qc;
+	(void)sid;
+	if (forward_set(c->fwd) != NULL)
+		fwd_on_acked(forward_set(c->fwd), sarg);
+}
+
+static void
+stream_close_cb(struct quic_conn *qc, int64_t sid, uint64_t code, void *sarg,
+    void *arg)
+{
+	struct client *c = arg;
+
+	(void)qc;
+	(void)sid;
+	if (forward_set(c->fwd) != NULL)
+		fwd_on_close(forward_set(c->fwd), sarg, code);
 }
 
 static void
@@ -327,6 +390,8 @@ closed_cb(struct quic_conn *qc, const struct quic_close_info *info, void *arg)
 	const struct quic_close_info *ci = &copy;
 
 	(void)qc;
+	/* Forwarded connections cannot survive their QUIC connection. */
+	forward_detach(c->fwd);
 	quic_conn_free(c->qc);
 	c->qc = NULL;
 	c->configured = false;
@@ -364,6 +429,10 @@ static const struct quic_conn_cbs client_cbs = {
 	.handshake_done = handshake_done_cb,
 	.datagram = datagram_cb,
 	.stream_data = stream_data_cb,
+	.stream_reset = stream_reset_cb,
+	.stream_stop = stream_stop_cb,
+	.stream_acked = stream_acked_cb,
+	.stream_close = stream_close_cb,
 	.closed = closed_cb,
 };
 
@@ -510,6 +579,8 @@ status_cb(struct evbuffer *out, const char *request, void *arg)
 		.npeers = 1,
 	};
 
+	sp.fwd_counters = forward_counters(c->fwd);
+	sp.fwds = forward_set(c->fwd);
 	if (c->qc != NULL) {
 		sp.has_quic = true;
 		quic_conn_get_stats(c->qc, &sp.quic);
@@ -538,6 +609,7 @@ client_create(struct event_base *base, const struct cfg *cfg, int verbose,
 		.idle_timeout_s = cfg->idle_timeout,
 		.keepalive_s = cfg->keepalive,
 		.reset_secret = c->reset_secret,
+		.stream_window = cfg->forward_buffer,
 		.verbose = verbose > 1,
 	};
 	quic_set_pin_check(pin_check);
@@ -547,6 +619,8 @@ client_create(struct event_base *base, const struct cfg *cfg, int verbose,
 	c->tls = tls_ctx_create(TLS_ROLE_CLIENT, priv, quic_tls_pin, cause);
 	explicit_bzero(priv, sizeof priv);
 	if (c->tls == NULL || resolve_server(c, cause) != 0)
+		goto fail;
+	if ((c->fwd = forward_create(base, cfg, cause)) == NULL)
 		goto fail;
 	/* A 1500-byte outer path less the IP and UDP headers. */
 	c->qs.max_udp_payload = c->server.ss_family == AF_INET6 ? 1452 : 1472;
@@ -598,6 +672,7 @@ client_free(struct client *c)
 	if (c->reconnect_ev != NULL)
 		event_free(c->reconnect_ev);
 	control_free(c->control);
+	forward_free(c->fwd);
 	if (c->tls != NULL)
 		wolfSSL_CTX_free(c->tls);
 	free(c);

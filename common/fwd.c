@@ -107,7 +107,8 @@ count_failure(struct fwd *f, uint64_t code)
 		code = PROTO_FWD_ERR_PROTOCOL;
 	set->counters->failed[code]++;
 	if (log_ratelimit_ok(&rl, clock_now_ms()))
-		log_info("%s forward to %s for %s failed: %s", kind_names[f->kind],
+		log_info("%s forward to %s for %s failed: %s",
+		    f->opener ? kind_names[f->kind] : "requested",
 		    f->target[0] ? f->target : "?", set->log_name,
 		    proto_fwd_error_name(code));
 }
@@ -260,6 +261,18 @@ struct fwd_set *
 fwd_get_set(const struct fwd *f)
 {
 	return f->set;
+}
+
+int
+fwd_get_fd(const struct fwd *f)
+{
+	return f->fd;
+}
+
+enum fwd_kind
+fwd_kind_of(const struct fwd *f)
+{
+	return f->kind;
 }
 
 void

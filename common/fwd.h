@@ -74,6 +74,10 @@ void fwd_fail(struct fwd *, uint64_t code);
 void *fwd_get_arg(const struct fwd *);
 void fwd_set_arg(struct fwd *, void *);
 struct fwd_set *fwd_get_set(const struct fwd *);
+/* Opener: the accepted socket, until the relay takes it (for replies such
+ * as SOCKS5's, written in `answered`). */
+int fwd_get_fd(const struct fwd *);
+enum fwd_kind fwd_kind_of(const struct fwd *);
 void fwd_set_target(struct fwd *, const char *);
 
 /* Stream events, passed on from the owner's quic callbacks; they return

@@ -87,6 +87,10 @@ static void mark_dirty(struct quic_conn *);
 
 static bool (*pin_check)(struct quic_conn *, const uint8_t *, void *);
 static TAILQ_HEAD(, quic_conn) dirty_conns = TAILQ_HEAD_INITIALIZER(dirty_conns);
+/* Runs the write loop for work queued outside any I/O callback (a timer,
+ * a TCP connect finishing): one event for the process, made active when
+ * the first connection becomes dirty. */
+static struct event *flush_ev;
 
 void
 quic_random(uint8_t *buf, size_t len)
@@ -445,7 +449,9 @@ fill_settings(ngtcp2_settings *s, const struct quic_settings *qs)
 	s->no_tx_udp_payload_size_shaping = 1;
 	s->no_pmtud = 1;
 	s->max_window = 64 * 1024 * 1024;
-	s->max_stream_window = 16 * 1024 * 1024;
+	/* A stream's window is also the bound on what a forward buffers
+	 * toward a slow reader, so it does not auto-grow beyond it. */
+	s->max_stream_window = qs->stream_window;
 	if (qs->verbose)
 		s->log_printf = ngtcp2_log_cb;
 }
@@ -455,8 +461,8 @@ fill_params(ngtcp2_transport_params *p, const struct quic_settings *qs)
 {
 	ngtcp2_transport_params_default(p);
 	p->initial_max_data = 16 * 1024 * 1024;
-	p->initial_max_stream_data_bidi_local = 4 * 1024 * 1024;
-	p->initial_max_stream_data_bidi_remote = 4 * 1024 * 1024;
+	p->initial_max_stream_data_bidi_local = qs->stream_window;
+	p->initial_max_stream_data_bidi_remote = qs->stream_window;
 	p->initial_max_stream_data_uni = 0;
 	p->initial_max_streams_bidi = 256;
 	p->initial_max_streams_uni = 0;
@@ -466,6 +472,7 @@ fill_params(ngtcp2_transport_params *p, const struct quic_settings *qs)
 }
 
 static void timer_cb(evutil_socket_t, short, void *);
+static void flush_cb(evutil_socket_t, short, void *);
 static void closed_event_cb(evutil_socket_t, short, void *);
 
 static struct quic_conn *
@@ -494,6 +501,8 @@ conn_alloc(struct event_base *base, const struct quic_settings *qs,
 	LIST_INIT(&qc->streams);
 	TAILQ_INIT(&qc->pending_streams);
 	qc->timer = evtimer_new(base, timer_cb, qc);
+	if (flush_ev == NULL)
+		flush_ev = event_new(base, -1, 0, flush_cb, NULL);
 	qc->closed_ev = evtimer_new(base, closed_event_cb, qc);
 	return qc;
 }
@@ -675,7 +684,18 @@ mark_dirty(struct quic_conn *qc)
 	if (!qc->dirty) {
 		qc->dirty = true;
 		TAILQ_INSERT_TAIL(&dirty_conns, qc, dirty_entry);
+		if (flush_ev != NULL)
+			event_active(flush_ev, EV_TIMEOUT, 0);
 	}
+}
+
+static void
+flush_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	(void)arg;
+	quic_write_dirty();
 }
 
 void
@@ -871,10 +891,27 @@ quic_conn_write(struct quic_conn *qc)
 void
 quic_write_dirty(void)
 {
+	struct udp_batch *batches[16];
+	size_t nbatches = 0;
 	struct quic_conn *qc;
 
-	while ((qc = TAILQ_FIRST(&dirty_conns)) != NULL)
+	while ((qc = TAILQ_FIRST(&dirty_conns)) != NULL) {
+		struct udp_batch *b = qc->batch;
+		size_t i;
+
 		quic_conn_write(qc);
+		for (i = 0; i < nbatches && batches[i] != b; i++)
+			;
+		if (i == nbatches) {
+			if (nbatches == sizeof batches / sizeof batches[0]) {
+				udp_batch_flush(b);
+				continue;
+			}
+			batches[nbatches++] = b;
+		}
+	}
+	for (size_t i = 0; i < nbatches; i++)
+		udp_batch_flush(batches[i]);
 }
 
 static void

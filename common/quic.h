@@ -77,6 +77,7 @@ struct quic_settings {
 	uint32_t idle_timeout_s;
 	uint32_t keepalive_s;     /* 0 = off */
 	size_t max_udp_payload;   /* outer path MTU - IP/UDP headers */
+	size_t stream_window;     /* per-stream flow-control window */
 	const uint8_t *reset_secret; /* QUIC_RESET_SECRET_LEN bytes */
 	bool verbose;             /* route ngtcp2's own log to ours */
 };
@@ -116,8 +117,9 @@ void quic_conn_read(struct quic_conn *, const struct sockaddr *remote,
 void quic_conn_write(struct quic_conn *);
 
 /* Run the write loop of every connection that has work queued since the
- * last call (DATAGRAMs, stream data, packets read). Call it at the end of
- * each input burst, then flush the batches. */
+ * last call (DATAGRAMs, stream data, packets read) and flush their batches.
+ * Input handlers call it at the end of each burst; anything queued from
+ * elsewhere is written by a deferred event on the next loop pass. */
 void quic_write_dirty(void);
 
 /* Queue one DATAGRAM for the next write loop (quic_write_dirty), which

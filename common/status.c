@@ -105,6 +105,8 @@ render_json(struct evbuffer *out, const struct status *st)
 		json_key(&j, "handshakes");
 		json_uint(&j, p->handshakes);
 		json_drops(&j, p->counters);
+		if (p->fwd_counters != NULL)
+			fwd_status_json(p->fwds, p->fwd_counters, &j);
 		json_end_object(&j);
 	}
 	json_end_array(&j);
@@ -178,6 +180,8 @@ render_text(struct evbuffer *out, const struct status *st)
 		evbuffer_add_printf(out, "  handshakes: %llu\n",
 		    (unsigned long long)p->handshakes);
 		text_drops(out, "  ", p->counters);
+		if (p->fwd_counters != NULL)
+			fwd_status_text(p->fwds, p->fwd_counters, out);
 	}
 }
 

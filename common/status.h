@@ -7,6 +7,7 @@
 #include <stddef.h>
 
 #include "addr.h"
+#include "fwd.h"
 #include "quic.h"
 #include "tunnel.h"
 
@@ -25,6 +26,8 @@ struct status_peer {
 	bool has_quic;
 	struct quic_conn_stats quic;
 	uint64_t handshakes;
+	const struct fwd_set *fwds;              /* NULL when not connected */
+	const struct fwd_counters *fwd_counters; /* NULL: no forwarding */
 };
 
 struct status {

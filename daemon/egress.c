@@ -61,6 +61,9 @@ egress_create(struct event_base *base, char **cause)
 		}
 		evdns_base_load_hosts(eg->dns, NULL);
 	}
+	/* A forward waits on the lookup: fail within seconds, not minutes. */
+	evdns_base_set_option(eg->dns, "timeout:", "2");
+	evdns_base_set_option(eg->dns, "attempts:", "2");
 	return eg;
 }
 

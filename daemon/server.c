@@ -11,6 +11,10 @@
 
 #include "clock.h"
 #include "control.h"
+#include "egress.h"
+#include "fwd.h"
+#include "json.h"
+#include "proto-fwd.h"
 #include "key.h"
 #include "log.h"
 #include "proto.h"
@@ -40,6 +44,7 @@ struct peer {
 	uint8_t subnet_len[CFG_MAX_ADDRS];  /* prefix length told to the client */
 	struct session *sess;               /* the live connection, or NULL */
 	struct tunnel_counters counters;
+	struct fwd_counters fwd_counters;
 	uint64_t handshakes;
 };
 
@@ -67,6 +72,9 @@ struct session {
 	uint8_t ctl[PROTO_MAX_MSG + 16];
 	size_t ctllen;
 	bool configured;            /* server config sent */
+	struct fwd_set fwds;        /* valid once peer is set */
+	struct egress_listener *rlisteners[16]; /* remote forwards (-R) */
+	size_t nrlisteners;
 };
 
 struct unknown_log {
@@ -97,6 +105,7 @@ struct server {
 	struct cid_entry *cid_map[CID_BUCKETS];
 
 	struct tunnel_counters counters;
+	struct egress *egress;
 	struct unknown_log unknown_log[UNKNOWN_LOG_SLOTS];
 	struct control *control;
 	bool shutting_down;
@@ -195,6 +204,11 @@ session_free(struct session *sess)
 		cid_unlink(srv, e);
 		free(e);
 	}
+	/* Forwards and -R listeners go away with the session. */
+	for (size_t i = 0; i < sess->nrlisteners; i++)
+		egress_listener_free(sess->rlisteners[i]);
+	if (sess->fwds.qc != NULL)
+		fwd_set_clear(&sess->fwds);
 	if (sess->peer != NULL && sess->peer->sess == sess)
 		sess->peer->sess = NULL;
 	LIST_REMOVE(sess, entry);
@@ -244,6 +258,19 @@ pin_check(struct quic_conn *qc, const uint8_t *pub, void *arg)
 }
 
 static void
+fwd_request(struct fwd_set *set, struct fwd *f, const struct proto_fwd_header *hdr)
+{
+	struct session *sess = set->arg;
+
+	egress_request(sess->srv->egress, sess->peer->cfg, f, hdr);
+}
+
+static const struct fwd_ops session_fwd_ops = {
+	.request = fwd_request,
+	.release = egress_release,
+};
+
+static void
 handshake_done_cb(struct quic_conn *qc, void *arg)
 {
 	struct session *sess = arg;
@@ -265,6 +292,9 @@ handshake_done_cb(struct quic_conn *qc, void *arg)
 	sess->peer = peer;
 	peer->sess = sess;
 	peer->handshakes++;
+	fwd_set_init(&sess->fwds, sess->srv->base, qc, sess->srv->cfg->forward_buffer,
+	    sess->srv->cfg->max_forwards, &session_fwd_ops, sess, &peer->fwd_counters,
+	    peer->cfg->name);
 	log_info("peer %s connected from %s", peer->cfg->name,
 	    addr_sockaddr_str(quic_conn_remote(qc, &len), abuf));
 }
@@ -300,11 +330,36 @@ send_server_config(struct session *sess)
 	return quic_conn_stream_send(sess->qc, 0, buf, n, false);
 }
 
+/* -R: listen where the peer asks, if its AllowRemoteForward permits. */
+static int
+remote_forward(struct session *sess, const uint8_t *body, size_t len)
+{
+	struct proto_remote_forward rf;
+	uint8_t buf[64];
+	size_t n;
+
+	if (!sess->configured || proto_fwd_remote_decode(body, len, &rf) != 0)
+		return -1;
+	rf.status = PROTO_FWD_OK;
+	if (sess->nrlisteners == sizeof sess->rlisteners / sizeof sess->rlisteners[0])
+		rf.status = PROTO_FWD_ERR_LIMIT;
+	else {
+		struct egress_listener *l = egress_listen(sess->srv->egress,
+		    sess->peer->cfg, &sess->fwds, rf.port, &rf.status);
+		if (l != NULL)
+			sess->rlisteners[sess->nrlisteners++] = l;
+	}
+	n = proto_fwd_remote_encode(buf, sizeof buf, PROTO_MSG_REMOTE_FORWARD_REPLY, &rf);
+	return n > 0 ? quic_conn_stream_send(sess->qc, 0, buf, n, false) : -1;
+}
+
 static int
 control_message(struct session *sess, uint64_t type, const uint8_t *body, size_t len)
 {
 	struct proto_client_hello hello;
 
+	if (type == PROTO_MSG_REMOTE_FORWARD)
+		return remote_forward(sess, body, len);
 	if (type != PROTO_MSG_CLIENT_HELLO || sess->configured)
 		return -1;
 	if (proto_decode_client_hello(body, len, &hello) != 0)
@@ -327,9 +382,15 @@ stream_data_cb(struct quic_conn *qc, int64_t stream_id, const uint8_t *data,
 	long used;
 
 	(void)fin;
-	(void)stream_arg;
-	if (stream_id != 0 || sess->peer == NULL)
-		return 0; /* forward streams arrive with the forwarding feature */
+	if (sess->peer == NULL) {
+		/* Streams before the handshake completed (0-RTT) are refused:
+		 * they could be replayed. */
+		quic_conn_stream_consume(qc, stream_id, len);
+		quic_conn_stream_reset(qc, stream_id, PROTO_FWD_ERR_DENIED);
+		return 0;
+	}
+	if (stream_id != 0)
+		return fwd_on_data(&sess->fwds, stream_id, stream_arg, data, len, fin);
 	if (len > sizeof sess->ctl - sess->ctllen)
 		return -1;
 	memcpy(sess->ctl + sess->ctllen, data, len);
@@ -376,6 +437,53 @@ datagram_cb(struct quic_conn *qc, const uint8_t *data, size_t len, void *arg)
 }
 
 static void
+stream_reset_cb(struct quic_conn *qc, int64_t sid, uint64_t code, void *sarg,
+    void *arg)
+{
+	struct session *sess = arg;
+
+	(void)qc;
+	(void)sid;
+	if (sess->peer != NULL)
+		fwd_on_reset(&sess->fwds, sarg, code);
+}
+
+static void
+stream_stop_cb(struct quic_conn *qc, int64_t sid, uint64_t code, void *sarg,
+    void *arg)
+{
+	struct session *sess = arg;
+
+	(void)qc;
+	(void)sid;
+	if (sess->peer != NULL)
+		fwd_on_stop(&sess->fwds, sarg, code);
+}
+
+static void
+stream_acked_cb(struct quic_conn *qc, int64_t sid, void *sarg, void *arg)
+{
+	struct session *sess = arg;
+
+	(void)qc;
+	(void)sid;
+	if (sess->peer != NULL)
+		fwd_on_acked(&sess->fwds, sarg);
+}
+
+static void
+stream_close_cb(struct quic_conn *qc, int64_t sid, uint64_t code, void *sarg,
+    void *arg)
+{
+	struct session *sess = arg;
+
+	(void)qc;
+	(void)sid;
+	if (sess->peer != NULL)
+		fwd_on_close(&sess->fwds, sarg, code);
+}
+
+static void
 closed_cb(struct quic_conn *qc, const struct quic_close_info *ci, void *arg)
 {
 	struct session *sess = arg;
@@ -391,6 +499,10 @@ static const struct quic_conn_cbs session_cbs = {
 	.handshake_done = handshake_done_cb,
 	.datagram = datagram_cb,
 	.stream_data = stream_data_cb,
+	.stream_reset = stream_reset_cb,
+	.stream_stop = stream_stop_cb,
+	.stream_acked = stream_acked_cb,
+	.stream_close = stream_close_cb,
 	.cid_add = cid_add_cb,
 	.cid_remove = cid_remove_cb,
 	.closed = closed_cb,
@@ -712,6 +824,8 @@ status_cb(struct evbuffer *out, const char *request, void *arg)
 		sp[i].nallowed = p->cfg->allowed_ips.n;
 		sp[i].counters = &p->counters;
 		sp[i].handshakes = p->handshakes;
+		sp[i].fwd_counters = &p->fwd_counters;
+		sp[i].fwds = p->sess != NULL ? &p->sess->fwds : NULL;
 		if (qc != NULL) {
 			sp[i].remote = quic_conn_remote(qc, &len);
 			sp[i].has_quic = true;
@@ -744,9 +858,12 @@ server_create(struct event_base *base, const struct cfg *cfg, int verbose,
 		.keepalive_s = cfg->keepalive,
 		.max_udp_payload = UDP_MAX_PAYLOAD,
 		.reset_secret = srv->reset_secret,
+		.stream_window = cfg->forward_buffer,
 		.verbose = verbose > 1,
 	};
 	srv->routes = route_create();
+	if ((srv->egress = egress_create(base, cause)) == NULL)
+		goto fail;
 	quic_set_pin_check(pin_check);
 	if (key_load_private(cfg->private_key_file, priv, cause) != 0)
 		goto fail;
@@ -801,6 +918,7 @@ server_free(struct server *srv)
 	if (srv->has_tun)
 		tun_close(&srv->tun);
 	route_free(srv->routes);
+	egress_free(srv->egress);
 	if (srv->tls != NULL)
 		wolfSSL_CTX_free(srv->tls);
 	free(srv->peers);

@@ -1,0 +1,33 @@
+/* rove's port forwards: LocalForward (-L) and DynamicForward (-D, SOCKS5)
+ * listeners, and RemoteForward (-R) requests and their connections. */
+#ifndef ROVE_FORWARD_H
+#define ROVE_FORWARD_H
+
+#include <event2/event.h>
+#include <stdbool.h>
+
+#include "cfg.h"
+#include "fwd.h"
+#include "quic.h"
+
+struct forward;
+
+/* Bind every LocalForward and DynamicForward listener now, so a busy port
+ * is a startup error. Returns NULL with *cause set. */
+struct forward *forward_create(struct event_base *, const struct cfg *, char **cause);
+void forward_free(struct forward *);
+
+/* A connection is ready (the server's configuration arrived): forwards
+ * may open streams; RemoteForward requests are sent. */
+void forward_attach(struct forward *, struct quic_conn *);
+/* The connection is gone: every forwarded connection is reset. */
+void forward_detach(struct forward *);
+/* The forward streams of the attached connection, or NULL. */
+struct fwd_set *forward_set(struct forward *);
+/* A control message about remote forwards; -1 if malformed. */
+int forward_control(struct forward *, uint64_t type, const uint8_t *, size_t);
+
+/* Lifetime counters of forwarded connections, for status. */
+const struct fwd_counters *forward_counters(const struct forward *);
+
+#endif
