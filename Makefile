@@ -109,7 +109,11 @@ check-configs: all
 
 check: check-unit check-configs
 
-check-e2e: all
+$(BUILD)/tests/tun-probe: tests/e2e/tun-probe.c $(BUILD)/librove.a
+	@mkdir -p $(@D)
+	$(call say,CC,$<)$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS) $(LIBS)
+
+check-e2e: all $(BUILD)/tests/tun-probe
 	$(Q)tests/e2e/run.sh $(BUILD)
 
 test: check check-e2e

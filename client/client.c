@@ -1,5 +1,8 @@
 /* rove: one QUIC connection to roved, the TUN device it configures, and
  * reconnection with exponential back-off and jitter. */
+#include <wolfssl/options.h>
+#include <wolfssl/wolfcrypt/hash.h>
+
 #include <event2/buffer.h>
 #include <event2/event.h>
 #include <errno.h>
@@ -15,6 +18,8 @@
 #include "log.h"
 #include "proto.h"
 #include "quic.h"
+#include "state.h"
+#include "tun-monitor.h"
 #include "status.h"
 #include "tls.h"
 #include "tun-netlink.h"
@@ -31,6 +36,15 @@
 /* Application close codes of the protocol (docs/PROTOCOL.md). */
 #define APP_ERR_NOT_ALLOWED 3
 
+/* One UDP socket, connected to the server: one local end of a path. */
+struct csock {
+	struct client *c;
+	struct udp_socket sock;
+	struct udp_batch batch;
+	struct event *ev;
+	uint64_t opened_ms;
+};
+
 struct client {
 	struct event_base *base;
 	const struct cfg *cfg;
@@ -42,9 +56,8 @@ struct client {
 	socklen_t serverlen;
 	struct ipaddr server_ip;
 
-	struct udp_socket sock;
-	struct udp_batch batch;
-	struct event *udp_ev;
+	struct csock *sock;      /* the socket of the current path */
+	struct csock *old_sock;  /* the previous one, while migrating */
 	struct quic_conn *qc;
 	uint8_t ctl[PROTO_MAX_MSG + 16];
 	size_t ctllen;
@@ -71,6 +84,12 @@ struct client {
 	int exit_status;
 	uint8_t presented_key[KEY_LEN];
 	bool have_presented_key;
+
+	char session_id[17];     /* names this server's remembered session */
+	struct tun_monitor *monitor;
+	struct event *path_ev;   /* debounced path check after netlink news */
+	bool link_event;         /* a link changed since the last check */
+	struct status_roam roam;
 };
 
 static void connect_server(struct client *);
@@ -96,6 +115,18 @@ handshake_done_cb(struct quic_conn *qc, void *arg)
 	int64_t sid;
 
 	c->handshakes++;
+	{
+		struct quic_conn_stats st;
+
+		quic_conn_get_stats(qc, &st);
+		if (st.early_attempted) {
+			c->roam.zero_rtt_attempted++;
+			if (st.early_accepted)
+				c->roam.zero_rtt_accepted++;
+			else
+				c->roam.zero_rtt_rejected++;
+		}
+	}
 	/* The control stream is the first bidirectional stream. */
 	sid = quic_conn_open_stream(qc, NULL);
 	n = proto_encode_client_hello(buf, sizeof buf, &hello);
@@ -422,8 +453,24 @@ closed_cb(struct quic_conn *qc, const struct quic_close_info *info, void *arg)
 	}
 	log_warn("connection lost: %s%s", ci->remote ? "closed by server: " : "",
 	    ci->reason[0] ? ci->reason : "unknown reason");
+	c->roam.reconnects++;
+	if (ci->stateless_reset) {
+		/* The server restarted and told us so: come back at once
+		 * (with 0-RTT); back off only if it is not there yet. */
+		c->roam.stateless_resets++;
+		c->failures = 0;
+		connect_server(c);
+		return;
+	}
 	schedule_reconnect(c);
 }
+
+static void path_validated_cb(struct quic_conn *, bool, const struct sockaddr *,
+    const struct sockaddr *, void *);
+static void new_session_cb(struct quic_conn *, const uint8_t *, size_t,
+    const uint8_t *, size_t, void *);
+static struct udp_batch *batch_for_cb(struct quic_conn *, const ngtcp2_path *,
+    void *);
 
 static const struct quic_conn_cbs client_cbs = {
 	.handshake_done = handshake_done_cb,
@@ -434,26 +481,114 @@ static const struct quic_conn_cbs client_cbs = {
 	.stream_acked = stream_acked_cb,
 	.stream_close = stream_close_cb,
 	.closed = closed_cb,
+	.path_validated = path_validated_cb,
+	.new_session = new_session_cb,
+	.batch_for = batch_for_cb,
 };
 
 static void
 udp_read_cb(evutil_socket_t fd, short what, void *arg)
 {
 	static struct udp_recv r;
-	struct client *c = arg;
+	struct csock *cs = arg;
+	struct client *c = cs->c;
 	int rounds = 0;
 
 	(void)fd;
 	(void)what;
-	while (rounds++ < 64 && c->qc != NULL && udp_recv(&c->sock, &r) == 1) {
+	while (rounds++ < 64 && c->qc != NULL && udp_recv(&cs->sock, &r) == 1) {
 		for (size_t off = 0; off < r.len && c->qc != NULL; off += r.segsize) {
 			size_t seg = r.len - off < r.segsize ? r.len - off : r.segsize;
-			quic_conn_read(c->qc, (const struct sockaddr *)&r.peer,
+			quic_conn_read(c->qc, &cs->sock, (const struct sockaddr *)&r.peer,
 			    r.peerlen, r.buf + off, seg, r.ecn);
 		}
 	}
 	quic_write_dirty();
-	udp_batch_flush(&c->batch);
+}
+
+/* A new socket connected to the server: the kernel picks the local
+ * address and port of today's path. */
+static struct csock *
+csock_open(struct client *c, char **cause)
+{
+	struct csock *cs = xcalloc(1, sizeof *cs);
+
+	cs->c = c;
+	if (udp_open(&cs->sock, c->server.ss_family, NULL, 0, cause) != 0) {
+		free(cs);
+		return NULL;
+	}
+	if (connect(cs->sock.fd, (struct sockaddr *)&c->server, c->serverlen) == -1) {
+		xasprintf(cause, "connect: %s", strerror(errno));
+		udp_close(&cs->sock);
+		free(cs);
+		return NULL;
+	}
+	cs->sock.locallen = sizeof cs->sock.local;
+	getsockname(cs->sock.fd, (struct sockaddr *)&cs->sock.local, &cs->sock.locallen);
+	udp_batch_init(&cs->batch, &cs->sock);
+	cs->ev = event_new(c->base, cs->sock.fd, EV_READ | EV_PERSIST, udp_read_cb, cs);
+	event_add(cs->ev, NULL);
+	cs->opened_ms = clock_now_ms();
+	return cs;
+}
+
+static void
+csock_free(struct csock *cs)
+{
+	if (cs == NULL)
+		return;
+	event_free(cs->ev);
+	udp_close(&cs->sock);
+	free(cs);
+}
+
+static struct udp_batch *
+batch_for_cb(struct quic_conn *qc, const ngtcp2_path *path, void *arg)
+{
+	struct client *c = arg;
+
+	(void)qc;
+	if (c->old_sock != NULL && path->local.addrlen == c->old_sock->sock.locallen &&
+	    memcmp(path->local.addr, &c->old_sock->sock.local, path->local.addrlen) == 0)
+		return &c->old_sock->batch;
+	return c->sock != NULL ? &c->sock->batch : NULL;
+}
+
+static void
+new_session_cb(struct quic_conn *qc, const uint8_t *der, size_t derlen,
+    const uint8_t *params, size_t paramslen, void *arg)
+{
+	struct client *c = arg;
+
+	(void)qc;
+	if (c->cfg->state_dir == NULL ||
+	    state_client_save(c->cfg->state_dir, c->session_id, der, derlen, params,
+	    paramslen) != 0)
+		log_debug("cannot remember the session ticket in %s",
+		    c->cfg->state_dir != NULL ? c->cfg->state_dir : "(none)");
+}
+
+static void
+path_validated_cb(struct quic_conn *qc, bool ok, const struct sockaddr *local,
+    const struct sockaddr *remote, void *arg)
+{
+	struct client *c = arg;
+	char buf[ADDR_STRLEN];
+
+	(void)qc;
+	(void)remote;
+	if (!ok) {
+		log_warn("path from %s failed validation", addr_sockaddr_str(local, buf));
+		return;
+	}
+	log_info("path from %s validated", addr_sockaddr_str(local, buf));
+	/* The new path works: the old socket has served its purpose. */
+	if (c->old_sock != NULL && (c->sock == NULL ||
+	    memcmp(local, &c->old_sock->sock.local, c->old_sock->sock.locallen) != 0)) {
+		csock_free(c->old_sock);
+		c->old_sock = NULL;
+	}
 }
 
 static bool
@@ -485,14 +620,16 @@ tun_read_cb(evutil_socket_t fd, short what, void *arg)
 		}
 		/* The tunnel is point-to-point: the kernel's own multicast
 		 * (neighbour and router solicitations) has nobody to reach. */
-		if (c->qc == NULL || !c->configured || is_multicast(&info.dst)) {
+		/* While reconnecting with 0-RTT, packets go in the first flight
+		 * (DATAGRAMs only: replaying one is like a network duplicate). */
+		if (c->qc == NULL || is_multicast(&info.dst) ||
+		    (!c->configured && !quic_conn_early_ready(c->qc))) {
 			tunnel_drop(TUNNEL_DROP_NO_ROUTE, NULL, &c->counters);
 			continue;
 		}
 		tunnel_send(c->qc, buf, &info, &c->tun, NULL, &c->counters);
 	}
 	quic_write_dirty();
-	udp_batch_flush(&c->batch);
 }
 
 static int
@@ -517,32 +654,32 @@ resolve_server(struct client *c, char **cause)
 static void
 connect_server(struct client *c)
 {
+	struct quic_resume resume = { .early_data = c->cfg->zero_rtt };
+	uint8_t *session = NULL, *params = NULL;
 	char *cause = NULL;
 
-	if (c->udp_ev != NULL) {
-		event_free(c->udp_ev);
-		c->udp_ev = NULL;
-		udp_close(&c->sock);
-	}
+	csock_free(c->old_sock);
+	c->old_sock = NULL;
+	csock_free(c->sock);
 	/* A fresh socket (and port) per attempt: a NAT that lost our old
-	 * mapping treats us as new anyway. Connecting it fixes the local
-	 * address the kernel chose, which is the path's local end. */
-	if (udp_open(&c->sock, c->server.ss_family, NULL, 0, &cause) != 0 ||
-	    connect(c->sock.fd, (struct sockaddr *)&c->server, c->serverlen) == -1) {
-		log_warn("cannot reach the server: %s", cause != NULL ? cause :
-		    strerror(errno));
+	 * mapping treats us as new anyway. */
+	if ((c->sock = csock_open(c, &cause)) == NULL) {
+		log_warn("cannot reach the server: %s", cause);
 		free(cause);
-		udp_close(&c->sock);
 		schedule_reconnect(c);
 		return;
 	}
-	c->sock.locallen = sizeof c->sock.local;
-	getsockname(c->sock.fd, (struct sockaddr *)&c->sock.local, &c->sock.locallen);
-	udp_batch_init(&c->batch, &c->sock);
-	c->udp_ev = event_new(c->base, c->sock.fd, EV_READ | EV_PERSIST, udp_read_cb, c);
-	event_add(c->udp_ev, NULL);
+	if (c->cfg->state_dir != NULL &&
+	    state_client_take(c->cfg->state_dir, c->session_id, &session,
+	    &resume.sessionlen, &params, &resume.paramslen) == 0) {
+		resume.session = session;
+		resume.params = params;
+	}
 	c->qc = quic_conn_client_create(c->base, &c->qs, &client_cbs, c, c->tls,
-	    &c->batch, (struct sockaddr *)&c->server, c->serverlen, &cause);
+	    &c->sock->batch, (struct sockaddr *)&c->server, c->serverlen,
+	    resume.session != NULL ? &resume : NULL, &cause);
+	free(session);
+	free(params);
 	if (c->qc == NULL) {
 		log_warn("%s", cause);
 		free(cause);
@@ -550,7 +687,100 @@ connect_server(struct client *c)
 		return;
 	}
 	quic_conn_write(c->qc);
-	udp_batch_flush(&c->batch);
+	udp_batch_flush(&c->sock->batch);
+}
+
+/* Has `a` (an address of ours) gone from the host? A socket cannot bind
+ * to an address the host no longer has. */
+static bool
+local_address_gone(const struct sockaddr_storage *a, socklen_t len)
+{
+	struct sockaddr_storage probe;
+	int fd, rv;
+
+	memcpy(&probe, a, len);
+	if (probe.ss_family == AF_INET)
+		((struct sockaddr_in *)&probe)->sin_port = 0;
+	else
+		((struct sockaddr_in6 *)&probe)->sin6_port = 0;
+	if ((fd = socket(probe.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0)) == -1)
+		return false;
+	rv = bind(fd, (struct sockaddr *)&probe, len);
+	close(fd);
+	return rv == -1 && errno == EADDRNOTAVAIL;
+}
+
+/* Netlink said something changed. If the way to the server now leaves
+ * from another address, move the connection there; if a link came back
+ * after an outage, move anyway (to a fresh socket), which probes at once
+ * instead of waiting out the retransmission back-off. */
+static void
+check_path(evutil_socket_t fd, short what, void *arg)
+{
+	struct client *c = arg;
+	struct tun_netlink_path path;
+	struct ipaddr cur;
+	struct csock *cs;
+	char *cause = NULL, buf[ADDR_STRLEN];
+	bool link = c->link_event, gone;
+	uint16_t port;
+
+	(void)fd;
+	(void)what;
+	c->link_event = false;
+	if (c->qc == NULL) {
+		/* Waiting to reconnect: a change may be the way back. */
+		if (evtimer_pending(c->reconnect_ev, NULL) && !c->stopping) {
+			evtimer_del(c->reconnect_ev);
+			connect_server(c);
+		}
+		return;
+	}
+	if (quic_conn_state(c->qc) != QUIC_STATE_ESTABLISHED || c->sock == NULL)
+		return;
+	if (tun_netlink_get_route(&c->server_ip, &path, &cause) != 0) {
+		log_debug("no route to the server now: %s", cause);
+		free(cause);
+		return;
+	}
+	if (addr_from_sockaddr((struct sockaddr *)&c->sock->sock.local, &cur, &port) != 0)
+		return;
+	gone = local_address_gone(&c->sock->sock.local, c->sock->sock.locallen);
+	if (path.has_src && addr_equal(&path.src, &cur) && !gone &&
+	    !(link && quic_conn_rx_idle_ms(c->qc) > 1000))
+		return;
+	if ((cs = csock_open(c, &cause)) == NULL) {
+		log_warn("migration: %s", cause);
+		free(cause);
+		return;
+	}
+	/* Without the old address the old path is dead: switch now and
+	 * validate on the way; else keep it until the new one proves itself. */
+	if (quic_conn_migrate(c->qc, &cs->batch, gone || link) != 0) {
+		csock_free(cs);
+		return;
+	}
+	c->roam.migrations++;
+	log_info("migrating to %s%s", addr_sockaddr_str((struct sockaddr *)&cs->sock.local,
+	    buf), gone ? " (old address gone)" : link ? " (link change)" : "");
+	csock_free(c->old_sock);
+	c->old_sock = gone ? NULL : c->sock;
+	if (gone)
+		csock_free(c->sock);
+	c->sock = cs;
+	quic_write_dirty();
+}
+
+static void
+monitor_cb(enum tun_monitor_event ev, void *arg)
+{
+	struct client *c = arg;
+	struct timeval settle = { 0, 20000 };
+
+	/* Let a burst of changes (address, then route) settle first. */
+	if (ev == TUN_MONITOR_LINK)
+		c->link_event = true;
+	evtimer_add(c->path_ev, &settle);
 }
 
 static void
@@ -580,8 +810,12 @@ status_cb(struct evbuffer *out, const char *request, void *arg)
 	};
 
 	sp.fwd_counters = forward_counters(c->fwd);
+	sp.roam = c->roam;
 	sp.fwds = forward_set(c->fwd);
 	if (c->qc != NULL) {
+		socklen_t len;
+
+		sp.local = quic_conn_local(c->qc, &len);
 		sp.has_quic = true;
 		quic_conn_get_stats(c->qc, &sp.quic);
 		st.datagram_mtu = tunnel_inner_mtu(c->qc);
@@ -591,6 +825,27 @@ status_cb(struct evbuffer *out, const char *request, void *arg)
 		st.mtu = (unsigned)c->tun_mtu;
 	}
 	status_render(out, &st, strstr(request, "json") != NULL);
+}
+
+/* Sessions are remembered per server address and key. */
+static void
+session_id(struct client *c)
+{
+	uint8_t h[32];
+	char *s;
+
+	xasprintf(&s, "%s|%u|", c->cfg->server_host, c->cfg->server_port);
+	{
+		size_t n = strlen(s);
+		uint8_t *buf = xmalloc(n + KEY_LEN);
+		memcpy(buf, s, n);
+		memcpy(buf + n, c->cfg->server_pubkey, KEY_LEN);
+		wc_Sha256Hash(buf, (word32)(n + KEY_LEN), h);
+		free(buf);
+	}
+	free(s);
+	for (size_t i = 0; i < 8; i++)
+		snprintf(c->session_id + 2 * i, 3, "%02x", h[i]);
 }
 
 struct client *
@@ -614,14 +869,24 @@ client_create(struct event_base *base, const struct cfg *cfg, int verbose,
 	};
 	quic_set_pin_check(pin_check);
 	c->reconnect_ev = evtimer_new(base, reconnect_cb, c);
+	c->path_ev = evtimer_new(base, check_path, c);
 	if (key_load_private(cfg->private_key_file, priv, cause) != 0)
 		goto fail;
 	c->tls = tls_ctx_create(TLS_ROLE_CLIENT, priv, quic_tls_pin, cause);
 	explicit_bzero(priv, sizeof priv);
 	if (c->tls == NULL || resolve_server(c, cause) != 0)
 		goto fail;
+	tls_ctx_enable_resumption(c->tls, TLS_ROLE_CLIENT, cfg->zero_rtt);
 	if ((c->fwd = forward_create(base, cfg, cause)) == NULL)
 		goto fail;
+	session_id(c);
+	/* Roaming needs to hear about address, route and link changes; without
+	 * a monitor the connection still works, it just cannot migrate. */
+	if ((c->monitor = tun_monitor_create(base, monitor_cb, c, cause)) == NULL) {
+		log_warn("no network monitor, no migration: %s", *cause);
+		free(*cause);
+		*cause = NULL;
+	}
 	/* A 1500-byte outer path less the IP and UDP headers. */
 	c->qs.max_udp_payload = c->server.ss_family == AF_INET6 ? 1452 : 1472;
 	c->control = control_create(base, cfg->control_socket, status_cb, c, cause);
@@ -644,7 +909,7 @@ client_shutdown(struct client *c)
 		return;
 	}
 	quic_conn_close(c->qc, 0, "client shutting down");
-	udp_batch_flush(&c->batch);
+	quic_write_dirty();
 }
 
 void
@@ -666,9 +931,11 @@ client_free(struct client *c)
 	/* Routes through the TUN vanish with the device. */
 	if (c->tun_open)
 		tun_close(&c->tun);
-	if (c->udp_ev != NULL)
-		event_free(c->udp_ev);
-	udp_close(&c->sock);
+	csock_free(c->sock);
+	csock_free(c->old_sock);
+	tun_monitor_free(c->monitor);
+	if (c->path_ev != NULL)
+		event_free(c->path_ev);
 	if (c->reconnect_ev != NULL)
 		event_free(c->reconnect_ev);
 	control_free(c->control);

@@ -108,6 +108,11 @@ const struct cfg_key cfg_table[CFG_KEY_COUNT] = {
 		CFG(max_forwards), 0, STR(CFG_DEFAULT_MAX_FORWARDS),
 		"concurrent forwarded connections per peer; more are refused",
 	},
+	[CFG_KEY_ZERO_RTT] = {
+		"ZeroRTT", SEC_MAIN, CFG_T_BOOL, 0, 0, 0, CFG(zero_rtt), 0, "yes",
+		"resume with 0-RTT: a reconnecting client's IP packets travel in "
+		"its first flight (server: accept it)",
+	},
 	[CFG_KEY_PEER_NAME] = {
 		"Name", CFG_SEC_PEER, CFG_T_NAME, CFG_F_REQUIRED, 0, 0,
 		PEER(name), 0, NULL,

@@ -25,6 +25,7 @@ enum cfg_type {
 	CFG_T_TUN,        /* char *: interface name, NULL for "none" */
 	CFG_T_NUMBER,     /* uint32_t in min..max */
 	CFG_T_CONGESTION, /* enum cfg_congestion */
+	CFG_T_BOOL,       /* bool: yes/no, true/false, on/off, 1/0 */
 	CFG_T_LISTEN,     /* struct cfg listen[], listen_len[], nlisten */
 	CFG_T_IFADDRS,    /* struct prefix[CFG_MAX_ADDRS] + size_t: addr/len */
 	CFG_T_HOSTADDRS,  /* struct prefix[CFG_MAX_ADDRS] + size_t: /32, /128 */
@@ -64,6 +65,7 @@ enum cfg_key_id {
 	CFG_KEY_DYNAMIC_FORWARD,
 	CFG_KEY_FORWARD_BUFFER,
 	CFG_KEY_MAX_FORWARDS,
+	CFG_KEY_ZERO_RTT,
 	CFG_KEY_PEER_NAME,
 	CFG_KEY_PEER_PUBLIC_KEY,
 	CFG_KEY_PEER_ADDRESS,

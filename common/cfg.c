@@ -400,6 +400,27 @@ parse_congestion(struct cfg_parse *cp, const struct cfg_key *k,
 }
 
 static int
+parse_bool(struct cfg_parse *cp, const struct cfg_key *k, bool *dst, const char *v)
+{
+	static const char *const yes[] = { "yes", "true", "on", "1" };
+	static const char *const no[] = { "no", "false", "off", "0" };
+	char e[ESC_LEN];
+
+	for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++) {
+		if (strcasecmp(v, yes[i]) == 0) {
+			*dst = true;
+			return 0;
+		}
+		if (strcasecmp(v, no[i]) == 0) {
+			*dst = false;
+			return 0;
+		}
+	}
+	parse_error(cp, "%s: '%s' is not yes or no", k->name, quote(e, v));
+	return -1;
+}
+
+static int
 parse_listen(struct cfg_parse *cp, const struct cfg_key *k, struct cfg *cfg,
     const char *v)
 {
@@ -861,6 +882,8 @@ parse_value(struct cfg_parse *cp, const struct cfg_key *k, void *obj, char *v)
 		return parse_number(cp, k, f, v);
 	case CFG_T_CONGESTION:
 		return parse_congestion(cp, k, f, v);
+	case CFG_T_BOOL:
+		return parse_bool(cp, k, f, v);
 	case CFG_T_LISTEN:
 		return parse_listen(cp, k, obj, v);
 	case CFG_T_IFADDRS:
@@ -1670,6 +1693,9 @@ print_key(const struct cfg_key *k, const void *obj, FILE *f)
 	case CFG_T_NUMBER:
 		fprintf(f, "%s = %u\n", k->name,
 		    (unsigned)*(const uint32_t *)p);
+		break;
+	case CFG_T_BOOL:
+		fprintf(f, "%s = %s\n", k->name, *(const bool *)p ? "yes" : "no");
 		break;
 	case CFG_T_CONGESTION:
 		fprintf(f, "%s = %s\n", k->name,

@@ -73,6 +73,7 @@ struct cfg {
 	enum cfg_congestion congestion;
 	uint32_t forward_buffer; /* bytes per direction per forward */
 	uint32_t max_forwards;   /* concurrent forwards per peer */
+	bool zero_rtt;           /* send / accept 0-RTT on resumption */
 
 	/* [Server] */
 	struct sockaddr_storage listen[CFG_MAX_LISTEN];

@@ -66,6 +66,8 @@ struct quic_conn {
 
 	uint8_t peer_key[KEY_LEN];
 	bool peer_key_set;
+	bool early_ready;      /* client: 0-RTT keys installed */
+	uint64_t last_rx;      /* clock_now() of the last packet read */
 	bool stateless_reset;
 	struct quic_close_info close_info;
 
@@ -114,6 +116,14 @@ quic_set_pin_check(bool (*check)(struct quic_conn *, const uint8_t *, void *))
 }
 
 bool
+quic_tls_resumed(WOLFSSL *ssl, const uint8_t pubkey[static KEY_LEN])
+{
+	/* The key was pinned when the ticket was issued; check it is still
+	 * configured, exactly as for a full handshake. */
+	return quic_tls_pin(ssl, pubkey);
+}
+
+bool
 quic_tls_pin(WOLFSSL *ssl, const uint8_t pubkey[static KEY_LEN])
 {
 	ngtcp2_crypto_conn_ref *ref = wolfSSL_get_app_data(ssl);
@@ -129,6 +139,37 @@ quic_tls_pin(WOLFSSL *ssl, const uint8_t pubkey[static KEY_LEN])
 	memcpy(qc->peer_key, pubkey, KEY_LEN);
 	qc->peer_key_set = true;
 	return true;
+}
+
+int
+quic_tls_new_session(WOLFSSL *ssl, WOLFSSL_SESSION *session)
+{
+	ngtcp2_crypto_conn_ref *ref = wolfSSL_get_app_data(ssl);
+	const ngtcp2_transport_params *rp;
+	uint8_t params[512], *der = NULL, *p;
+	struct quic_conn *qc;
+	ngtcp2_ssize plen;
+	int len;
+
+	if (ref == NULL)
+		return 0;
+	qc = ref->user_data;
+	if (qc->cbs->new_session == NULL ||
+	    (rp = ngtcp2_conn_get_remote_transport_params(qc->conn)) == NULL)
+		return 0;
+	plen = ngtcp2_encode_transport_params(params, sizeof params,
+	    NGTCP2_TRANSPORT_PARAMS_TYPE_ENCRYPTED_EXTENSIONS, rp);
+	len = wolfSSL_i2d_SSL_SESSION(session, NULL);
+	log_debug("%s: session %d bytes, parameters %zd bytes", __func__, len,
+	    (ssize_t)plen);
+	if (plen < 0 || len <= 0)
+		return 0;
+	der = xmalloc((size_t)len);
+	p = der;
+	if (wolfSSL_i2d_SSL_SESSION(session, &p) == len)
+		qc->cbs->new_session(qc, der, (size_t)len, params, (size_t)plen, qc->arg);
+	free(der);
+	return 0; /* we keep no reference to `session` */
 }
 
 static ngtcp2_conn *
@@ -177,8 +218,17 @@ handshake_completed_cb(ngtcp2_conn *conn, void *user_data)
 {
 	struct quic_conn *qc = user_data;
 
-	(void)conn;
 	qc->state = QUIC_STATE_ESTABLISHED;
+	qc->early_ready = false;
+	if (qc->stats.early_attempted) {
+		qc->stats.early_accepted =
+		    wolfSSL_get_early_data_status(qc->ssl) == SSL_EARLY_DATA_ACCEPTED;
+		/* wolfSSL tells only now; ngtcp2 must drop what 0-RTT queued. */
+		if (!qc->stats.early_accepted)
+			(void)ngtcp2_conn_early_data_rejected(conn);
+	} else if (qc->role == QUIC_ROLE_SERVER)
+		qc->stats.early_accepted =
+		    wolfSSL_get_early_data_status(qc->ssl) == SSL_EARLY_DATA_ACCEPTED;
 	if (qc->cbs->handshake_done != NULL)
 		qc->cbs->handshake_done(qc, qc->arg);
 	return 0;
@@ -382,6 +432,36 @@ stream_stop_sending_cb(ngtcp2_conn *conn, int64_t stream_id,
 }
 
 static int
+path_validation_cb(ngtcp2_conn *conn, uint32_t flags, const ngtcp2_path *path,
+    ngtcp2_path_validation_result res, void *user_data)
+{
+	struct quic_conn *qc = user_data;
+	bool ok = res == NGTCP2_PATH_VALIDATION_RESULT_SUCCESS;
+
+	(void)conn;
+	(void)flags;
+	if (ok)
+		qc->stats.path_validated++;
+	else
+		qc->stats.path_failed++;
+	if (qc->cbs->path_validated != NULL)
+		qc->cbs->path_validated(qc, ok, (const struct sockaddr *)path->local.addr,
+		    (const struct sockaddr *)path->remote.addr, qc->arg);
+	return 0;
+}
+
+static int
+recv_tx_key_cb(ngtcp2_conn *conn, ngtcp2_crypto_level level, void *user_data)
+{
+	struct quic_conn *qc = user_data;
+
+	(void)conn;
+	if (level == NGTCP2_CRYPTO_LEVEL_EARLY && qc->role == QUIC_ROLE_CLIENT)
+		qc->early_ready = true;
+	return 0;
+}
+
+static int
 recv_stateless_reset_cb(ngtcp2_conn *conn, const ngtcp2_pkt_stateless_reset *sr,
     void *user_data)
 {
@@ -435,6 +515,8 @@ fill_callbacks(ngtcp2_callbacks *cb, enum quic_role role)
 	cb->stream_reset = stream_reset_cb;
 	cb->stream_stop_sending = stream_stop_sending_cb;
 	cb->recv_stateless_reset = recv_stateless_reset_cb;
+	cb->path_validation = path_validation_cb;
+	cb->recv_tx_key = recv_tx_key_cb;
 }
 
 static void
@@ -454,6 +536,10 @@ fill_settings(ngtcp2_settings *s, const struct quic_settings *qs)
 	s->max_stream_window = qs->stream_window;
 	if (qs->verbose)
 		s->log_printf = ngtcp2_log_cb;
+	/* A client facing a dead server gives up and backs off instead of
+	 * retrying its Initial for a whole idle timeout. */
+	if (qs->role == QUIC_ROLE_CLIENT)
+		s->handshake_timeout = 10 * NGTCP2_SECONDS;
 }
 
 static void
@@ -491,6 +577,7 @@ conn_alloc(struct event_base *base, const struct quic_settings *qs,
 	qc->reset_secret = qs->reset_secret;
 	qc->max_udp_payload = qs->max_udp_payload;
 	qc->conn_ref.get_conn = get_conn;
+	qc->last_rx = clock_now();
 	qc->conn_ref.user_data = qc;
 	memcpy(&qc->local, &batch->sock->local, batch->sock->locallen);
 	memcpy(&qc->remote, remote, remotelen);
@@ -507,11 +594,35 @@ conn_alloc(struct event_base *base, const struct quic_settings *qs,
 	return qc;
 }
 
+/* Offer the remembered session; with early data, 0-RTT keys follow and
+ * the server's remembered transport parameters bound what we may send. */
+static void
+resume_session(struct quic_conn *qc, const struct quic_resume *r)
+{
+	const unsigned char *p = r->session;
+	WOLFSSL_SESSION *sess;
+	ngtcp2_transport_params params;
+
+	sess = wolfSSL_d2i_SSL_SESSION(NULL, &p, (long)r->sessionlen);
+	if (sess == NULL)
+		return;
+	if (wolfSSL_set_session(qc->ssl, sess) == WOLFSSL_SUCCESS && r->early_data &&
+	    wolfSSL_SESSION_get_max_early_data(sess) == UINT32_MAX &&
+	    ngtcp2_decode_transport_params(&params,
+	    NGTCP2_TRANSPORT_PARAMS_TYPE_ENCRYPTED_EXTENSIONS, r->params,
+	    r->paramslen) == 0) {
+		wolfSSL_set_quic_early_data_enabled(qc->ssl, 1);
+		ngtcp2_conn_set_early_remote_transport_params(qc->conn, &params);
+		qc->stats.early_attempted = true;
+	}
+	wolfSSL_SESSION_free(sess);
+}
+
 struct quic_conn *
 quic_conn_client_create(struct event_base *base, const struct quic_settings *qs,
     const struct quic_conn_cbs *cbs, void *arg, WOLFSSL_CTX *ctx,
     struct udp_batch *batch, const struct sockaddr *remote, socklen_t remotelen,
-    char **cause)
+    const struct quic_resume *resume, char **cause)
 {
 	struct quic_conn *qc = conn_alloc(base, qs, cbs, arg, batch, remote, remotelen);
 	ngtcp2_callbacks cb;
@@ -536,6 +647,8 @@ quic_conn_client_create(struct event_base *base, const struct quic_settings *qs,
 	}
 	qc->ssl = tls_session_create(ctx, TLS_ROLE_CLIENT, &qc->conn_ref);
 	ngtcp2_conn_set_tls_native_handle(qc->conn, qc->ssl);
+	if (resume != NULL)
+		resume_session(qc, resume);
 	if (qs->keepalive_s > 0)
 		ngtcp2_conn_set_keep_alive_timeout(qc->conn,
 		    (uint64_t)qs->keepalive_s * NGTCP2_SECONDS);
@@ -578,6 +691,8 @@ quic_conn_server_create(struct event_base *base, const struct quic_settings *qs,
 	}
 	qc->ssl = tls_session_create(ctx, TLS_ROLE_SERVER, &qc->conn_ref);
 	ngtcp2_conn_set_tls_native_handle(qc->conn, qc->ssl);
+	if (qs->early_data)
+		wolfSSL_set_quic_early_data_enabled(qc->ssl, 1);
 	if (qs->keepalive_s > 0)
 		ngtcp2_conn_set_keep_alive_timeout(qc->conn,
 		    (uint64_t)qs->keepalive_s * NGTCP2_SECONDS);
@@ -699,8 +814,9 @@ flush_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 void
-quic_conn_read(struct quic_conn *qc, const struct sockaddr *remote,
-    socklen_t remotelen, const uint8_t *pkt, size_t len, uint8_t ecn)
+quic_conn_read(struct quic_conn *qc, const struct udp_socket *sock,
+    const struct sockaddr *remote, socklen_t remotelen, const uint8_t *pkt,
+    size_t len, uint8_t ecn)
 {
 	ngtcp2_path path = qc->path;
 	ngtcp2_pkt_info pi = { .ecn = ecn };
@@ -711,6 +827,11 @@ quic_conn_read(struct quic_conn *qc, const struct sockaddr *remote,
 		return;
 	path.remote.addr = (ngtcp2_sockaddr *)(uintptr_t)remote;
 	path.remote.addrlen = remotelen;
+	/* The socket it came in on names our end of the path (a migrating
+	 * client reads two). */
+	path.local.addr = (ngtcp2_sockaddr *)(uintptr_t)&sock->local;
+	path.local.addrlen = sock->locallen;
+	qc->last_rx = clock_now();
 	rv = ngtcp2_conn_read_pkt(qc->conn, &path, &pi, pkt, len, clock_now());
 	if (rv == 0) {
 		/* Follow the peer to a new address once ngtcp2 accepted it. */
@@ -733,9 +854,11 @@ quic_conn_read(struct quic_conn *qc, const struct sockaddr *remote,
 		qc->close_info.code = ccerr.error_code;
 		log_escape(qc->close_info.reason, sizeof qc->close_info.reason,
 		    ccerr.reason, ccerr.reasonlen);
-		if (qc->stateless_reset)
+		if (qc->stateless_reset) {
+			qc->close_info.stateless_reset = true;
 			snprintf(qc->close_info.reason, sizeof qc->close_info.reason,
 			    "stateless reset");
+		}
 		finish(qc);
 		break;
 	case NGTCP2_ERR_DROP_CONN:
@@ -782,7 +905,7 @@ write_one(struct quic_conn *qc, uint8_t *dst, ngtcp2_path_storage *ps,
 	ngtcp2_ssize n;
 	struct quic_stream *s;
 
-	if (qc->dq_len > 0 && qc->state == QUIC_STATE_ESTABLISHED) {
+	if (qc->dq_len > 0 && (qc->state == QUIC_STATE_ESTABLISHED || qc->early_ready)) {
 		struct dgram_slot *d = qc->dq[qc->dq_head];
 		ngtcp2_vec v = { d->data, d->len };
 		int accepted = 0;
@@ -854,6 +977,7 @@ quic_conn_write(struct quic_conn *qc)
 	ngtcp2_tstamp ts = clock_now();
 	ngtcp2_path_storage ps;
 	size_t max_pkts, npkts;
+	struct udp_batch *other = NULL; /* a second socket's, while migrating */
 
 	if (qc->dirty) {
 		qc->dirty = false;
@@ -872,6 +996,7 @@ quic_conn_write(struct quic_conn *qc)
 	for (npkts = 0; npkts < max_pkts; npkts++) {
 		uint8_t *dst = udp_batch_slot(qc->batch);
 		ngtcp2_ssize n = write_one(qc, dst, &ps, ts);
+		struct udp_batch *b = qc->batch;
 
 		if (n < 0) {
 			fail(qc, (int)n);
@@ -879,11 +1004,21 @@ quic_conn_write(struct quic_conn *qc)
 		}
 		if (n == 0)
 			break;
-		udp_batch_commit(qc->batch, (size_t)n,
+		/* During a migration a packet may belong to the other socket. */
+		if (qc->cbs->batch_for != NULL) {
+			struct udp_batch *sel = qc->cbs->batch_for(qc, &ps.path, qc->arg);
+			if (sel != NULL && sel != b) {
+				memcpy(udp_batch_slot(sel), dst, (size_t)n);
+				b = other = sel;
+			}
+		}
+		udp_batch_commit(b, (size_t)n,
 		    (const struct sockaddr *)ps.path.remote.addr, ps.path.remote.addrlen);
 	}
 	if (npkts > 0)
 		ngtcp2_conn_update_pkt_tx_time(qc->conn, ts);
+	if (other != NULL)
+		udp_batch_flush(other);
 	/* More is waiting than the quantum allowed: the timer brings us back. */
 	rearm_timer(qc);
 }
@@ -944,7 +1079,7 @@ quic_conn_send_datagram(struct quic_conn *qc, const uint8_t *data, size_t len)
 {
 	struct dgram_slot *d;
 
-	if (qc->state != QUIC_STATE_ESTABLISHED)
+	if (qc->state != QUIC_STATE_ESTABLISHED && !qc->early_ready)
 		return -ENOTCONN;
 	if (len > quic_conn_dgram_max(qc)) {
 		qc->stats.dgram_too_big++;
@@ -1117,6 +1252,55 @@ quic_conn_state(const struct quic_conn *qc)
 	return qc->state;
 }
 
+uint64_t
+quic_conn_rx_idle_ms(const struct quic_conn *qc)
+{
+	return (clock_now() - qc->last_rx) / 1000000u;
+}
+
+bool
+quic_conn_early_ready(const struct quic_conn *qc)
+{
+	return qc->early_ready && qc->state == QUIC_STATE_HANDSHAKING;
+}
+
+int
+quic_conn_migrate(struct quic_conn *qc, struct udp_batch *batch, bool immediate)
+{
+	ngtcp2_path path;
+	int rv;
+
+	if (qc->state != QUIC_STATE_ESTABLISHED)
+		return -1;
+	path.local.addr = (ngtcp2_sockaddr *)&batch->sock->local;
+	path.local.addrlen = batch->sock->locallen;
+	path.remote.addr = (ngtcp2_sockaddr *)&qc->remote;
+	path.remote.addrlen = qc->path.remote.addrlen;
+	path.user_data = NULL;
+	rv = immediate ?
+	    ngtcp2_conn_initiate_immediate_migration(qc->conn, &path, clock_now()) :
+	    ngtcp2_conn_initiate_migration(qc->conn, &path, clock_now());
+	if (rv != 0) {
+		log_warn("migration: %s", ngtcp2_strerror(rv));
+		return -1;
+	}
+	/* Reads on the new socket carry its local address from now on. */
+	memcpy(&qc->local, &batch->sock->local, batch->sock->locallen);
+	qc->path.local.addrlen = batch->sock->locallen;
+	qc->batch = batch;
+	mark_dirty(qc);
+	return 0;
+}
+
+const struct sockaddr *
+quic_conn_local(const struct quic_conn *qc, socklen_t *len)
+{
+	const ngtcp2_path *p = ngtcp2_conn_get_path(qc->conn);
+
+	*len = p->local.addrlen;
+	return (const struct sockaddr *)p->local.addr;
+}
+
 void
 quic_conn_get_stats(struct quic_conn *qc, struct quic_conn_stats *st)
 {
@@ -1140,8 +1324,10 @@ quic_conn_peer_key(const struct quic_conn *qc)
 const struct sockaddr *
 quic_conn_remote(const struct quic_conn *qc, socklen_t *len)
 {
-	*len = qc->path.remote.addrlen;
-	return (const struct sockaddr *)&qc->remote;
+	const ngtcp2_path *p = ngtcp2_conn_get_path(qc->conn);
+
+	*len = p->remote.addrlen;
+	return (const struct sockaddr *)p->remote.addr;
 }
 
 void

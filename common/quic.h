@@ -34,6 +34,7 @@ struct quic_close_info {
 	bool transport;       /* transport error (else application) */
 	uint64_t code;        /* error code as on the wire */
 	bool pin_mismatch;    /* our pin check refused the peer's key */
+	bool stateless_reset; /* the peer had forgotten us (a restart) */
 	char reason[128];     /* escaped reason phrase */
 };
 
@@ -69,6 +70,17 @@ struct quic_conn_cbs {
 	/* The connection is over; the owner frees it (not from inside this
 	 * callback's caller chain: quic.c calls it from a one-shot event). */
 	void (*closed)(struct quic_conn *, const struct quic_close_info *, void *arg);
+	/* Path validation finished: the connection moved to `remote` (or
+	 * stayed, when !ok). */
+	void (*path_validated)(struct quic_conn *, bool ok, const struct sockaddr *local,
+	    const struct sockaddr *remote, void *arg);
+	/* Client: the server sent a session ticket, `der` its wolfSSL form;
+	 * `params` the server's transport parameters (for 0-RTT). */
+	void (*new_session)(struct quic_conn *, const uint8_t *der, size_t derlen,
+	    const uint8_t *params, size_t paramslen, void *arg);
+	/* Pick the batch (socket) for packets on `path`: the client may hold
+	 * two sockets while it migrates. NULL: the connection's own batch. */
+	struct udp_batch *(*batch_for)(struct quic_conn *, const ngtcp2_path *, void *arg);
 };
 
 struct quic_settings {
@@ -78,6 +90,7 @@ struct quic_settings {
 	uint32_t keepalive_s;     /* 0 = off */
 	size_t max_udp_payload;   /* outer path MTU - IP/UDP headers */
 	size_t stream_window;     /* per-stream flow-control window */
+	bool early_data;          /* server: accept 0-RTT */
 	const uint8_t *reset_secret; /* QUIC_RESET_SECRET_LEN bytes */
 	bool verbose;             /* route ngtcp2's own log to ours */
 };
@@ -86,16 +99,29 @@ struct quic_settings {
 struct quic_conn_stats {
 	uint64_t rx_dgrams, tx_dgrams, rx_dgram_bytes, tx_dgram_bytes;
 	uint64_t dgram_queue_full, dgram_too_big, dgram_lost;
+	uint64_t path_validated, path_failed;
+	bool early_attempted, early_accepted;
 	double rtt_ms;
 	uint64_t cwnd;
 	uint64_t bytes_in_flight;
 };
 
-/* Client: connect over `sock` (the owner's) to `remote`. */
+/* A resumption for the client: the session (wolfSSL DER) and the server's
+ * transport parameters remembered from an earlier connection. */
+struct quic_resume {
+	const uint8_t *session;
+	size_t sessionlen;
+	const uint8_t *params;
+	size_t paramslen;
+	bool early_data;  /* send 0-RTT (DATAGRAMs only) */
+};
+
+/* Client: connect over `sock` (the owner's) to `remote`, resuming `resume`
+ * when not NULL. */
 struct quic_conn *quic_conn_client_create(struct event_base *,
     const struct quic_settings *, const struct quic_conn_cbs *, void *arg,
     WOLFSSL_CTX *, struct udp_batch *, const struct sockaddr *remote,
-    socklen_t remotelen, char **cause);
+    socklen_t remotelen, const struct quic_resume *resume, char **cause);
 
 /* Server: a new connection from the first Initial `pkt` (already accepted
  * by ngtcp2_accept into `hd`). The owner then calls quic_conn_read with the
@@ -108,9 +134,13 @@ struct quic_conn *quic_conn_server_create(struct event_base *,
 /* Free at once (no CONNECTION_CLOSE is sent; see quic_conn_close). */
 void quic_conn_free(struct quic_conn *);
 
-/* Feed one received packet. Then the owner runs quic_conn_write. */
-void quic_conn_read(struct quic_conn *, const struct sockaddr *remote,
-    socklen_t remotelen, const uint8_t *pkt, size_t len, uint8_t ecn);
+/* Feed one packet received on `sock` from `remote`. Then the owner runs
+ * quic_write_dirty. */
+void quic_conn_read(struct quic_conn *, const struct udp_socket *sock,
+    const struct sockaddr *remote, socklen_t remotelen, const uint8_t *pkt,
+    size_t len, uint8_t ecn);
+/* Milliseconds since the last packet arrived. */
+uint64_t quic_conn_rx_idle_ms(const struct quic_conn *);
 
 /* The write loop: queued DATAGRAMs, stream data, ACKs and control frames
  * into the owner's batch, then re-arm the timer. Does not flush the batch. */
@@ -158,6 +188,17 @@ bool quic_conn_stream_is_local(struct quic_conn *, int64_t stream_id);
 void quic_conn_close(struct quic_conn *, uint64_t app_error, const char *reason);
 
 enum quic_state quic_conn_state(const struct quic_conn *);
+/* Client: 0-RTT keys are in place, DATAGRAMs may go before the handshake. */
+bool quic_conn_early_ready(const struct quic_conn *);
+/* Client: move to a new local socket. `immediate` when the old path is
+ * dead (its address is gone); else the old path serves until the new one
+ * is validated. Returns 0 or -1. */
+int quic_conn_migrate(struct quic_conn *, struct udp_batch *, bool immediate);
+/* The local address of the current path. */
+const struct sockaddr *quic_conn_local(const struct quic_conn *, socklen_t *);
+/* Server: tell the connection which peer a resumed session belongs to
+ * (no certificate is sent on resumption). Runs the pin check. */
+bool quic_tls_resumed(WOLFSSL *ssl, const uint8_t pubkey[static KEY_LEN]);
 void quic_conn_get_stats(struct quic_conn *, struct quic_conn_stats *);
 /* The peer's public key, valid once the pin check has passed. */
 const uint8_t *quic_conn_peer_key(const struct quic_conn *);
@@ -171,6 +212,10 @@ void *quic_conn_get_arg(const struct quic_conn *);
 void quic_set_pin_check(bool (*check)(struct quic_conn *, const uint8_t *pub,
     void *arg));
 bool quic_tls_pin(WOLFSSL *ssl, const uint8_t pubkey[static KEY_LEN]);
+
+/* wolfSSL's new-session callback (client): serialises the session and the
+ * server's transport parameters for the connection's new_session. */
+int quic_tls_new_session(WOLFSSL *ssl, WOLFSSL_SESSION *session);
 
 /* Random bytes from wolfCrypt's DRBG (CIDs, tokens, secrets). */
 void quic_random(uint8_t *, size_t);

@@ -85,6 +85,29 @@ render_json(struct evbuffer *out, const struct status *st)
 		json_prefixes(&j, "allowed_ips", p->allowed, p->nallowed);
 		json_key(&j, "remote");
 		json_string(&j, p->remote != NULL ? addr_sockaddr_str(p->remote, buf) : NULL);
+		json_key(&j, "local");
+		json_string(&j, p->local != NULL ? addr_sockaddr_str(p->local, buf) : NULL);
+		json_key(&j, "path_validations");
+		json_uint(&j, p->has_quic ? p->quic.path_validated : 0);
+		json_key(&j, "path_validation_failures");
+		json_uint(&j, p->has_quic ? p->quic.path_failed : 0);
+		json_key(&j, "migrations");
+		json_uint(&j, p->roam.migrations);
+		json_key(&j, "rebinds");
+		json_uint(&j, p->roam.rebinds);
+		json_key(&j, "reconnects");
+		json_uint(&j, p->roam.reconnects);
+		json_key(&j, "stateless_resets");
+		json_uint(&j, p->roam.stateless_resets);
+		json_key(&j, "zero_rtt");
+		json_begin_object(&j);
+		json_key(&j, "attempted");
+		json_uint(&j, p->roam.zero_rtt_attempted);
+		json_key(&j, "accepted");
+		json_uint(&j, p->roam.zero_rtt_accepted);
+		json_key(&j, "rejected");
+		json_uint(&j, p->roam.zero_rtt_rejected);
+		json_end_object(&j);
 		json_key(&j, "rx_bytes");
 		json_uint(&j, p->counters->rx_bytes);
 		json_key(&j, "tx_bytes");
@@ -164,6 +187,16 @@ render_text(struct evbuffer *out, const struct status *st)
 		if (p->remote != NULL)
 			evbuffer_add_printf(out, "  endpoint: %s\n",
 			    addr_sockaddr_str(p->remote, buf));
+		if (p->local != NULL)
+			evbuffer_add_printf(out, "  local: %s\n",
+			    addr_sockaddr_str(p->local, buf));
+		evbuffer_add_printf(out, "  roaming: %llu migrations, %llu rebinds, "
+		    "%llu reconnects, 0-RTT %llu/%llu accepted\n",
+		    (unsigned long long)p->roam.migrations,
+		    (unsigned long long)p->roam.rebinds,
+		    (unsigned long long)p->roam.reconnects,
+		    (unsigned long long)p->roam.zero_rtt_accepted,
+		    (unsigned long long)p->roam.zero_rtt_attempted);
 		evbuffer_add_printf(out, "  addresses: ");
 		text_prefixes(out, p->addrs, p->naddrs);
 		evbuffer_add_printf(out, "\n  allowed ips: ");

@@ -13,6 +13,15 @@
 
 struct evbuffer;
 
+/* Roaming counters (all lifetime totals). */
+struct status_roam {
+	uint64_t migrations;        /* client: migrations started */
+	uint64_t rebinds;           /* server: validated new peer addresses */
+	uint64_t reconnects;        /* client: new connections after a loss */
+	uint64_t stateless_resets;  /* client: resets received */
+	uint64_t zero_rtt_attempted, zero_rtt_accepted, zero_rtt_rejected;
+};
+
 struct status_peer {
 	const char *name;
 	const uint8_t *public_key;     /* KEY_LEN bytes */
@@ -22,6 +31,8 @@ struct status_peer {
 	const struct prefix *allowed;
 	size_t nallowed;
 	const struct sockaddr *remote; /* NULL when not connected */
+	const struct sockaddr *local;  /* our end of the current path */
+	struct status_roam roam;
 	const struct tunnel_counters *counters;
 	bool has_quic;
 	struct quic_conn_stats quic;

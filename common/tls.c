@@ -13,6 +13,7 @@
 
 #include "log.h"
 #include "proto.h"
+#include "quic.h"
 #include "tls.h"
 #include "xmalloc.h"
 
@@ -159,6 +160,18 @@ out:
 		ctx = NULL;
 	}
 	return ctx;
+}
+
+void
+tls_ctx_enable_resumption(WOLFSSL_CTX *ctx, enum tls_role role, bool early_data)
+{
+	if (role == TLS_ROLE_CLIENT) {
+		wolfSSL_CTX_UseSessionTicket(ctx);
+		wolfSSL_CTX_sess_set_new_cb(ctx, quic_tls_new_session);
+	} else {
+		/* QUIC requires the value 0xffffffff when 0-RTT is on. */
+		wolfSSL_CTX_set_max_early_data(ctx, early_data ? UINT32_MAX : 0);
+	}
 }
 
 WOLFSSL *

@@ -20,6 +20,7 @@
 #include "proto.h"
 #include "quic.h"
 #include "route.h"
+#include "state.h"
 #include "server.h"
 #include "status.h"
 #include "tls.h"
@@ -46,6 +47,8 @@ struct peer {
 	struct tunnel_counters counters;
 	struct fwd_counters fwd_counters;
 	uint64_t handshakes;
+	uint64_t rebinds;        /* its address changed under a connection */
+	uint64_t zero_rtt;       /* connections whose 0-RTT was accepted */
 };
 
 struct cid_entry {
@@ -87,7 +90,8 @@ struct server {
 	const struct cfg *cfg;
 	WOLFSSL_CTX *tls;
 	struct quic_settings qs;
-	uint8_t reset_secret[QUIC_RESET_SECRET_LEN];
+	struct state_server *state;
+	struct log_ratelimit reset_rl;
 	uint64_t cid_seed;
 
 	struct listener listeners[CFG_MAX_LISTEN];
@@ -105,6 +109,7 @@ struct server {
 	struct cid_entry *cid_map[CID_BUCKETS];
 
 	struct tunnel_counters counters;
+	uint64_t stateless_resets;
 	struct egress *egress;
 	struct unknown_log unknown_log[UNKNOWN_LOG_SLOTS];
 	struct control *control;
@@ -292,6 +297,12 @@ handshake_done_cb(struct quic_conn *qc, void *arg)
 	sess->peer = peer;
 	peer->sess = sess;
 	peer->handshakes++;
+	{
+		struct quic_conn_stats st;
+		quic_conn_get_stats(qc, &st);
+		if (st.early_accepted)
+			peer->zero_rtt++;
+	}
 	fwd_set_init(&sess->fwds, sess->srv->base, qc, sess->srv->cfg->forward_buffer,
 	    sess->srv->cfg->max_forwards, &session_fwd_ops, sess, &peer->fwd_counters,
 	    peer->cfg->name);
@@ -417,6 +428,10 @@ datagram_cb(struct quic_conn *qc, const uint8_t *data, size_t len, void *arg)
 	size_t pktlen;
 
 	(void)qc;
+	/* 0-RTT arrives before the handshake completes: the peer is then
+	 * the one its session ticket named. */
+	if (peer == NULL)
+		peer = sess->pending_peer;
 	if (peer == NULL) {
 		tunnel_drop(TUNNEL_DROP_UNKNOWN_PEER, NULL, &srv->counters);
 		return;
@@ -484,6 +499,24 @@ stream_close_cb(struct quic_conn *qc, int64_t sid, uint64_t code, void *sarg,
 }
 
 static void
+path_validated_cb(struct quic_conn *qc, bool ok, const struct sockaddr *local,
+    const struct sockaddr *remote, void *arg)
+{
+	struct session *sess = arg;
+	char abuf[ADDR_STRLEN];
+
+	(void)qc;
+	(void)local;
+	if (!ok || sess->peer == NULL)
+		return;
+	/* A validated new path on our side is the peer's NAT rebinding or
+	 * its migration; routing is by connection ID, so nothing else moves. */
+	sess->peer->rebinds++;
+	log_info("peer %s now at %s", sess->peer->cfg->name,
+	    addr_sockaddr_str(remote, abuf));
+}
+
+static void
 closed_cb(struct quic_conn *qc, const struct quic_close_info *ci, void *arg)
 {
 	struct session *sess = arg;
@@ -506,6 +539,7 @@ static const struct quic_conn_cbs session_cbs = {
 	.cid_add = cid_add_cb,
 	.cid_remove = cid_remove_cb,
 	.closed = closed_cb,
+	.path_validated = path_validated_cb,
 };
 
 static void
@@ -521,6 +555,38 @@ send_version_negotiation(struct listener *l, const ngtcp2_version_cid *vc,
 	    vc->scid, vc->scidlen, vc->dcid, vc->dcidlen, versions, 1);
 	if (n > 0)
 		udp_batch_commit(&l->batch, (size_t)n, to, tolen);
+}
+
+static void
+send_stateless_reset(struct listener *l, const ngtcp2_version_cid *vc,
+    size_t len, const struct sockaddr *to, socklen_t tolen)
+{
+	struct server *srv = l->srv;
+	uint8_t token[NGTCP2_STATELESS_RESET_TOKENLEN], rnd[64];
+	size_t randlen;
+	ngtcp2_cid cid;
+	ngtcp2_ssize n;
+
+	tunnel_drop(TUNNEL_DROP_INVALID_PACKET, NULL, &srv->counters);
+	/* Smaller than what triggered it (no reset loops, no amplification),
+	 * yet long enough to look like a packet; and rate-limited. */
+	if (len < 1 + NGTCP2_MIN_STATELESS_RESET_RANDLEN + sizeof token + 1 ||
+	    !log_ratelimit_ok(&srv->reset_rl, clock_now_ms()))
+		return;
+	randlen = len - 1 - sizeof token - 1;
+	if (randlen > sizeof rnd)
+		randlen = sizeof rnd;
+	ngtcp2_cid_init(&cid, vc->dcid, vc->dcidlen);
+	if (ngtcp2_crypto_generate_stateless_reset_token(token,
+	    state_reset_secret(srv->state), STATE_RESET_SECRET_LEN, &cid) != 0)
+		return;
+	quic_random(rnd, randlen);
+	n = ngtcp2_pkt_write_stateless_reset(udp_batch_slot(&l->batch),
+	    UDP_MAX_PAYLOAD, token, rnd, randlen);
+	if (n > 0) {
+		udp_batch_commit(&l->batch, (size_t)n, to, tolen);
+		srv->stateless_resets++;
+	}
 }
 
 static void
@@ -552,7 +618,7 @@ new_session(struct listener *l, const uint8_t *pkt, size_t len,
 		session_free(sess);
 		return;
 	}
-	quic_conn_read(sess->qc, from, fromlen, pkt, len, ecn);
+	quic_conn_read(sess->qc, &l->sock, from, fromlen, pkt, len, ecn);
 }
 
 static void
@@ -578,12 +644,13 @@ handle_packet(struct listener *l, const uint8_t *pkt, size_t len,
 	}
 	sess = cid_lookup(srv, vc.dcid, vc.dcidlen);
 	if (sess != NULL) {
-		quic_conn_read(sess->qc, from, fromlen, pkt, len, ecn);
+		quic_conn_read(sess->qc, &l->sock, from, fromlen, pkt, len, ecn);
 		return;
 	}
 	if (vc.version == 0) {
-		/* A short header for a connection we do not know. */
-		tunnel_drop(TUNNEL_DROP_INVALID_PACKET, NULL, &srv->counters);
+		/* A short header for a connection we do not know: most likely
+		 * one from before a restart. Tell the client at once. */
+		send_stateless_reset(l, &vc, len, from, fromlen);
 		return;
 	}
 	new_session(l, pkt, len, from, fromlen, ecn);
@@ -826,8 +893,11 @@ status_cb(struct evbuffer *out, const char *request, void *arg)
 		sp[i].handshakes = p->handshakes;
 		sp[i].fwd_counters = &p->fwd_counters;
 		sp[i].fwds = p->sess != NULL ? &p->sess->fwds : NULL;
+		sp[i].roam.rebinds = p->rebinds;
+		sp[i].roam.zero_rtt_accepted = p->zero_rtt;
 		if (qc != NULL) {
 			sp[i].remote = quic_conn_remote(qc, &len);
+			sp[i].local = quic_conn_local(qc, &len);
 			sp[i].has_quic = true;
 			quic_conn_get_stats(qc, &sp[i].quic);
 			if (st.datagram_mtu == 0 || tunnel_inner_mtu(qc) < st.datagram_mtu)
@@ -849,16 +919,21 @@ server_create(struct event_base *base, const struct cfg *cfg, int verbose,
 	srv->cfg = cfg;
 	LIST_INIT(&srv->sessions);
 	the_server = srv;
-	quic_random(srv->reset_secret, sizeof srv->reset_secret);
 	quic_random((uint8_t *)&srv->cid_seed, sizeof srv->cid_seed);
+	/* Kept in StateDir, so that after a restart clients still recognise
+	 * our stateless resets and resume their sessions with 0-RTT. */
+	if ((srv->state = state_server_open(cfg->state_dir, cause)) == NULL)
+		goto fail;
+	srv->reset_rl = (struct log_ratelimit)LOG_RATELIMIT_INIT(1000, 200);
 	srv->qs = (struct quic_settings){
 		.role = QUIC_ROLE_SERVER,
 		.cc = cfg->congestion == CFG_CC_BBR ? NGTCP2_CC_ALGO_BBR : NGTCP2_CC_ALGO_CUBIC,
 		.idle_timeout_s = cfg->idle_timeout,
 		.keepalive_s = cfg->keepalive,
 		.max_udp_payload = UDP_MAX_PAYLOAD,
-		.reset_secret = srv->reset_secret,
+		.reset_secret = state_reset_secret(srv->state),
 		.stream_window = cfg->forward_buffer,
+		.early_data = cfg->zero_rtt,
 		.verbose = verbose > 1,
 	};
 	srv->routes = route_create();
@@ -871,6 +946,8 @@ server_create(struct event_base *base, const struct cfg *cfg, int verbose,
 	explicit_bzero(priv, sizeof priv);
 	if (srv->tls == NULL)
 		goto fail;
+	tls_ctx_enable_resumption(srv->tls, TLS_ROLE_SERVER, cfg->zero_rtt);
+	state_server_attach(srv->state, srv->tls);
 	if (setup_peers(srv, cause) != 0 || setup_listeners(srv, cause) != 0 ||
 	    setup_tun(srv, cause) != 0)
 		goto fail;
@@ -919,6 +996,7 @@ server_free(struct server *srv)
 		tun_close(&srv->tun);
 	route_free(srv->routes);
 	egress_free(srv->egress);
+	state_server_free(srv->state);
 	if (srv->tls != NULL)
 		wolfSSL_CTX_free(srv->tls);
 	free(srv->peers);

@@ -3,7 +3,6 @@
 #include <sys/time.h>
 
 #include <arpa/inet.h>
-#include <errno.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <net/if.h>
@@ -56,10 +55,16 @@ struct route_spec {
 	const struct ipaddr *gateway;   /* NULL for a direct route */
 };
 
+/* What can be wrong with the kernel's answer to RTM_GETROUTE. */
+#define GET_BAD_REPLY 1         /* malformed */
+#define GET_BAD_TYPE 2          /* unreachable, blackhole, ... */
+#define GET_NO_OIF 3            /* no output interface */
+#define GET_VIA 4               /* gateway of the other family (RTA_VIA) */
+
 struct get_reply {
 	int family;
 	bool done;
-	int error;              /* 0, or an errno-like reason below */
+	int error;              /* 0, or one of GET_* */
 	unsigned char type;
 	struct tun_netlink_path *path;
 };
@@ -520,12 +525,6 @@ attr_ip(struct nlattr *a, int family, struct ipaddr *out)
 	memcpy(out->b, nla_data(a), n);
 	return true;
 }
-
-/* Errors found in the kernel's answer, reported after the fact. */
-#define GET_BAD_REPLY 1
-#define GET_BAD_TYPE 2
-#define GET_NO_OIF 3
-#define GET_VIA 4
 
 /* Parse the RTM_NEWROUTE answer to our RTM_GETROUTE. */
 static int

@@ -8,11 +8,12 @@
 #   |                                 fd00:77::1/64            |
 #   | v0 <-> v1 (veth)                198.18.1.1/24 on v0      |
 #   |                                 fd00:1::1/64 on v0       |
-#   | 198.18.200.0/24 via 198.18.1.254 dev v0  (a remote path)  |
-#   | fd00:200::/64   via fd00:1::fe   dev v0                   |
+#   | later: default via 198.18.1.254 and via fd00:1::fe on v0 |
+#   |        (the outer path to a remote server, 198.18.200.5) |
 #   +----------------------------------------------------------+
 #
 # usage: tests/e2e/test-tun.sh [BUILD_DIR]   (root; needs BUILD_DIR/tests/tun-probe)
+# VERBOSE=1 also prints the error texts the kernel gave.
 set -u
 
 TEST_NAME=test-tun
@@ -22,7 +23,7 @@ NS=rove-tun-$$
 PASSED=0
 FAILED=0
 PROBE_ERR=
-PROBE_PID=
+PROBE_CHILD=
 
 log() { printf '[%s] %s\n' "$TEST_NAME" "$*"; }
 
@@ -41,9 +42,9 @@ done
 cleanup() {
 	local rc=$?
 	trap - EXIT INT TERM
-	if [ -n "$PROBE_PID" ] && kill -0 "$PROBE_PID" 2>/dev/null; then
-		kill "$PROBE_PID" 2>/dev/null
-		wait "$PROBE_PID" 2>/dev/null
+	if [ -n "$PROBE_CHILD" ] && kill -0 "$PROBE_CHILD" 2>/dev/null; then
+		kill "$PROBE_CHILD" 2>/dev/null
+		wait "$PROBE_CHILD" 2>/dev/null
 	fi
 	ip netns del "$NS" 2>/dev/null
 	[ -n "$PROBE_ERR" ] && rm -f "$PROBE_ERR"
@@ -57,6 +58,10 @@ fail() { FAILED=$((FAILED + 1)); printf '[%s] FAIL: %s\n' "$TEST_NAME" "$1"; }
 
 die() {
 	fail "$*"
+	if [ -s "$PROBE_ERR" ]; then
+		echo "----- tun-probe stderr (last 40 lines) -----"
+		tail -n 40 "$PROBE_ERR"
+	fi
 	echo "$PASSED passed, $FAILED failed"
 	exit 1
 }
@@ -73,6 +78,7 @@ expect() {
 # expect_prefix DESCRIPTION PREFIX ACTUAL: for kernel messages whose tail
 # (the extended-ack text) differs between kernel versions.
 expect_prefix() {
+	[ -n "${VERBOSE:-}" ] && log "reply: $3"
 	case $3 in
 	"$2"*) pass "$1" ;;
 	*) fail "$1: expected '$2...', got '$3'" ;;
@@ -81,7 +87,7 @@ expect_prefix() {
 
 # say COMMAND: one command to the probe; its answer lands in $REPLY.
 say() {
-	printf '%s\n' "$1" >&"$P_IN" 2>/dev/null || die "probe is gone (command: $1)"
+	{ printf '%s\n' "$1" 1>&"$P_IN"; } 2>/dev/null || die "probe is gone (command: $1)"
 	IFS= read -r -t 10 REPLY <&"$P_OUT" || REPLY="(no answer)"
 }
 
@@ -103,7 +109,7 @@ is_up() { nsip -j link show dev rove0 | jq -r '.[0].flags | index("UP") != null'
 # routes4/routes6 [SELECTOR...]: static routes as "dst gateway dev scope".
 routes4() {
 	nsip -j -4 route show proto static "$@" |
-		jq -r '[.[] | "\(.dst) \(.gateway // "-") \(.dev) \(.scope // "-")"] | join(", ")'
+		jq -r '[.[] | "\(.dst) \(.gateway // "-") \(.dev) \(.scope // "global")"] | join(", ")'
 }
 routes6() {
 	nsip -j -6 route show proto static "$@" |
@@ -125,22 +131,25 @@ nsip link set v0 up
 nsip link set v1 up
 nsip addr add 198.18.1.1/24 dev v0
 nsip addr add fd00:1::1/64 dev v0 nodad
-nsip route add 198.18.200.0/24 via 198.18.1.254 dev v0 ||
-	die "cannot add IPv4 gateway route"
-nsip -6 route add fd00:200::/64 via fd00:1::fe dev v0 ||
-	die "cannot add IPv6 gateway route"
 
 PROBE_ERR=$(mktemp "${TMPDIR:-/tmp}/rove-tun-probe.XXXXXX")
 coproc PROBE { exec ip netns exec "$NS" "$PROBE_BIN" 2>"$PROBE_ERR"; }
-# Bash drops the PROBE array when the probe exits; keep the descriptors.
-P_IN=${PROBE[1]}
-P_OUT=${PROBE[0]}
+# Bash drops PROBE and PROBE_PID when the probe exits; keep copies.
+P_IN=${PROBE[1]:-}
+P_OUT=${PROBE[0]:-}
+PROBE_CHILD=${PROBE_PID:-}
+if [ -z "$P_IN" ] || [ -z "$PROBE_CHILD" ]; then
+	die "tun-probe did not start"
+fi
 
 # ---- tun_open ------------------------------------------------------------
 run "name too long" "open abcdefghijklmnopq" \
 	"error TUN device name too long (at most 15 characters): abcdefghijklmnopq"
 run "name the kernel refuses" "open bad/name" \
 	"error creating TUN device bad/name: Invalid argument"
+nsip tuntap add mode tap name rtap0 || die "cannot create a TAP device"
+run "a TAP device is not a TUN" "open rtap0" \
+	"error creating TUN device rtap0: Invalid argument"
 say "open rove%d"
 IFINDEX=$(nsip -j link show dev rove0 2>/dev/null | jq -r '.[0].ifindex')
 expect "open rove%d" "ok rove0 $IFINDEX" "$REPLY"
@@ -149,6 +158,11 @@ expect "rove0 is a TUN device" "tun" \
 expect "rove0 has no packet-information header" "false" \
 	"$(nsip -j -d link show dev rove0 | jq -r '.[0].linkinfo.info_data.pi')"
 run "monitor starts" "monitor" "ok"
+run "self-freeing monitor starts" "oneshot" "ok"
+run "no IPv4 route" "get 203.0.113.1" \
+	"error getting route to 203.0.113.1: Network is unreachable"
+run "no IPv6 route" "get 2001:db8::1" \
+	"error getting route to 2001:db8::1: Network is unreachable"
 
 # ---- read and write while down --------------------------------------------
 run "read with nothing waiting returns 0" "read" "ok 0"
@@ -161,6 +175,10 @@ run "add IPv6 address" "addr fd00:77::1/64" "ok"
 # The IPv4 address brings its local route (table local) along.
 run "one address and one route event, coalesced" "events" \
 	"ok link=0 address=1 route=1"
+# Address and route were pending together; after the first callback freed
+# its monitor the second was not delivered (a sanitizer build would catch
+# a use after free).
+run "a callback may free its monitor" "oneshot-count" "ok 1"
 say "addr 198.18.0.1/24"
 expect_prefix "duplicate address" \
 	"error adding address 198.18.0.1/24 to rove0: File exists" "$REPLY"
@@ -192,8 +210,8 @@ run "IPv6 echo written to the TUN is answered through it" \
 # ---- routes through the TUN ----------------------------------------------------
 run "add IPv4 route" "route 198.19.0.0/24" "ok"
 run "add IPv6 route" "route fd00:99::/64" "ok"
-expect "IPv4 route in the kernel" "198.19.0.0/24 - rove0 link" "$(routes4 dev rove0)"
-expect "IPv6 route in the kernel" "fd00:99::/64 - rove0 1024" "$(routes6 dev rove0)"
+expect "IPv4 route in the kernel" "198.19.0.0/24 - rove0 link" "$(routes4 198.19.0.0/24)"
+expect "IPv6 route in the kernel" "fd00:99::/64 - rove0 1024" "$(routes6 fd00:99::/64)"
 say "route 198.19.0.0/24"
 expect_prefix "duplicate IPv4 route" \
 	"error adding route 198.19.0.0/24 dev rove0: File exists" "$REPLY"
@@ -220,12 +238,22 @@ expect_prefix "delete a missing route" \
 run "delete IPv4 route" "delroute 198.19.0.0/24" "ok"
 run "delete IPv6 route" "delroute fd00:99::/64" "ok"
 expect "IPv4 route gone" "" "$(routes4 198.19.0.0/24)"
-expect "IPv6 route gone" "" "$(routes6 dev rove0)"
+expect "IPv6 route gone" "" "$(routes6 fd00:99::/64)"
 say "delroute fd00:99::/64"
 expect_prefix "delete a missing IPv6 route" \
 	"error deleting route fd00:99::/64 dev rove0: No such process" "$REPLY"
 
+# A route someone else owns is never replaced.
+nsip route add 198.51.100.0/24 via 198.18.1.254 dev v0 || die "cannot add route"
+say "route 198.51.100.0/24"
+expect_prefix "route over a foreign one is refused" \
+	"error adding route 198.51.100.0/24 dev rove0: File exists" "$REPLY"
+expect "the foreign route is intact" "198.51.100.0/24 via 198.18.1.254 dev v0" \
+	"$(nsip route show 198.51.100.0/24 | sed 's/ *$//')"
+
 # ---- route lookup and host routes ---------------------------------------------
+nsip route add default via 198.18.1.254 dev v0 || die "cannot add default route"
+nsip -6 route add default via fd00:1::fe dev v0 || die "cannot add IPv6 default route"
 run "route to a TUN neighbour" "get 198.18.0.77" \
 	"ok gw=- dev=rove0 src=198.18.0.1"
 run "direct host route" "host 198.18.0.77" "ok"
@@ -273,14 +301,10 @@ run "lookup follows the tunnel route now" "get 198.18.200.5" \
 	"ok gw=- dev=rove0 src=198.18.0.1"
 
 run "local address" "get 198.18.0.1" "ok gw=- dev=lo src=198.18.0.1"
-run "no IPv4 route" "get 203.0.113.1" \
-	"error getting route to 203.0.113.1: Network is unreachable"
-run "no IPv6 route" "get 2001:db8::1" \
-	"error getting route to 2001:db8::1: Network is unreachable"
-nsip route add blackhole 198.51.100.0/24
-say "get 198.51.100.1"
+nsip route add blackhole 192.0.2.0/24
+say "get 192.0.2.1"
 expect_prefix "blackhole route is an error" \
-	"error getting route to 198.51.100.1: " "$REPLY"
+	"error getting route to 192.0.2.1: " "$REPLY"
 
 # ---- close -------------------------------------------------------------------
 say "events"
@@ -291,11 +315,20 @@ expect "rove0 is gone" "" "$(nsip -j link show dev rove0 2>/dev/null)"
 expect "its routes went with it" "" "$(routes4)"
 run "read after close" "read" "error Bad file descriptor"
 
+# Attaching to a persistent TUN device; it outlives our descriptor.
+nsip tuntap add mode tun name rpers0 || die "cannot create a persistent TUN"
+say "open rpers0"
+expect "attach to a persistent TUN" \
+	"ok rpers0 $(nsip -j link show dev rpers0 | jq -r '.[0].ifindex')" "$REPLY"
+run "close it" "close" "ok"
+expect "the persistent TUN stays" "rpers0" \
+	"$(nsip -j link show dev rpers0 | jq -r '.[0].ifname')"
+
 # The probe exits cleanly: no sanitizer report, no leak.
 exec {P_IN}>&-
-wait "$PROBE_PID"
+wait "$PROBE_CHILD"
 expect "probe exit status" "0" "$?"
-PROBE_PID=
+PROBE_CHILD=
 expect "probe stderr is empty" "" "$(cat "$PROBE_ERR")"
 
 echo "$PASSED passed, $FAILED failed"

@@ -17,6 +17,9 @@
  *	host IP / delhost IP    add / delete a host route along the kept path
  *	ping SRC DST            ICMP(v6) echo written to the TUN; ok reply
  *	monitor                 start a tun_monitor
+ *	oneshot                 start a second monitor whose callback counts
+ *	                        and frees it on the first event
+ *	oneshot-count           ok N: how often that callback ran
  *	events                  one nonblocking loop pass; the callback counts
  *	                        since the last "events": ok link=N address=N
  *	                        route=N
@@ -49,6 +52,8 @@ static bool have_path;
 static struct event_base *base;
 static struct tun_monitor *monitor;
 static unsigned counts[3];
+static struct tun_monitor *oneshot;
+static unsigned oneshot_calls;
 
 static void
 reply_cause(char *cause)
@@ -244,6 +249,18 @@ monitor_cb(enum tun_monitor_event ev, void *arg)
 	counts[ev]++;
 }
 
+/* Frees its own monitor: later kinds pending in the same pass must not
+ * be delivered to a freed monitor. */
+static void
+oneshot_cb(enum tun_monitor_event ev, void *arg)
+{
+	(void)ev;
+	(void)arg;
+	oneshot_calls++;
+	tun_monitor_free(oneshot);
+	oneshot = NULL;
+}
+
 static void
 print_counts(void)
 {
@@ -401,6 +418,14 @@ command(char *line)
 			reply_cause(cause);
 		else
 			printf("ok\n");
+	} else if (strcmp(argv[0], "oneshot") == 0) {
+		oneshot = tun_monitor_create(base, oneshot_cb, NULL, &cause);
+		if (oneshot == NULL)
+			reply_cause(cause);
+		else
+			printf("ok\n");
+	} else if (strcmp(argv[0], "oneshot-count") == 0) {
+		printf("ok %u\n", oneshot_calls);
 	} else if (strcmp(argv[0], "events") == 0) {
 		event_base_loop(base, EVLOOP_NONBLOCK);
 		print_counts();
@@ -428,6 +453,7 @@ main(void)
 		return 1;
 	while (fgets(line, sizeof line, stdin) != NULL)
 		command(line);
+	tun_monitor_free(oneshot);
 	tun_monitor_free(monitor);
 	tun_close(&tun);
 	event_base_free(base);

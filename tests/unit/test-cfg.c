@@ -147,6 +147,7 @@ static const char server_full_printed[] =
     "Congestion = bbr\n"
     "ForwardBuffer = 8388608\n"
     "MaxForwards = 256\n"
+    "ZeroRTT = yes\n"
     "\n"
     "[Peer]\n"
     "Name = laptop\n"
@@ -283,7 +284,8 @@ static const char client_full_printed[] =
     "DynamicForward = 127.0.0.1:1080\n"
     "DynamicForward = 1081\n"
     "ForwardBuffer = 8388608\n"
-    "MaxForwards = 256\n";
+    "MaxForwards = 256\n"
+    "ZeroRTT = yes\n";
 
 static void
 assert_forward(const struct cfg_forward *f, const char *bind, uint16_t bport,
