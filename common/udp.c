@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "addr.h"
+#include "clock.h"
 #include "log.h"
 #include "udp.h"
 #include "xmalloc.h"
@@ -208,9 +209,13 @@ send_run(struct udp_batch *b, size_t first, size_t count)
 	if (n == -1) {
 		/* A full socket buffer or a vanished route: the packets are lost
 		 * and QUIC's loss recovery resends what matters. */
+		static struct log_ratelimit rl = LOG_RATELIMIT_INIT(1000, 1);
+
 		b->send_errors += count;
-		log_debug("%s: sendmsg of %zu packets: %s", __func__, count,
-		    strerror(errno));
+		if (log_get_level() >= LOG_LEVEL_DEBUG &&
+		    log_ratelimit_ok(&rl, clock_now_ms()))
+			log_debug("%s: sendmsg of %zu packets: %s", __func__, count,
+			    strerror(errno));
 	} else
 		b->sent_packets += count;
 }
