@@ -213,25 +213,11 @@ relay_on_data(struct relay *r, const uint8_t *data, size_t len, bool fin)
 {
 	if (r->finished)
 		return;
-	if (len > 0) {
-		/* Try TCP first: most of the time it takes everything and no
-		 * copy into the buffer is needed. */
-		if (evbuffer_get_length(r->out) == 0) {
-			ssize_t n = write(r->fd, data, len);
-			if (n > 0) {
-				r->stats.quic_to_tcp += (uint64_t)n;
-				quic_conn_stream_consume(r->qc, r->sid, (size_t)n);
-				data += n;
-				len -= (size_t)n;
-			} else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK &&
-			    errno != EINTR) {
-				abort_both(r, PROTO_FWD_ERR_RESET);
-				return;
-			}
-		}
-		if (len > 0)
-			evbuffer_add(r->out, data, len);
-	}
+	/* Gather what a burst of packets brings and write it to TCP in one
+	 * call from the write event: one syscall per packet would cost more
+	 * than the copy. */
+	if (len > 0)
+		evbuffer_add(r->out, data, len);
 	if (fin)
 		r->fin_rcvd = true;
 	update(r);
