@@ -1311,6 +1311,8 @@ quic_conn_get_stats(struct quic_conn *qc, struct quic_conn_stats *st)
 		return;
 	ngtcp2_conn_get_conn_stat(qc->conn, &cs);
 	st->rtt_ms = (double)cs.smoothed_rtt / (double)NGTCP2_MILLISECONDS;
+	st->min_rtt_ms = cs.min_rtt == UINT64_MAX ? 0 :
+	    (double)cs.min_rtt / (double)NGTCP2_MILLISECONDS;
 	st->cwnd = cs.cwnd;
 	st->bytes_in_flight = cs.bytes_in_flight;
 }

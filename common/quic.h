@@ -102,6 +102,7 @@ struct quic_conn_stats {
 	uint64_t path_validated, path_failed;
 	bool early_attempted, early_accepted;
 	double rtt_ms;
+	double min_rtt_ms;
 	uint64_t cwnd;
 	uint64_t bytes_in_flight;
 };

@@ -121,6 +121,11 @@ render_json(struct evbuffer *out, const struct status *st)
 			json_double(&j, p->quic.rtt_ms, 3);
 		else
 			json_null(&j);
+		json_key(&j, "min_rtt_ms");
+		if (p->has_quic)
+			json_double(&j, p->quic.min_rtt_ms, 3);
+		else
+			json_null(&j);
 		json_key(&j, "cwnd");
 		json_uint(&j, p->has_quic ? p->quic.cwnd : 0);
 		json_key(&j, "datagrams_lost");
