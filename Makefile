@@ -96,8 +96,8 @@ CLIENT_LIB_OBJ := $(filter-out $(BUILD)/client/main.o,$(CLIENT_OBJ))
 
 $(BUILD)/tests/test-%: tests/unit/test-%.c $(DAEMON_LIB_OBJ) $(CLIENT_LIB_OBJ) $(BUILD)/librove.a
 	@mkdir -p $(@D)
-	$(call say,CC,$<)$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -Itests/unit -o $@ $^ \
-		$(LDFLAGS) $(LIBS) -lcmocka
+	$(call say,CC,$<)$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -Itests/unit -o $@ \
+		$(filter %.c %.o %.a,$^) $(LDFLAGS) $(LIBS) -lcmocka
 
 $(BUILD)/tests/test-route: $(BUILD)/daemon/route.o
 
@@ -111,7 +111,8 @@ check: check-unit check-configs
 
 $(BUILD)/tests/tun-probe: tests/e2e/tun-probe.c $(BUILD)/librove.a
 	@mkdir -p $(@D)
-	$(call say,CC,$<)$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS) $(LIBS)
+	$(call say,CC,$<)$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -o $@ \
+		$(filter %.c %.o %.a,$^) $(LDFLAGS) $(LIBS)
 
 check-e2e: all $(BUILD)/tests/tun-probe
 	$(Q)tests/e2e/run.sh $(BUILD)

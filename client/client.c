@@ -888,7 +888,8 @@ client_create(struct event_base *base, const struct cfg *cfg, int verbose,
 		*cause = NULL;
 	}
 	/* A 1500-byte outer path less the IP and UDP headers. */
-	c->qs.max_udp_payload = c->server.ss_family == AF_INET6 ? 1452 : 1472;
+	c->qs.max_udp_payload = c->server.ss_family == AF_INET6 ? UDP_MAX_PAYLOAD6 :
+	    UDP_MAX_PAYLOAD;
 	c->control = control_create(base, cfg->control_socket, status_cb, c, cause);
 	if (c->control == NULL)
 		goto fail;

@@ -67,6 +67,7 @@ struct quic_conn {
 	uint8_t peer_key[KEY_LEN];
 	bool peer_key_set;
 	bool early_ready;      /* client: 0-RTT keys installed */
+	bool early_rx;         /* server: 0-RTT keys installed */
 	uint64_t last_rx;      /* clock_now() of the last packet read */
 	bool stateless_reset;
 	struct quic_close_info close_info;
@@ -227,8 +228,7 @@ handshake_completed_cb(ngtcp2_conn *conn, void *user_data)
 		if (!qc->stats.early_accepted)
 			(void)ngtcp2_conn_early_data_rejected(conn);
 	} else if (qc->role == QUIC_ROLE_SERVER)
-		qc->stats.early_accepted =
-		    wolfSSL_get_early_data_status(qc->ssl) == SSL_EARLY_DATA_ACCEPTED;
+		qc->stats.early_accepted = qc->early_rx;
 	if (qc->cbs->handshake_done != NULL)
 		qc->cbs->handshake_done(qc, qc->arg);
 	return 0;
@@ -413,25 +413,6 @@ stream_reset_cb(ngtcp2_conn *conn, int64_t stream_id, uint64_t final_size,
 }
 
 static int
-stream_stop_sending_cb(ngtcp2_conn *conn, int64_t stream_id,
-    uint64_t app_error_code, void *user_data, void *stream_user_data)
-{
-	struct quic_conn *qc = user_data;
-	struct quic_stream *s;
-
-	(void)conn;
-	(void)stream_user_data;
-	if ((s = stream_find(qc, stream_id)) == NULL)
-		return 0;
-	/* Nothing more of ours will be read: stop sending it. */
-	s->reset = true;
-	stream_set_pending(qc, s);
-	if (qc->cbs->stream_stop != NULL)
-		qc->cbs->stream_stop(qc, stream_id, app_error_code, s->arg, qc->arg);
-	return 0;
-}
-
-static int
 path_validation_cb(ngtcp2_conn *conn, uint32_t flags, const ngtcp2_path *path,
     ngtcp2_path_validation_result res, void *user_data)
 {
@@ -458,6 +439,17 @@ recv_tx_key_cb(ngtcp2_conn *conn, ngtcp2_crypto_level level, void *user_data)
 	(void)conn;
 	if (level == NGTCP2_CRYPTO_LEVEL_EARLY && qc->role == QUIC_ROLE_CLIENT)
 		qc->early_ready = true;
+	return 0;
+}
+
+static int
+recv_rx_key_cb(ngtcp2_conn *conn, ngtcp2_crypto_level level, void *user_data)
+{
+	struct quic_conn *qc = user_data;
+
+	(void)conn;
+	if (level == NGTCP2_CRYPTO_LEVEL_EARLY && qc->role == QUIC_ROLE_SERVER)
+		qc->early_rx = true;
 	return 0;
 }
 
@@ -513,10 +505,13 @@ fill_callbacks(ngtcp2_callbacks *cb, enum quic_role role)
 	cb->stream_close = stream_close_cb;
 	cb->extend_max_stream_data = extend_max_stream_data_cb;
 	cb->stream_reset = stream_reset_cb;
-	cb->stream_stop_sending = stream_stop_sending_cb;
+	/* No stream_stop_sending: in ngtcp2 0.12 it reports our own
+	 * STOP_SENDING, not the peer's. The peer's ends our sending side,
+	 * which write_one learns as NGTCP2_ERR_STREAM_SHUT_WR. */
 	cb->recv_stateless_reset = recv_stateless_reset_cb;
 	cb->path_validation = path_validation_cb;
 	cb->recv_tx_key = recv_tx_key_cb;
+	cb->recv_rx_key = recv_rx_key_cb;
 }
 
 static void
@@ -555,6 +550,7 @@ fill_params(ngtcp2_transport_params *p, const struct quic_settings *qs)
 	p->max_idle_timeout = (uint64_t)qs->idle_timeout_s * NGTCP2_SECONDS;
 	p->active_connection_id_limit = 8;
 	p->max_datagram_frame_size = 65535;
+	p->max_udp_payload_size = qs->max_udp_payload;
 }
 
 static void timer_cb(evutil_socket_t, short, void *);
@@ -911,7 +907,7 @@ write_one(struct quic_conn *qc, uint8_t *dst, ngtcp2_path_storage *ps,
 		int accepted = 0;
 
 		n = ngtcp2_conn_writev_datagram(qc->conn, &ps->path, &pi, dst,
-		    UDP_MAX_PAYLOAD, &accepted, 0, 0, &v, 1, ts);
+		    UDP_MAX_PAYLOAD, &accepted, 0, 0, &v, d->len > 0 ? 1 : 0, ts);
 		if (accepted || n == NGTCP2_ERR_INVALID_ARGUMENT) {
 			if (accepted) {
 				qc->stats.tx_dgrams++;
@@ -1081,6 +1077,8 @@ quic_conn_send_datagram(struct quic_conn *qc, const uint8_t *data, size_t len)
 
 	if (qc->state != QUIC_STATE_ESTABLISHED && !qc->early_ready)
 		return -ENOTCONN;
+	if (len == 0)
+		return -EINVAL;
 	if (len > quic_conn_dgram_max(qc)) {
 		qc->stats.dgram_too_big++;
 		return -EMSGSIZE;
@@ -1130,8 +1128,8 @@ quic_conn_stream_send(struct quic_conn *qc, int64_t id, const uint8_t *data,
 
 	if (qc->state == QUIC_STATE_CLOSED)
 		return -1;
-	s = stream_get(qc, id);
-	if (s->fin || s->reset)
+	s = stream_find(qc, id);
+	if (s == NULL || s->fin || s->reset)
 		return -1;
 	if (len > 0) {
 		c = xmalloc(sizeof *c + len);

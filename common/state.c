@@ -58,6 +58,10 @@ struct state_server {
 	struct state_stats stats;
 };
 
+/* Per-handshake notes on the WOLFSSL object: the register entry this
+ * handshake spent, and whether it was counted already. */
+static int ex_spent = -1, ex_counted = -1;
+
 static char *
 path_in(const char *dir, const char *name)
 {
@@ -88,6 +92,11 @@ make_dir(const char *dir, char **cause)
 		}
 	}
 	free(copy);
+	/* An existing directory too: it holds keys. */
+	if (chmod(dir, 0700) == -1) {
+		xasprintf(cause, "%s: %s", dir, strerror(errno));
+		return -1;
+	}
 	return 0;
 }
 
@@ -205,9 +214,15 @@ reg_find(struct state_server *st, const uint8_t tag[16])
 	return NULL;
 }
 
+static void compact(struct state_server *);
+
 static struct reg_entry *
 reg_insert(struct state_server *st, const uint8_t tag[16])
 {
+	/* Full: drop what has expired; if still full, the new ticket goes
+	 * unrecorded and so can never be used (never unsafe). */
+	if (st->nlive >= STATE_REGISTER_MAX && st->logfd != -1)
+		compact(st);
 	if (st->nlive >= STATE_REGISTER_MAX)
 		return NULL;
 	for (size_t i = reg_slot(tag), n = 0; n < REGISTER_SLOTS;
@@ -403,25 +418,36 @@ ticket_cb(WOLFSSL *ssl, unsigned char key_name[WOLFSSL_TICKET_NAME_SZ],
 		return WOLFSSL_TICKET_RET_REJECT;
 	memcpy(aad, key_name, WOLFSSL_TICKET_NAME_SZ);
 	memcpy(aad + WOLFSSL_TICKET_NAME_SZ, iv, CHACHA20_POLY1305_AEAD_IV_SIZE);
+	/* wolfSSL asks once per cipher suite it tries: count each handshake
+	 * once, and let the handshake that spent the ticket retry it. */
 	e = reg_find(st, mac);
 	if (e == NULL || e->expiry <= wall_now()) {
-		st->stats.unknown++;
+		if (wolfSSL_get_ex_data(ssl, ex_counted) == NULL) {
+			st->stats.unknown++;
+			wolfSSL_set_ex_data(ssl, ex_counted, st);
+		}
 		return WOLFSSL_TICKET_RET_REJECT;
 	}
-	if (e->state == REG_USED) {
+	if (e->state == REG_USED && wolfSSL_get_ex_data(ssl, ex_spent) != e) {
 		/* Single use: a second ClientHello with this ticket is a
 		 * replay (or a client retrying); no resumption, no 0-RTT. */
-		st->stats.replayed++;
+		if (wolfSSL_get_ex_data(ssl, ex_counted) == NULL) {
+			st->stats.replayed++;
+			wolfSSL_set_ex_data(ssl, ex_counted, st);
+		}
 		return WOLFSSL_TICKET_RET_REJECT;
 	}
 	if (wc_ChaCha20Poly1305_Decrypt(k->key, iv, aad, sizeof aad, ticket,
 	    (word32)inlen, mac, ticket) != 0)
 		return WOLFSSL_TICKET_RET_REJECT;
+	*outlen = inlen;
+	if (e->state == REG_USED)
+		return WOLFSSL_TICKET_RET_OK; /* this handshake, another suite */
 	e->state = REG_USED;
+	wolfSSL_set_ex_data(ssl, ex_spent, e);
 	log_append(st, REG_USED, e);
 	if (!quic_tls_resumed(ssl, e->peer))
 		return WOLFSSL_TICKET_RET_REJECT;
-	*outlen = inlen;
 	st->stats.resumed++;
 	return WOLFSSL_TICKET_RET_OK;
 }
@@ -429,6 +455,14 @@ ticket_cb(WOLFSSL *ssl, unsigned char key_name[WOLFSSL_TICKET_NAME_SZ],
 void
 state_server_attach(struct state_server *st, WOLFSSL_CTX *ctx)
 {
+	if (ex_spent < 0) {
+		/* Index 0 is the app data (our ngtcp2_crypto_conn_ref), which
+		 * wolfSSL's counter hands out first: skip it. */
+		ex_spent = wolfSSL_get_ex_new_index(0, NULL, NULL, NULL, NULL);
+		if (ex_spent == 0)
+			ex_spent = wolfSSL_get_ex_new_index(0, NULL, NULL, NULL, NULL);
+		ex_counted = wolfSSL_get_ex_new_index(0, NULL, NULL, NULL, NULL);
+	}
 	wolfSSL_CTX_set_TicketEncCb(ctx, ticket_cb);
 	wolfSSL_CTX_set_TicketEncCtx(ctx, st);
 	wolfSSL_CTX_set_TicketHint(ctx, STATE_TICKET_LIFETIME_S);
@@ -457,11 +491,13 @@ state_client_save(const char *dir, const char *id, const uint8_t *session,
 	p += sizeof session_magic;
 	l = (uint32_t)sessionlen;
 	memcpy(p, &l, 4);
-	memcpy(p + 4, session, sessionlen);
+	if (sessionlen > 0)
+		memcpy(p + 4, session, sessionlen);
 	p += 4 + sessionlen;
 	l = (uint32_t)paramslen;
 	memcpy(p, &l, 4);
-	memcpy(p + 4, params, paramslen);
+	if (paramslen > 0)
+		memcpy(p + 4, params, paramslen);
 	xasprintf(&path, "%s/session-%s", dir, id);
 	ret = write_file(path, buf, len);
 	free(path);

@@ -11,6 +11,7 @@
 #include <sys/types.h>
 
 #define UDP_MAX_PAYLOAD 1472  /* 1500-byte outer path, IPv4 */
+#define UDP_MAX_PAYLOAD6 1452 /* the same path over IPv6 */
 #define UDP_BATCH_MAX 64      /* packets per send batch */
 #define UDP_GRO_BUF 65536     /* one receive may hold many coalesced packets */
 

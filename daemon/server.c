@@ -594,6 +594,7 @@ new_session(struct listener *l, const uint8_t *pkt, size_t len,
     const struct sockaddr *from, socklen_t fromlen, uint8_t ecn)
 {
 	struct server *srv = l->srv;
+	struct quic_settings qs;
 	struct session *sess;
 	ngtcp2_pkt_hd hd;
 	char *cause = NULL;
@@ -610,7 +611,10 @@ new_session(struct listener *l, const uint8_t *pkt, size_t len,
 	sess->srv = srv;
 	LIST_INSERT_HEAD(&srv->sessions, sess, entry);
 	srv->nsessions++;
-	sess->qc = quic_conn_server_create(srv->base, &srv->qs, &session_cbs, sess,
+	qs = srv->qs;
+	qs.max_udp_payload = l->sock.family == AF_INET6 ? UDP_MAX_PAYLOAD6 :
+	    UDP_MAX_PAYLOAD;
+	sess->qc = quic_conn_server_create(srv->base, &qs, &session_cbs, sess,
 	    srv->tls, &l->batch, &hd, from, fromlen, &cause);
 	if (sess->qc == NULL) {
 		log_warn("%s: %s", __func__, cause);
