@@ -152,7 +152,7 @@ on_relay_done(struct relay *r, uint64_t err, void *arg)
 	f->relay_done = true;
 	if (err == 0)
 		f->set->counters->completed++;
-	else if (err != PROTO_FWD_ERR_RESET)
+	else
 		count_failure(f, err);
 	f->state = FWD_S_DEAD;
 	relay_free(r);

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -21,12 +22,14 @@ struct relay {
 	int fd;
 	size_t cap;
 	struct event *rd_ev, *wr_ev, *done_ev;
+
 	struct evbuffer *out;    /* stream bytes waiting for TCP */
 	bool tcp_rd_open;        /* still reading TCP (no EOF yet) */
 	bool fin_rcvd;           /* the stream's FIN arrived */
 	bool tcp_wr_shut;        /* FIN passed on to TCP */
 	bool stream_gone;        /* ngtcp2 closed the stream */
-	bool rd_armed, wr_armed;
+	bool rd_armed, wr_armed, cl_armed;
+	bool eof_seen;           /* the TCP peer's FIN, seen while paused */
 	bool finished;
 	uint64_t err;
 	relay_done_cb done;
@@ -35,6 +38,43 @@ struct relay {
 };
 
 static void update(struct relay *);
+static void closed_cb(struct relay *);
+
+/* While reading is paused by backpressure, nothing would notice the TCP
+ * peer resetting. libevent cannot watch for that alone (it reports a
+ * reset as read/write readiness, which a paused relay must not ask for),
+ * so paused sockets sit in an epoll set of their own that reports only
+ * hang-ups and errors; the set's descriptor is one libevent read event. */
+static int watch_ep = -1;
+static struct event *watch_ev;
+
+static void
+watch_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct epoll_event evs[64];
+	int n;
+
+	(void)what;
+	(void)arg;
+	n = epoll_wait(fd, evs, 64, 0);
+	for (int i = 0; i < n; i++)
+		closed_cb(evs[i].data.ptr);
+}
+
+static void
+watch(struct relay *r, bool on)
+{
+	struct epoll_event ev = { .events = EPOLLRDHUP, .data.ptr = r };
+
+	if (watch_ep == -1) {
+		if ((watch_ep = epoll_create1(EPOLL_CLOEXEC)) == -1)
+			return;
+		watch_ev = event_new(r->base, watch_ep, EV_READ | EV_PERSIST,
+		    watch_cb, NULL);
+		event_add(watch_ev, NULL);
+	}
+	(void)epoll_ctl(watch_ep, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, r->fd, &ev);
+}
 
 /* Close the TCP connection with a reset, as the peer's TCP end did. */
 static void
@@ -64,7 +104,9 @@ finish(struct relay *r, uint64_t err)
 		event_del(r->rd_ev);
 	if (r->wr_armed)
 		event_del(r->wr_ev);
-	r->rd_armed = r->wr_armed = false;
+	if (r->cl_armed)
+		watch(r, false);
+	r->rd_armed = r->wr_armed = r->cl_armed = false;
 	evtimer_add(r->done_ev, &now);
 }
 
@@ -125,6 +167,25 @@ read_cb(evutil_socket_t fd, short what, void *arg)
 	quic_write_dirty();
 }
 
+/* A paused relay's TCP peer hung up: a reset travels on at once rather
+ * than after the slow side has drained everything; a plain FIN waits for
+ * its turn behind the data. */
+static void
+closed_cb(struct relay *r)
+{
+	socklen_t len = sizeof(int);
+	int err = 0;
+
+	if (r->finished || !r->cl_armed)
+		return;
+	if (getsockopt(r->fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err != 0) {
+		abort_both(r, PROTO_FWD_ERR_RESET);
+		return;
+	}
+	r->eof_seen = true;
+	update(r);
+}
+
 static void
 write_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -152,7 +213,7 @@ write_cb(evutil_socket_t fd, short what, void *arg)
 static void
 update(struct relay *r)
 {
-	bool want_rd, want_wr;
+	bool want_rd, want_wr, want_cl;
 
 	if (r->finished)
 		return;
@@ -163,12 +224,17 @@ update(struct relay *r)
 	want_rd = r->tcp_rd_open && !r->stream_gone &&
 	    quic_conn_stream_unacked(r->qc, r->sid) < r->cap;
 	want_wr = evbuffer_get_length(r->out) > 0;
+	want_cl = r->tcp_rd_open && !want_rd && !r->eof_seen;
 	if (want_rd != r->rd_armed) {
 		if (want_rd)
 			event_add(r->rd_ev, NULL);
 		else
 			event_del(r->rd_ev);
 		r->rd_armed = want_rd;
+	}
+	if (want_cl != r->cl_armed) {
+		watch(r, want_cl);
+		r->cl_armed = want_cl;
 	}
 	if (want_wr != r->wr_armed) {
 		if (want_wr)
@@ -204,6 +270,7 @@ relay_create(struct event_base *base, struct quic_conn *qc, int64_t sid, int fd,
 	r->rd_ev = event_new(base, fd, EV_READ | EV_PERSIST, read_cb, r);
 	r->wr_ev = event_new(base, fd, EV_WRITE | EV_PERSIST, write_cb, r);
 	r->done_ev = evtimer_new(base, done_cb, r);
+
 	update(r);
 	return r;
 }
@@ -286,6 +353,7 @@ relay_free(struct relay *r)
 	event_free(r->rd_ev);
 	event_free(r->wr_ev);
 	event_free(r->done_ev);
+
 	evbuffer_free(r->out);
 	free(r);
 }

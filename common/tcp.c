@@ -30,6 +30,9 @@ tcp_errno_to_fwd(int err)
 	case EHOSTDOWN:
 	case ENETDOWN:
 	case EADDRNOTAVAIL:
+	case EACCES:  /* a "prohibit" route, a firewall's reject */
+	case EPERM:
+	case EINVAL:  /* a "blackhole" route */
 		return PROTO_FWD_ERR_UNREACHABLE;
 	case ETIMEDOUT:
 		return PROTO_FWD_ERR_TIMEOUT;

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Forward-only mode: rove with Tun = none, run as an unprivileged user
+# (nobody, no groups, no capabilities) in the laptop namespace. Its
+# LocalForward carries 20 MiB each way with equal sha256 at both ends, its
+# namespace has no TUN device, and roved sees the peer established.
+. "$(dirname "$0")/fwd-lib.sh"
+fwd_init "$@"
+command -v setpriv >/dev/null || die "setpriv is not installed (util-linux)"
+topo_up
+
+USER_ID=$(id -u nobody) || die "no user nobody"
+GROUP_ID=$(id -g nobody)
+L_PORT=7001
+T_PORT=7101
+BYTES=$((20 * 1024 * 1024))
+
+# The unprivileged rove's files: config, key (0600, its own), state and
+# socket directories, all under a directory it owns. WORK must be
+# traversable for it to get there.
+U=$WORK/unpriv
+chmod 711 "$WORK"
+mkdir -p "$U/keys" "$U/state" "$U/run"
+cp "$WORK/configs/keys/laptop.key" "$U/keys/laptop.key"
+sed -e 's/^Tun = .*/Tun = none/' -e '/^Routes = /d' "$WORK/configs/rove.conf" >"$U/rove.conf"
+client_add "$U/rove.conf" "LocalForward = $L_PORT = $LAN_HOST:$T_PORT"
+chown -R "$USER_ID:$GROUP_ID" "$U"
+chmod 700 "$U"
+chmod 600 "$U/keys/laptop.key"
+expect_eq "forward-only config" "Tun = none" "$(grep '^Tun' "$U/rove.conf")"
+
+peer_set laptop AllowForward "$LAN_HOST/32:$T_PORT"
+peer_bg target "$NS_LAN" serve "$LAN_HOST:$T_PORT" --send "$BYTES" --results "$WORK/target.json"
+wait_listen "$NS_LAN" "$T_PORT" "the target"
+start_roved
+bg laptop "$NS_LAP" setpriv --reuid="$USER_ID" --regid="$GROUP_ID" --clear-groups \
+	--inh-caps=-all --bounding-set=-all "$BUILD/rove" up -f -c "$U/rove.conf" ${ROVE_VERBOSE:+-v}
+LAP_PID=$BG_PID
+LAP_SOCK=$U/run/laptop.sock
+wait_established laptop || die "the unprivileged forward-only rove does not connect"
+
+expect_eq "rove's real, effective, saved and fs uid" "$USER_ID $USER_ID $USER_ID $USER_ID" \
+	"$(awk '/^Uid:/ { print $2, $3, $4, $5 }' "/proc/$LAP_PID/status")"
+expect_eq "rove's supplementary groups" "" \
+	"$(awk '/^Groups:/ { $1 = ""; sub(/^ */, ""); print }' "/proc/$LAP_PID/status")"
+expect_eq "rove's effective capabilities" 0000000000000000 \
+	"$(awk '/^CapEff:/ { print $2 }' "/proc/$LAP_PID/status")"
+expect_eq "network devices in the laptop namespace" "eth0 lo" \
+	"$(ip -n "$NS_LAP" -o link show | awk -F': ' '{ sub(/@.*/, "", $2); print $2 }' | sort | xargs)"
+expect_eq "TUN devices in the laptop namespace" "" "$(ip -n "$NS_LAP" -o link show type tun)"
+wait_listen "$NS_LAP" "$L_PORT" "rove's LocalForward"
+
+out=$(peer_run "$NS_LAP" 120 connect "127.0.0.1:$L_PORT" --send "$BYTES" --timeout 100)
+wait_for 20 "the target's result" has_lines "$WORK/target.json" 1 ||
+	fail "the target reported nothing"
+s=$(head -n1 "$WORK/target.json")
+expect_eq "target received" "$BYTES" "$(jfield "$s" rx)"
+expect_eq "client received" "$BYTES" "$(jfield "$out" rx)"
+expect_eq "sha256 client -> target" "$(jfield "$out" tx_sha)" "$(jfield "$s" rx_sha)"
+expect_eq "sha256 target -> client" "$(jfield "$s" tx_sha)" "$(jfield "$out" rx_sha)"
+expect_eq "errors at both ends" "[] []" "$(jfield "$out" errors) $(jfield "$s" errors)"
+wait_for 10 "roved's forwards list empties" srv_forwards_are 0 || fail "roved still lists forwards"
+expect_eq "roved's forward counters" "1 1" "$(srv_fc opened) $(srv_fc completed)"
+expect_eq "rove's forward counters" "1 1" "$(lap_fc opened) $(lap_fc completed)"
+fwd_finish
