@@ -20,7 +20,7 @@
 # of the tunnel's processes (rove + roved; ssh + every sshd process of the
 # private server) from /proc/PID/stat, before and after the run, divided by
 # the gigabytes moved. Then the ratio rove/ssh, and the ping RTT through
-# rove's tunnel (10.77.0.1, 10 ms apart) idle and while rove -L carries one
+# rove's tunnel (198.19.77.1, 10 ms apart) idle and while rove -L carries one
 # saturating iperf3 stream.
 #
 # Needs root, iproute2, iperf3, iputils-ping, openssh-client and

@@ -74,6 +74,7 @@ struct quic_conn {
 
 	struct dgram_slot *dq[QUIC_DGRAM_QUEUE];
 	size_t dq_head, dq_len;
+	bool dq_waiter;        /* someone waits for dgram_room */
 
 	LIST_HEAD(, quic_stream) streams;
 	TAILQ_HEAD(, quic_stream) pending_streams;
@@ -1015,6 +1016,11 @@ quic_conn_write(struct quic_conn *qc)
 		ngtcp2_conn_update_pkt_tx_time(qc->conn, ts);
 	if (other != NULL)
 		udp_batch_flush(other);
+	if (qc->dq_waiter && qc->dq_len <= QUIC_DGRAM_QUEUE / 2) {
+		qc->dq_waiter = false;
+		if (qc->cbs->dgram_room != NULL)
+			qc->cbs->dgram_room(qc, qc->arg);
+	}
 	/* More is waiting than the quantum allowed: the timer brings us back. */
 	rearm_timer(qc);
 }
@@ -1094,6 +1100,15 @@ quic_conn_send_datagram(struct quic_conn *qc, const uint8_t *data, size_t len)
 	qc->dq_len++;
 	mark_dirty(qc);
 	return 0;
+}
+
+bool
+quic_conn_dgram_full(struct quic_conn *qc)
+{
+	if (qc->dq_len < QUIC_DGRAM_QUEUE)
+		return false;
+	qc->dq_waiter = true;
+	return true;
 }
 
 size_t

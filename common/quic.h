@@ -78,6 +78,9 @@ struct quic_conn_cbs {
 	 * `params` the server's transport parameters (for 0-RTT). */
 	void (*new_session)(struct quic_conn *, const uint8_t *der, size_t derlen,
 	    const uint8_t *params, size_t paramslen, void *arg);
+	/* The DATAGRAM queue has room again after quic_conn_dgram_full said
+	 * it was full (a sender that paused its input resumes here). */
+	void (*dgram_room)(struct quic_conn *, void *arg);
 	/* Pick the batch (socket) for packets on `path`: the client may hold
 	 * two sockets while it migrates. NULL: the connection's own batch. */
 	struct udp_batch *(*batch_for)(struct quic_conn *, const ngtcp2_path *, void *arg);
@@ -158,6 +161,10 @@ void quic_write_dirty(void);
  * never fit (see quic_conn_dgram_max), -ENOBUFS if the queue is full
  * (dropped, like a router's full queue), -ENOTCONN before the handshake. */
 int quic_conn_send_datagram(struct quic_conn *, const uint8_t *, size_t);
+
+/* True when the DATAGRAM queue is full; the connection then calls
+ * dgram_room once it has drained to half. */
+bool quic_conn_dgram_full(struct quic_conn *);
 
 /* The largest DATAGRAM payload that fits in one packet on this path. */
 size_t quic_conn_dgram_max(struct quic_conn *);

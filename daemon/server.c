@@ -642,7 +642,9 @@ handle_packet(struct listener *l, const uint8_t *pkt, size_t len,
 			send_version_negotiation(l, &vc, from, fromlen);
 		return;
 	}
-	if (rv != 0) {
+	/* Version 0 with a long header parses too, with CIDs of any length;
+	 * QUIC v1 never uses more than 20 bytes. */
+	if (rv != 0 || vc.dcidlen > NGTCP2_MAX_CIDLEN || vc.scidlen > NGTCP2_MAX_CIDLEN) {
 		tunnel_drop(TUNNEL_DROP_INVALID_PACKET, NULL, &srv->counters);
 		return;
 	}
@@ -651,7 +653,7 @@ handle_packet(struct listener *l, const uint8_t *pkt, size_t len,
 		quic_conn_read(sess->qc, &l->sock, from, fromlen, pkt, len, ecn);
 		return;
 	}
-	if (vc.version == 0) {
+	if (vc.version == 0 && (pkt[0] & 0x80) == 0) {
 		/* A short header for a connection we do not know: most likely
 		 * one from before a restart. Tell the client at once. */
 		send_stateless_reset(l, &vc, len, from, fromlen);

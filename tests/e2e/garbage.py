@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
 """Send random UDP datagrams at a QUIC server and count what comes back.
 
-usage: garbage.py HOST PORT COUNT SEED TIME_LIMIT
+usage: garbage.py HOST PORT COUNT SEED TIME_LIMIT [FROM_ADDR:FROM_PORT]
 Prints one JSON object: datagrams and bytes sent and received, seconds taken.
-A fifth of the datagrams are pure noise; the rest imitate QUIC: long headers
+With FROM_ADDR:FROM_PORT the datagrams are sent from that (spoofed) IPv4
+source through a raw socket, as an on-path attacker could; nothing is
+received then.
+A few fixed datagrams at the edges of the header formats come first. Of the
+rest, a fifth are pure noise and the others imitate QUIC: long headers
 with version 1 (Initial-sized or not), long headers with other versions
 (which may draw Version Negotiation), and short headers with random
 connection IDs (which may draw stateless resets). Everything stops by
@@ -13,6 +17,7 @@ import json
 import random
 import select
 import socket
+import struct
 import sys
 import time
 
@@ -65,6 +70,27 @@ def short_header(rng, size):
     return bytes([first]) + rng.randbytes(size - 1)
 
 
+def edge_cases():
+    """Fixed datagrams at the edges of the header formats, sent first."""
+    v0 = (0).to_bytes(4, 'big')
+    v1 = (1).to_bytes(4, 'big')
+    return [
+        b'',                                             # empty datagram
+        b'\x40',                                         # short header, no CID
+        b'\xc0',                                         # long header, nothing else
+        b'\xc0' + v1,                                    # no CID lengths
+        b'\xc0' + v1 + b'\x15' + bytes(21) + b'\x00' + bytes(100),   # DCID 21 bytes
+        b'\xc0' + v1 + b'\x08' + bytes(8) + b'\x15' + bytes(1200),   # SCID 21 bytes
+        # Version 0 is the Version Negotiation form: CIDs of any length
+        # up to 255 are legal there, and must not be taken for ours.
+        b'\xc0' + v0 + b'\x15' + bytes(21) + b'\x00' + bytes(72),
+        b'\x80' + v0 + b'\xff' + bytes(255) + b'\xff' + bytes(255) + bytes(8),
+        b'\xc0' + v0 + b'\x14' + bytes(20) + b'\x14' + bytes(20) + v1,
+        b'\xc0' + b'\x0a\x0a\x0a\x0a' + b'\xff' + bytes(255) + b'\x00' + bytes(1000),
+        b'\xc0' + v1 + b'\x08' + bytes(8) + b'\x00' + b'\xff' * 1189,  # huge varints
+    ]
+
+
 def make(rng):
     size = rng.randint(1, 1500)
     kind = rng.random()
@@ -81,25 +107,56 @@ def make(rng):
     return short_header(rng, size)
 
 
+class Spoofer:
+    """Sends UDP datagrams from a source address of our choosing."""
+
+    MAX_PAYLOAD = 1500 - 20 - 8
+
+    def __init__(self, src, sport, dst, dport):
+        # IPPROTO_RAW implies IP_HDRINCL: the kernel fills in the header
+        # checksum, the ID and the total length.
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_RAW,
+                                  socket.IPPROTO_RAW)
+        self.src = socket.inet_aton(src)
+        self.dst = socket.inet_aton(dst)
+        self.sport, self.dport, self.host = sport, dport, dst
+
+    def send(self, payload):
+        payload = payload[:self.MAX_PAYLOAD]
+        udp = struct.pack('!HHHH', self.sport, self.dport, 8 + len(payload), 0)
+        ip = struct.pack('!BBHHHBBH4s4s', 0x45, 0, 0, 0, 0x4000, 64,
+                         socket.IPPROTO_UDP, 0, self.src, self.dst)
+        self.sock.sendto(ip + udp + payload, (self.host, 0))
+        return len(payload)
+
+
 def main():
-    if len(sys.argv) != 6:
+    if len(sys.argv) not in (6, 7):
         sys.stderr.write(__doc__)
         return 2
     host, port = sys.argv[1], int(sys.argv[2])
     count, seed, limit = int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])
     rng = random.Random(seed)
     socks = []
-    for _ in range(SOCKETS):
-        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        s.setblocking(False)
-        s.connect((host, port))
-        socks.append(s)
+    spoofer = None
+    if len(sys.argv) == 7:
+        src, sport = sys.argv[6].rsplit(':', 1)
+        spoofer = Spoofer(src, int(sport), host, port)
+    else:
+        for _ in range(SOCKETS):
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            s.setblocking(False)
+            s.connect((host, port))
+            socks.append(s)
     start = time.monotonic()
     deadline = start + limit
     st = {'sent': 0, 'sent_bytes': 0, 'received': 0, 'received_bytes': 0,
           'send_errors': 0, 'timed_out': False}
 
     def drain(wait):
+        if not socks:
+            time.sleep(wait)
+            return False
         readable, _, _ = select.select(socks, [], [], wait)
         for s in readable:
             while True:
@@ -111,22 +168,26 @@ def main():
                 st['received_bytes'] += len(data)
         return bool(readable)
 
+    fixed = edge_cases()
     for i in range(count):
         if time.monotonic() > deadline:
             st['timed_out'] = True
             break
-        pkt = make(rng)
+        pkt = fixed[i] if i < len(fixed) else make(rng)
         try:
-            socks[i % SOCKETS].send(pkt)
+            if spoofer is not None:
+                st['sent_bytes'] += spoofer.send(pkt)
+            else:
+                socks[i % SOCKETS].send(pkt)
+                st['sent_bytes'] += len(pkt)
             st['sent'] += 1
-            st['sent_bytes'] += len(pkt)
         except (BlockingIOError, ConnectionRefusedError, OSError):
             st['send_errors'] += 1
         if i % BURST == BURST - 1:
             drain(0)
             time.sleep(PAUSE)
     quiet_since = time.monotonic()
-    while time.monotonic() < deadline:
+    while socks and time.monotonic() < deadline:
         if drain(0.1):
             quiet_since = time.monotonic()
         elif time.monotonic() - quiet_since >= QUIET:

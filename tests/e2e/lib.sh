@@ -4,25 +4,30 @@
 # Topology (every namespace name carries the PID of the test, so runs never
 # collide; nothing is configured outside these namespaces):
 #
-#                           +--------- $NS_SW ----------+
-#                           |        bridge br0         |
-#                           |  p-srv     p-lap    p-br  |
-#                           +----|---------|--------|---+
-#                                |         |        |
-#           198.18.1.1/24 eth0   |         |        |  eth0 198.18.1.3/24
-#       +------ $NS_SRV ----------+     eth0 198.18.1.2/24     +-- $NS_BR --------+
-#       | roved, rove0 10.77.0.1  |        |                   | rove (branch),    |
-#       |   fd00:77::1, fwd on    |  +-- $NS_LAP ---------+    |  rove0 from pool, |
-#       +------------|------------+  | rove (laptop),      |    |  forwarding on    |
-#          eth1 198.19.10.1/24       |  rove0 10.77.0.2,   |    +--------|---------+
-#                    |               |  fd00:77::2         |   eth1 198.19.20.1/24
-#          eth0 198.19.10.2/24       +---------------------+             |
-#       +--- $NS_LAN ---+                                    eth0 198.19.20.2/24
-#       | LAN host,     |                                    +--- $NS_SITE ---+
-#       | default via   |                                    | site host,     |
-#       | 198.19.10.1   |                                    | default via    |
-#       +---------------+                                    | 198.19.20.1    |
-#                                                            +----------------+
+#                     $NS_SW: bridge br0
+#          +-----------------+-----------------+
+#          | p-srv           | p-lap           | p-br
+#          |                 |                 |
+#   eth0 198.18.1.1/24  eth0 198.18.1.2/24  eth0 198.18.1.3/24
+#   +-- $NS_SRV ----+   +-- $NS_LAP ----+   +-- $NS_BR -----+
+#   | roved         |   | rove (laptop) |   | rove (branch) |
+#   | rove0         |   | rove0         |   | rove0         |
+#   |  198.19.77.1/24 |   |  198.19.77.2    |   |  from the pool|
+#   |  fd00:77::1/64|   |  fd00:77::2   |   |  (198.19.77.3)  |
+#   | forwarding on |   +---------------+   | forwarding on |
+#   +---------------+                       +---------------+
+#   eth1 198.19.10.1/24                     eth1 198.19.20.1/24
+#          |                                       |
+#   eth0 198.19.10.2/24                     eth0 198.19.20.2/24
+#   +-- $NS_LAN ----+                       +-- $NS_SITE ---+
+#   | LAN host      |                       | site host     |
+#   | default via   |                       | default via   |
+#   | 198.19.10.1   |                       | 198.19.20.1   |
+#   +---------------+                       +---------------+
+#
+# The laptop routes 198.19.77.0/24, fd00:77::/64 and 198.19.10.0/24 into its
+# tunnel; the branch 198.19.77.0/24 and 198.19.10.0/24; roved routes the
+# branch's AllowedIPs 198.19.20.0/24 to it.
 #
 # Usage in a test:
 #	. "$(dirname "$0")/lib.sh"
@@ -34,6 +39,8 @@
 # Logs of every process started go to $WORK/*.log and are printed when the
 # test fails.
 
+# The variables set here are read by the scripts that source this file.
+# shellcheck disable=SC2034
 set -u
 
 E2E_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -57,10 +64,14 @@ TEST_NAME=$(basename "$0" .sh)
 SRV_OUTER=198.18.1.1
 LAP_OUTER=198.18.1.2
 BR_OUTER=198.18.1.3
-SRV_TUN4=10.77.0.1
-SRV_TUN6=fd00:77::1
-LAP_TUN4=10.77.0.2
-LAP_TUN6=fd00:77::2
+# The tunnel subnets of configs/roved.conf (Address = TUN_NET4.1/24,
+# TUN_NET6::1/64).
+TUN_NET4=198.19.77
+TUN_NET6=fd00:77:
+SRV_TUN4=$TUN_NET4.1
+SRV_TUN6=$TUN_NET6:1
+LAP_TUN4=$TUN_NET4.2
+LAP_TUN6=$TUN_NET6:2
 SRV_LAN=198.19.10.1
 LAN_HOST=198.19.10.2
 BR_SITE=198.19.20.1
@@ -353,16 +364,37 @@ wait_established() {
 		state_is "$NS_SRV" "$ROVED_SOCK" "peers[name=$who].state" established
 }
 
-# ping_ok NS [ping options] DEST: no packet lost.
+# ping_ok NS [ping options] DEST: no packet lost. On a loss, shows which
+# replies came back and what every rove process counted.
 ping_ok() {
 	local ns=$1; shift
 	local out
-	out=$(nsx "$ns" ping -n -q -W 2 "$@" 2>&1)
+	out=$(nsx "$ns" ping -n -W 2 "$@" 2>&1)
 	if ! printf '%s\n' "$out" | grep -q ' 0% packet loss'; then
 		printf '%s\n' "$out" | sed 's/^/    /'
+		dump_counters
 		return 1
 	fi
 	return 0
+}
+
+# dump_counters: drops and datagrams lost of every process that answers.
+dump_counters() {
+	local ns sock
+	for ns in "$NS_SRV:${ROVED_SOCK:-}" "$NS_LAP:${LAP_SOCK:-}" "$NS_BR:${BR_SOCK:-}"; do
+		sock=${ns#*:}
+		ns=${ns%%:*}
+		[ -n "$sock" ] || continue
+		status "$ns" "$sock" 2>/dev/null | "$PY" -c '
+import json, sys
+d = json.load(sys.stdin)
+print("    %s drops: %s" % (d["role"], {k: v for k, v in d["drops"].items() if v}))
+for p in d["peers"]:
+    print("      peer %s: %s, rx %d tx %d packets, datagrams_lost %s, drops %s" % (
+        p["name"], p["state"], p["rx_packets"], p["tx_packets"],
+        p.get("datagrams_lost"), {k: v for k, v in p["drops"].items() if v}))
+' 2>/dev/null
+	done
 }
 
 # tun_ready NS ADDR: ADDR is on rove0 and not tentative (IPv6 DAD done).

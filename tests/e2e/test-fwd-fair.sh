@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fairness between a forward and the packet tunnel on one QUIC connection:
-# ping RTT laptop -> 10.77.0.1 (through rove0, QUIC DATAGRAMs, every 10 ms)
+# ping RTT laptop -> 198.19.77.1 (through rove0, QUIC DATAGRAMs, every 10 ms)
 # idle, then while iperf3 saturates a LocalForward (a QUIC stream) on the
 # same connection. The loaded average must stay below 10 x the idle average
 # + 5 ms (a bulk stream may add queueing, but must not starve datagrams),

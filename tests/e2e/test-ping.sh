@@ -25,7 +25,7 @@ expect_eq "laptop tx_packets >= 80" yes \
 # ping_mtu NS DEST SIZE: ping once with DF set and SIZE bytes of payload;
 # its output in $PING_OUT, its exit status returned.
 ping_mtu() {
-	PING_OUT=$(nsx "$1" ping -n -c 1 -W 2 -M do -s "$3" "$2" 2>&1)
+	PING_OUT=$(nsx "$1" ping -n -c 1 -W 2 -M "do" -s "$3" "$2" 2>&1)
 }
 
 # The largest packet that fits the TUN passes; one byte more is refused by
@@ -133,5 +133,29 @@ else
 	fail "LAN host did not learn path MTU $DMTU: $PING_OUT"
 fi
 expect_eq "drops.too_big unchanged by a locally refused packet" $((TB0 + 3)) "$(srv_get drops.too_big)"
+
+# IPv6: roved answers an oversized packet from its own host with ICMPv6
+# packet too big.
+if ping_mtu "$NS_SRV" "$LAP_TUN6" $((1500 - 48)); then
+	fail "server -> laptop: 1500-byte IPv6 packet passed (datagram_mtu $DMTU)"
+elif printf '%s' "$PING_OUT" | grep -q "Packet too big: mtu=$DMTU"; then
+	ok "server -> laptop: 1500-byte IPv6: roved answers Packet too big (mtu=$DMTU)"
+else
+	fail "server -> laptop: 1500-byte IPv6, expected 'Packet too big: mtu=$DMTU': $PING_OUT"
+fi
+expect_eq "drops.too_big after the IPv6 packet" $((TB0 + 4)) "$(srv_get drops.too_big)"
+
+# The client does the same for what its own TUN hands it (its TUN MTU is
+# the server's, 1500).
+expect_eq "laptop TUN MTU" 1500 "$(sget "$NS_LAP" "$LAP_SOCK" mtu)"
+CTB0=$(sget "$NS_LAP" "$LAP_SOCK" drops.too_big)
+if ping_mtu "$NS_LAP" "$SRV_TUN4" $((1500 - 28)); then
+	fail "laptop -> server: 1500-byte packet passed (datagram_mtu $DMTU)"
+elif printf '%s' "$PING_OUT" | grep -q "Frag needed and DF set (mtu = $DMTU)"; then
+	ok "laptop -> server: 1500 bytes: rove answers Frag needed (mtu = $DMTU)"
+else
+	fail "laptop -> server: 1500 bytes, expected 'Frag needed and DF set (mtu = $DMTU)': $PING_OUT"
+fi
+expect_eq "laptop drops.too_big" $((CTB0 + 1)) "$(sget "$NS_LAP" "$LAP_SOCK" drops.too_big)"
 
 e2e_finish

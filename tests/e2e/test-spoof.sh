@@ -9,7 +9,8 @@ start_roved
 start_client laptop
 wait_established laptop || die "laptop's tunnel does not come up"
 
-SPOOF=10.77.0.99
+SPOOF=$TUN_NET4.99
+NOBODY=$TUN_NET4.200
 N=20
 
 # Count, on the LAN host, every packet that arrives from the spoofed source
@@ -55,11 +56,11 @@ check "laptop -> LAN host from its own address, afterwards" ping_ok "$NS_LAP" -c
 # A packet from the LAN host to a tunnel address that no peer owns goes into
 # the server's TUN and no further.
 NR0=$(srv_get drops.no_route)
-out=$(nsx "$NS_LAN" ping -n -q -c $N -i 0.05 -W 1 10.77.0.200 2>&1)
+out=$(nsx "$NS_LAN" ping -n -q -c $N -i 0.05 -W 1 "$NOBODY" 2>&1)
 if printf '%s\n' "$out" | grep -q "$N packets transmitted, 0 received"; then
-	ok "$N pings to 10.77.0.200 (no peer): none answered"
+	ok "$N pings to $NOBODY (no peer): none answered"
 else
-	fail "pings to 10.77.0.200: $out"
+	fail "pings to $NOBODY: $out"
 fi
 expect_eq "server drops.no_route" $((NR0 + N)) "$(srv_get drops.no_route)"
 e2e_finish

@@ -1,0 +1,206 @@
+#!/usr/bin/env bash
+# Roaming benchmark: how long traffic stops when the client's network
+# changes, and how long a reconnect takes with 0-RTT and with 1-RTT, over a
+# 50 ms round trip (tests/e2e/delay-relay in the NAT router, 25 ms each way).
+#
+# usage: bench/roam.sh BUILD_DIR [RUNS]
+#   RUNS: samples per row (default 6; each migration run moves the client
+#   there and back, two samples).
+#
+# Topology: tests/e2e/roam-lib.sh. The client sends a numbered UDP datagram
+# every 2 ms through the tunnel to the LAN host behind roved, which records
+# when each arrives (tests/e2e/roam-tool.py udp-send / udp-sink).
+#
+# Migration rows: t0 is the moment the change starts; "first delivery" is
+# when the first datagram sent at or after t0 reaches the LAN host, which
+# includes the 25 ms one-way delay of the path; "gap" is the longest time
+# without any delivery after t0; "lost" counts datagrams sent after t0 that
+# never arrived.
+#   address replaced: a new address on the other link, the old address
+#     deleted, the default route moved (the old path is gone at once)
+#   link down: the old link goes down, the default route moves to the
+#     other link, whose address was already there
+#   NAT rebinding: the router flushes its conntrack table
+# Reconnect rows: roved is killed and restarted; t0 is when the client sends
+# its new Initial (captured on the client's link), after the stateless
+# reset. "first delivery" is when the first datagram sent at or after t0
+# arrives; "restored" is when the unbroken run of deliveries up to the end
+# begins.
+. "$(dirname "$0")/../tests/e2e/roam-lib.sh"
+TEST_NAME=bench-roam
+RUNS=${2:-6}
+roam_init "$1"
+# This is a benchmark, not a test: print the table, not a count.
+roam_report() { :; }
+roam_topo_up 25
+roam_configs
+SINK_PORT=9000
+RESULTS=$WORK/results
+
+rtt=$(nsx "$RNS_C" ping -n -q -c 20 -i 0.05 "$S_OUT" | sed -n 's|.*= [0-9.]*/\([0-9.]*\)/.*|\1|p')
+[ -n "$rtt" ] || die "cannot measure the round trip"
+log "outer round trip: $rtt ms"
+
+# sample ROW NAME CHANGE: one measured change; appends the figures to
+# $RESULTS as "ROW first gap lost".
+sample() {
+	local row=$1 name=$2 change=$3 t0 res
+	tool_bg "sink-$name" "$RNS_L" udp-sink "$LAN:$SINK_PORT" "$WORK/sink-$name" --timeout 60
+	local sink_pid=$BG_PID
+	wait_for 10 "the UDP sink" ready_in "$WORK/sink-$name.log" || die "udp-sink did not start"
+	tool_bg "send-$name" "$RNS_C" udp-send "$LAN:$SINK_PORT" --interval 0.002 --duration 2.5
+	local send_pid=$BG_PID
+	sleep 0.8
+	t0=$(now_ns)
+	$change
+	wait_exit "$send_pid" 20
+	sleep 0.2
+	stop_pid "$sink_pid"
+	forget_pid "$sink_pid"
+	res=$(tool arrivals "$WORK/sink-$name" --t0 "$t0")
+	log "$row ($name): $res"
+	printf '%s|%s|%s|%s\n' "$row" "$(jf "$res" first_sent_after_ms)" \
+		"$(jf "$res" max_gap_ms)" "$(jf "$res" lost_after)" >>"$RESULTS"
+}
+
+local_is() { [ "$(cget local | sed 's/:[0-9]*$//')" = "$1" ]; }
+
+# settle ADDR: the connection runs from ADDR again and carries traffic.
+settle() {
+	wait_for 10 "the client's path from $1" local_is "$1" || die "the client did not move to $1"
+	wait_for 10 "traffic through the tunnel" ping_ok "$RNS_C" -c 1 "$S_TUN" ||
+		die "no traffic through the tunnel after the change"
+}
+
+to_b() {
+	ip -n "$RNS_C" addr add "$C_B/24" dev cb
+	ip -n "$RNS_C" addr del "$C_A/24" dev ca
+	ip -n "$RNS_C" route replace default via "$R_B" dev cb
+}
+to_a() {
+	ip -n "$RNS_C" addr add "$C_A/24" dev ca
+	ip -n "$RNS_C" addr del "$C_B/24" dev cb
+	ip -n "$RNS_C" route replace default via "$R_A" dev ca
+}
+down_a() {
+	ip -n "$RNS_C" link set ca down
+	ip -n "$RNS_C" link set cb up
+	ip -n "$RNS_C" route replace default via "$R_B" dev cb
+}
+down_b() {
+	ip -n "$RNS_C" link set cb down
+	ip -n "$RNS_C" link set ca up
+	ip -n "$RNS_C" route replace default via "$R_A" dev ca
+}
+flush_nat() { nsx "$RNS_R" conntrack -F >/dev/null 2>&1; }
+
+roam_start_roved
+roam_start_client
+roam_wait_up || die "the tunnel does not come up"
+
+for ((i = 1; i <= RUNS / 2; i++)); do
+	sample "address replaced" "addr-b-$i" to_b
+	settle "$C_B"
+	sample "address replaced" "addr-a-$i" to_a
+	settle "$C_A"
+done
+ip -n "$RNS_C" addr add "$C_B/24" dev cb
+for ((i = 1; i <= RUNS / 2; i++)); do
+	sample "link down" "link-b-$i" down_a
+	settle "$C_B"
+	sample "link down" "link-a-$i" down_b
+	settle "$C_A"
+done
+ip -n "$RNS_C" link set cb up
+for ((i = 1; i <= RUNS; i++)); do
+	sample "NAT rebinding" "nat-$i" flush_nat
+done
+
+# reconnect ROW: roved killed and restarted under traffic, RUNS times.
+reconnect() {
+	local row=$1 i t_kill t_init res flight hs
+	for ((i = 1; i <= RUNS; i++)); do
+		hs=$(cget handshakes)
+		tool_bg "sink-$row-$i" "$RNS_L" udp-sink "$LAN:$SINK_PORT" "$WORK/sink-$row-$i" --timeout 60
+		local sink_pid=$BG_PID
+		wait_for 10 "the UDP sink" ready_in "$WORK/sink-$row-$i.log" || die "udp-sink did not start"
+		tool_bg "sniff-$row-$i" "$RNS_C" sniff ca "$PORT" "$WORK/cap-$row-$i" --timeout 60
+		local sniff_pid=$BG_PID
+		wait_for 10 "the capture" ready_in "$WORK/sniff-$row-$i.log" || die "the capture does not start"
+		tool_bg "send-$row-$i" "$RNS_C" udp-send "$LAN:$SINK_PORT" --interval 0.002 --duration 3
+		local send_pid=$BG_PID
+		sleep 0.8
+		t_kill=$(now_ns)
+		roam_kill_roved
+		roam_start_roved
+		wait_for 15 "the reconnect" client_hs_is $((hs + 1)) || die "the client did not reconnect"
+		wait_exit "$send_pid" 20
+		sleep 0.2
+		stop_pid "$sink_pid"; forget_pid "$sink_pid"
+		stop_pid "$sniff_pid"; forget_pid "$sniff_pid"
+		flight=$(tool flight "$WORK/cap-$row-$i" --to "$S_OUT:$PORT" --after "$t_kill")
+		t_init=$(jf "$flight" first_initial_ns)
+		[ "$t_init" != null ] || die "no Initial captured"
+		res=$(tool arrivals "$WORK/sink-$row-$i" --t0 "$t_init" --restored)
+		log "$row run $i: 0-RTT packets $(jf "$flight" zero_rtt); $res"
+		printf '%s|%s|%s|%s\n' "$row" "$(jf "$res" first_sent_after_ms)" \
+			"$(jf "$res" restored_ms)" "$(jf "$res" lost_after)" >>"$RESULTS"
+	done
+	log "$row: client 0-RTT attempted $(cget zero_rtt.attempted)," \
+		"accepted $(cget zero_rtt.accepted)"
+}
+reconnect "reconnect, 0-RTT"
+
+stop_pid "$LAP_PID"; forget_pid "$LAP_PID"
+stop_pid "$ROVED_PID"; forget_pid "$ROVED_PID"
+server_key "$RCONF_S" ZeroRTT no
+client_key "$RCONF_C" ZeroRTT no
+roam_start_roved
+roam_start_client
+roam_wait_up || die "the tunnel does not come up with ZeroRTT = no"
+reconnect "reconnect, 1-RTT"
+
+"$PY" - "$RESULTS" "$rtt" "$RUNS" <<'EOF'
+import statistics
+import sys
+
+path, rtt, runs = sys.argv[1], float(sys.argv[2]), sys.argv[3]
+rows = {}
+order = []
+for line in open(path):
+    name, *vals = line.rstrip('\n').split('|')
+    if name not in rows:
+        rows[name] = []
+        order.append(name)
+    rows[name].append([None if v in ('null', 'missing', '') else float(v) for v in vals])
+
+
+def med(col):
+    v = [x for x in col if x is not None]
+    return statistics.median(v) if v else None
+
+
+def fmt(v, unit=''):
+    return '-' if v is None else '%.0f%s' % (v, unit)
+
+
+print()
+print('rove roaming: outer round trip %.1f ms (delay-relay, 25 ms each way); '
+      'median of %s samples per row' % (rtt, runs))
+print()
+print('%-22s %14s %7s %14s %7s %7s' % ('', 'first delivery', '', 'gap/restored', '', 'lost'))
+print('%-22s %14s %7s %14s %7s %7s' % ('event', 'ms', 'RTTs', 'ms', 'RTTs', 'pkts'))
+print('-' * 76)
+for name in order:
+    cols = list(zip(*rows[name]))
+    first, second, lost = med(cols[0]), med(cols[1]), med(cols[2])
+    print('%-22s %14s %7s %14s %7s %7s' % (
+        name, fmt(first), '-' if first is None else '%.2f' % (first / rtt),
+        fmt(second), '-' if second is None else '%.2f' % (second / rtt),
+        fmt(lost)))
+print()
+print('Migration rows count from the change (includes the 25 ms one-way trip);')
+print('their second column is the longest delivery gap. Reconnect rows count')
+print('from the new Initial; their second column is when delivery is restored')
+print('for good. Datagrams every 2 ms.')
+EOF
