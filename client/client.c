@@ -337,53 +337,6 @@ datagram_cb(struct quic_conn *qc, const uint8_t *data, size_t len, void *arg)
 }
 
 static void
-stream_reset_cb(struct quic_conn *qc, int64_t sid, uint64_t code, void *sarg,
-    void *arg)
-{
-	struct client *c = arg;
-
-	(void)qc;
-	(void)sid;
-	if (forward_set(c->fwd) != NULL)
-		fwd_on_reset(forward_set(c->fwd), sarg, code);
-}
-
-static void
-stream_stop_cb(struct quic_conn *qc, int64_t sid, uint64_t code, void *sarg,
-    void *arg)
-{
-	struct client *c = arg;
-
-	(void)qc;
-	(void)sid;
-	if (forward_set(c->fwd) != NULL)
-		fwd_on_stop(forward_set(c->fwd), sarg, code);
-}
-
-static void
-stream_acked_cb(struct quic_conn *qc, int64_t sid, void *sarg, void *arg)
-{
-	struct client *c = arg;
-
-	(void)qc;
-	(void)sid;
-	if (forward_set(c->fwd) != NULL)
-		fwd_on_acked(forward_set(c->fwd), sarg);
-}
-
-static void
-stream_close_cb(struct quic_conn *qc, int64_t sid, uint64_t code, void *sarg,
-    void *arg)
-{
-	struct client *c = arg;
-
-	(void)qc;
-	(void)sid;
-	if (forward_set(c->fwd) != NULL)
-		fwd_on_close(forward_set(c->fwd), sarg, code);
-}
-
-static void
 reconnect_cb(evutil_socket_t fd, short what, void *arg)
 {
 	(void)fd;
@@ -482,10 +435,9 @@ static const struct quic_conn_cbs client_cbs = {
 	.handshake_done = handshake_done_cb,
 	.datagram = datagram_cb,
 	.stream_data = stream_data_cb,
-	.stream_reset = stream_reset_cb,
-	.stream_stop = stream_stop_cb,
-	.stream_acked = stream_acked_cb,
-	.stream_close = stream_close_cb,
+	.stream_reset = fwd_stream_reset,
+	.stream_acked = fwd_stream_acked,
+	.stream_close = fwd_stream_close,
 	.closed = closed_cb,
 	.path_validated = path_validated_cb,
 	.new_session = new_session_cb,

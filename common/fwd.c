@@ -410,37 +410,37 @@ peer_abort(struct fwd *f, uint64_t code)
 }
 
 void
-fwd_on_reset(struct fwd_set *set, void *stream_arg, uint64_t code)
+fwd_stream_reset(struct quic_conn *qc, int64_t sid, uint64_t code,
+    void *stream_arg, void *arg)
 {
-	(void)set;
+	(void)qc;
+	(void)sid;
+	(void)arg;
 	if (stream_arg != NULL)
 		peer_abort(stream_arg, code);
 }
 
 void
-fwd_on_stop(struct fwd_set *set, void *stream_arg, uint64_t code)
-{
-	(void)set;
-	if (stream_arg != NULL)
-		peer_abort(stream_arg, code);
-}
-
-void
-fwd_on_acked(struct fwd_set *set, void *stream_arg)
+fwd_stream_acked(struct quic_conn *qc, int64_t sid, void *stream_arg, void *arg)
 {
 	struct fwd *f = stream_arg;
 
-	(void)set;
+	(void)qc;
+	(void)sid;
+	(void)arg;
 	if (f != NULL && f->state == FWD_S_RELAY)
 		relay_on_acked(f->relay);
 }
 
 void
-fwd_on_close(struct fwd_set *set, void *stream_arg, uint64_t code)
+fwd_stream_close(struct quic_conn *qc, int64_t sid, uint64_t code,
+    void *stream_arg, void *arg)
 {
 	struct fwd *f = stream_arg;
 
-	(void)set;
+	(void)qc;
+	(void)sid;
+	(void)arg;
 	if (f == NULL)
 		return;
 	f->stream_closed = true;

@@ -84,10 +84,14 @@ void fwd_set_target(struct fwd *, const char *);
  * true when the stream was a forward stream and was handled. */
 int fwd_on_data(struct fwd_set *, int64_t sid, void *stream_arg,
     const uint8_t *, size_t, bool fin);
-void fwd_on_reset(struct fwd_set *, void *stream_arg, uint64_t code);
-void fwd_on_stop(struct fwd_set *, void *stream_arg, uint64_t code);
-void fwd_on_acked(struct fwd_set *, void *stream_arg);
-void fwd_on_close(struct fwd_set *, void *stream_arg, uint64_t code);
+/* quic_conn_cbs handlers for forward streams, to be set directly: the
+ * stream's argument is its forward (NULL: not a forward, ignored). */
+void fwd_stream_reset(struct quic_conn *, int64_t sid, uint64_t code,
+    void *stream_arg, void *arg);
+void fwd_stream_acked(struct quic_conn *, int64_t sid, void *stream_arg,
+    void *arg);
+void fwd_stream_close(struct quic_conn *, int64_t sid, uint64_t code,
+    void *stream_arg, void *arg);
 
 /* JSON: "forwards": [...] and "forward_counters": {...}. */
 void fwd_status_json(const struct fwd_set *, const struct fwd_counters *,

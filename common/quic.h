@@ -52,11 +52,10 @@ struct quic_conn_cbs {
 	 * with a protocol error. */
 	int (*stream_data)(struct quic_conn *, int64_t stream_id,
 	    const uint8_t *, size_t, bool fin, void *stream_arg, void *arg);
-	/* The peer abandoned its sending side (RESET_STREAM) or asked us to
-	 * stop sending (STOP_SENDING), with its error code. */
+	/* The peer abandoned its sending side (RESET_STREAM) with its error
+	 * code. (Its STOP_SENDING ends our sending side; ngtcp2 answers it
+	 * with RESET_STREAM itself and the stream then closes.) */
 	void (*stream_reset)(struct quic_conn *, int64_t stream_id, uint64_t code,
-	    void *stream_arg, void *arg);
-	void (*stream_stop)(struct quic_conn *, int64_t stream_id, uint64_t code,
 	    void *stream_arg, void *arg);
 	/* Some of our bytes were acknowledged and freed: room to read more. */
 	void (*stream_acked)(struct quic_conn *, int64_t stream_id,

@@ -298,12 +298,6 @@ relay_on_reset(struct relay *r, uint64_t code)
 }
 
 void
-relay_on_stop(struct relay *r, uint64_t code)
-{
-	abort_both(r, code);
-}
-
-void
 relay_on_acked(struct relay *r)
 {
 	update(r);

@@ -34,7 +34,6 @@ struct relay *relay_create(struct event_base *, struct quic_conn *qc, int64_t si
 /* Feed stream events from the owner's quic callbacks. */
 void relay_on_data(struct relay *, const uint8_t *, size_t, bool fin);
 void relay_on_reset(struct relay *, uint64_t code);
-void relay_on_stop(struct relay *, uint64_t code);
 void relay_on_acked(struct relay *);
 void relay_on_close(struct relay *, uint64_t code);
 

@@ -452,53 +452,6 @@ datagram_cb(struct quic_conn *qc, const uint8_t *data, size_t len, void *arg)
 }
 
 static void
-stream_reset_cb(struct quic_conn *qc, int64_t sid, uint64_t code, void *sarg,
-    void *arg)
-{
-	struct session *sess = arg;
-
-	(void)qc;
-	(void)sid;
-	if (sess->peer != NULL)
-		fwd_on_reset(&sess->fwds, sarg, code);
-}
-
-static void
-stream_stop_cb(struct quic_conn *qc, int64_t sid, uint64_t code, void *sarg,
-    void *arg)
-{
-	struct session *sess = arg;
-
-	(void)qc;
-	(void)sid;
-	if (sess->peer != NULL)
-		fwd_on_stop(&sess->fwds, sarg, code);
-}
-
-static void
-stream_acked_cb(struct quic_conn *qc, int64_t sid, void *sarg, void *arg)
-{
-	struct session *sess = arg;
-
-	(void)qc;
-	(void)sid;
-	if (sess->peer != NULL)
-		fwd_on_acked(&sess->fwds, sarg);
-}
-
-static void
-stream_close_cb(struct quic_conn *qc, int64_t sid, uint64_t code, void *sarg,
-    void *arg)
-{
-	struct session *sess = arg;
-
-	(void)qc;
-	(void)sid;
-	if (sess->peer != NULL)
-		fwd_on_close(&sess->fwds, sarg, code);
-}
-
-static void
 path_validated_cb(struct quic_conn *qc, bool ok, const struct sockaddr *local,
     const struct sockaddr *remote, void *arg)
 {
@@ -532,10 +485,9 @@ static const struct quic_conn_cbs session_cbs = {
 	.handshake_done = handshake_done_cb,
 	.datagram = datagram_cb,
 	.stream_data = stream_data_cb,
-	.stream_reset = stream_reset_cb,
-	.stream_stop = stream_stop_cb,
-	.stream_acked = stream_acked_cb,
-	.stream_close = stream_close_cb,
+	.stream_reset = fwd_stream_reset,
+	.stream_acked = fwd_stream_acked,
+	.stream_close = fwd_stream_close,
 	.cid_add = cid_add_cb,
 	.cid_remove = cid_remove_cb,
 	.closed = closed_cb,

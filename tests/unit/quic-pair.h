@@ -49,8 +49,8 @@ struct endpoint {
 	bool consume;                /* return flow-control credit at once */
 	int stream_closes;
 	uint64_t stream_close_code;
-	int stream_resets, stream_stops, stream_acks;
-	uint64_t stream_reset_code, stream_stop_code;
+	int stream_resets, stream_acks;
+	uint64_t stream_reset_code;
 
 	size_t nsessions;
 	uint8_t *session[PAIR_MAX_SESSIONS];
@@ -177,19 +177,6 @@ pair_on_stream_reset(struct quic_conn *qc, int64_t id, uint64_t code,
 }
 
 static inline void
-pair_on_stream_stop(struct quic_conn *qc, int64_t id, uint64_t code,
-    void *sarg, void *arg)
-{
-	struct endpoint *e = arg;
-
-	(void)qc;
-	(void)id;
-	(void)sarg;
-	e->stream_stops++;
-	e->stream_stop_code = code;
-}
-
-static inline void
 pair_on_stream_acked(struct quic_conn *qc, int64_t id, void *sarg, void *arg)
 {
 	struct endpoint *e = arg;
@@ -237,7 +224,6 @@ static const struct quic_conn_cbs pair_cbs = {
 	.datagram = pair_on_datagram,
 	.stream_data = pair_on_stream_data,
 	.stream_reset = pair_on_stream_reset,
-	.stream_stop = pair_on_stream_stop,
 	.stream_acked = pair_on_stream_acked,
 	.stream_close = pair_on_stream_close,
 	.closed = pair_on_closed,
