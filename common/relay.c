@@ -39,6 +39,7 @@ struct relay {
 
 static void update(struct relay *);
 static void closed_cb(struct relay *);
+static void unwatch(struct relay *);
 
 /* While reading is paused by backpressure, nothing would notice the TCP
  * peer resetting. libevent cannot watch for that alone (it reports a
@@ -47,6 +48,7 @@ static void closed_cb(struct relay *);
  * hang-ups and errors; the set's descriptor is one libevent read event. */
 static int watch_ep = -1;
 static struct event *watch_ev;
+static size_t watch_count;  /* relays in the set; at 0 the set goes away */
 
 static void
 watch_cb(evutil_socket_t fd, short what, void *arg)
@@ -66,14 +68,25 @@ watch(struct relay *r, bool on)
 {
 	struct epoll_event ev = { .events = EPOLLRDHUP, .data.ptr = r };
 
-	if (watch_ep == -1) {
+	if (on && watch_ep == -1) {
 		if ((watch_ep = epoll_create1(EPOLL_CLOEXEC)) == -1)
 			return;
 		watch_ev = event_new(r->base, watch_ep, EV_READ | EV_PERSIST,
 		    watch_cb, NULL);
 		event_add(watch_ev, NULL);
 	}
+	if (watch_ep == -1)
+		return;
+	/* A closed descriptor has left the set by itself; EBADF is fine. */
 	(void)epoll_ctl(watch_ep, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, r->fd, &ev);
+	if (on)
+		watch_count++;
+	else if (--watch_count == 0) {
+		event_free(watch_ev);
+		watch_ev = NULL;
+		close(watch_ep);
+		watch_ep = -1;
+	}
 }
 
 /* Close the TCP connection with a reset, as the peer's TCP end did. */
@@ -104,9 +117,8 @@ finish(struct relay *r, uint64_t err)
 		event_del(r->rd_ev);
 	if (r->wr_armed)
 		event_del(r->wr_ev);
-	if (r->cl_armed)
-		watch(r, false);
-	r->rd_armed = r->wr_armed = r->cl_armed = false;
+	unwatch(r);
+	r->rd_armed = r->wr_armed = false;
 	evtimer_add(r->done_ev, &now);
 }
 
@@ -315,9 +327,19 @@ relay_on_close(struct relay *r, uint64_t code)
 	update(r);
 }
 
+static void
+unwatch(struct relay *r)
+{
+	if (r->cl_armed) {
+		watch(r, false);
+		r->cl_armed = false;
+	}
+}
+
 void
 relay_abort(struct relay *r)
 {
+	unwatch(r);
 	r->stream_gone = true;
 	tcp_reset(r);
 	r->finished = true;
@@ -340,6 +362,7 @@ relay_free(struct relay *r)
 {
 	if (r == NULL)
 		return;
+	unwatch(r);
 	if (!r->stream_gone && !r->finished)
 		quic_conn_stream_reset(r->qc, r->sid, PROTO_FWD_ERR_RESET);
 	if (r->fd != -1)
