@@ -114,7 +114,12 @@ $(BUILD)/tests/tun-probe: tests/e2e/tun-probe.c $(BUILD)/librove.a
 	$(call say,CC,$<)$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -o $@ \
 		$(filter %.c %.o %.a,$^) $(LDFLAGS) $(LIBS)
 
-check-e2e: all $(BUILD)/tests/tun-probe
+# A user-space delay line between two TUN devices (netem is missing here).
+$(BUILD)/tests/delay-relay: tests/e2e/delay-relay.c
+	@mkdir -p $(@D)
+	$(call say,CC,$<)$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -o $@ $< $(LDFLAGS)
+
+check-e2e: all $(BUILD)/tests/tun-probe $(BUILD)/tests/delay-relay
 	$(Q)tests/e2e/run.sh $(BUILD)
 
 test: check check-e2e
@@ -122,8 +127,10 @@ test: check check-e2e
 demo: all
 	$(Q)tests/e2e/demo.sh $(BUILD)
 
-bench: all
+bench: all $(BUILD)/tests/delay-relay
 	$(Q)bench/run.sh $(BUILD)
+	$(Q)bench/forward.sh $(BUILD)
+	$(Q)bench/roam.sh $(BUILD)
 
 include tests/fuzz/Makefile.inc
 

@@ -374,7 +374,14 @@ closed_cb(struct quic_conn *qc, const struct quic_close_info *info, void *arg)
 	struct quic_close_info copy = *info; /* it lives in the connection */
 	const struct quic_close_info *ci = &copy;
 
-	(void)qc;
+	/* The next connection paces its first flight by this path's RTT. */
+	{
+		struct quic_conn_stats st;
+
+		quic_conn_get_stats(qc, &st);
+		if (st.rtt_ms > 0)
+			c->qs.initial_rtt_ns = (uint64_t)(st.rtt_ms * 1e6);
+	}
 	/* Forwarded connections cannot survive their QUIC connection. */
 	forward_detach(c->fwd);
 	if (c->tun_paused) {
@@ -550,6 +557,17 @@ path_validated_cb(struct quic_conn *qc, bool ok, const struct sockaddr *local,
 	}
 }
 
+/* Packets may go once the server configured us, or, on a reconnect (the
+ * TUN is up already), as soon as 0-RTT or 1-RTT keys allow. */
+static bool
+can_send(struct client *c)
+{
+	if (c->configured)
+		return true;
+	return c->tun_open && (quic_conn_early_ready(c->qc) ||
+	    quic_conn_state(c->qc) == QUIC_STATE_ESTABLISHED);
+}
+
 static bool
 is_multicast(const struct ipaddr *a)
 {
@@ -589,8 +607,7 @@ tun_read_cb(evutil_socket_t fd, short what, void *arg)
 		 * (neighbour and router solicitations) has nobody to reach. */
 		/* While reconnecting with 0-RTT, packets go in the first flight
 		 * (DATAGRAMs only: replaying one is like a network duplicate). */
-		if (c->qc == NULL || is_multicast(&info.dst) ||
-		    (!c->configured && !quic_conn_early_ready(c->qc))) {
+		if (c->qc == NULL || is_multicast(&info.dst) || !can_send(c)) {
 			tunnel_drop(TUNNEL_DROP_NO_ROUTE, NULL, &c->counters);
 			continue;
 		}
@@ -707,8 +724,8 @@ check_path(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	c->link_event = false;
 	if (c->qc == NULL) {
+		c->link_event = false;
 		/* Waiting to reconnect: a change may be the way back. */
 		if (evtimer_pending(c->reconnect_ev, NULL) && !c->stopping) {
 			evtimer_del(c->reconnect_ev);
@@ -719,10 +736,13 @@ check_path(evutil_socket_t fd, short what, void *arg)
 	if (quic_conn_state(c->qc) != QUIC_STATE_ESTABLISHED || c->sock == NULL)
 		return;
 	if (tun_netlink_get_route(&c->server_ip, &path, &cause) != 0) {
+		/* Keep a link change pending: when the route comes back (its
+		 * own event), the connection still needs its probe. */
 		log_debug("no route to the server now: %s", cause);
 		free(cause);
 		return;
 	}
+	c->link_event = false;
 	if (addr_from_sockaddr((struct sockaddr *)&c->sock->sock.local, &cur, &port) != 0)
 		return;
 	gone = local_address_gone(&c->sock->sock.local, c->sock->sock.locallen);

@@ -520,6 +520,10 @@ fill_settings(ngtcp2_settings *s, const struct quic_settings *qs)
 {
 	ngtcp2_settings_default(s);
 	s->initial_ts = clock_now();
+	/* A reconnect knows the path: pace its first flight by the RTT seen
+	 * last time, not the 333 ms default. */
+	if (qs->initial_rtt_ns != 0)
+		s->initial_rtt = qs->initial_rtt_ns;
 	s->cc_algo = qs->cc;
 	s->max_tx_udp_payload_size = qs->max_udp_payload;
 	/* The outer path is configured, not discovered: send full-sized packets
@@ -764,9 +768,12 @@ send_close(struct quic_conn *qc, const ngtcp2_connection_close_error *ccerr)
 	dst = udp_batch_slot(qc->batch);
 	n = ngtcp2_conn_write_connection_close(qc->conn, &ps.path, &pi, dst,
 	    UDP_MAX_PAYLOAD, ccerr, clock_now());
-	if (n > 0)
+	if (n > 0) {
 		udp_batch_commit(qc->batch, (size_t)n,
 		    (const struct sockaddr *)ps.path.remote.addr, ps.path.remote.addrlen);
+		/* Out now: the owner may be about to close the socket. */
+		udp_batch_flush(qc->batch);
+	}
 }
 
 /* A fatal library error: tell the peer why and end the connection. */

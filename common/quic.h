@@ -93,6 +93,7 @@ struct quic_settings {
 	size_t max_udp_payload;   /* outer path MTU - IP/UDP headers */
 	size_t stream_window;     /* per-stream flow-control window */
 	bool early_data;          /* server: accept 0-RTT */
+	uint64_t initial_rtt_ns;  /* 0: ngtcp2's default */
 	const uint8_t *reset_secret; /* QUIC_RESET_SECRET_LEN bytes */
 	bool verbose;             /* route ngtcp2's own log to ours */
 };

@@ -3,6 +3,7 @@
 
 #include "json.h"
 #include "key.h"
+#include "state.h"
 #include "status.h"
 
 const char *
@@ -68,6 +69,19 @@ render_json(struct evbuffer *out, const struct status *st)
 	json_key(&j, "tx_packets");
 	json_uint(&j, st->counters->tx_packets);
 	json_drops(&j, st->counters);
+	if (st->tickets != NULL) {
+		json_key(&j, "tickets");
+		json_begin_object(&j);
+		json_key(&j, "issued");
+		json_uint(&j, st->tickets->issued);
+		json_key(&j, "resumed");
+		json_uint(&j, st->tickets->resumed);
+		json_key(&j, "replayed");
+		json_uint(&j, st->tickets->replayed);
+		json_key(&j, "unknown");
+		json_uint(&j, st->tickets->unknown);
+		json_end_object(&j);
+	}
 	json_key(&j, "peers");
 	json_begin_array(&j);
 	for (size_t i = 0; i < st->npeers; i++) {

@@ -12,6 +12,7 @@
 #include "tunnel.h"
 
 struct evbuffer;
+struct state_stats;
 
 /* Roaming counters (all lifetime totals). */
 struct status_roam {
@@ -51,6 +52,7 @@ struct status {
 	const struct tunnel_counters *counters;
 	const struct status_peer *peers;
 	size_t npeers;
+	const struct state_stats *tickets; /* server: session tickets */
 };
 
 /* Render `st` into `out` as JSON when `json`, else as text. */

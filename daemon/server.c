@@ -834,8 +834,11 @@ status_cb(struct evbuffer *out, const char *request, void *arg)
 		.peers = sp,
 		.npeers = srv->npeers,
 	};
+	struct state_stats tickets;
 	socklen_t len;
 
+	state_server_stats(srv->state, &tickets);
+	st.tickets = &tickets;
 	for (size_t i = 0; i < srv->npeers; i++) {
 		struct peer *p = &srv->peers[i];
 		struct quic_conn *qc = p->sess != NULL ? p->sess->qc : NULL;
