@@ -14,7 +14,7 @@
 #include "key.h"
 #include "log.h"
 
-static void
+static void __attribute__((noreturn))
 usage(void)
 {
 	fprintf(stderr, "usage: rove up -c FILE [-f] [-n] [-T] [-v]\n"
@@ -116,75 +116,44 @@ cmd_status(int argc, char **argv)
 	return rv == 0 ? 0 : 1;
 }
 
+static void *
+create(struct event_base *base, const struct cfg *cfg, int verbose, char **cause)
+{
+	return client_create(base, cfg, verbose, cause);
+}
+
 static void
-stop(void *arg)
+shutdown_client(void *arg)
 {
 	client_shutdown(arg);
+}
+
+static void
+free_client(void *arg)
+{
+	client_free(arg);
+}
+
+static int
+exit_status(const void *arg)
+{
+	return client_exit_status(arg);
 }
 
 static int
 cmd_up(int argc, char **argv)
 {
-	const char *path = NULL;
-	int ch, verbose = 0, check = 0, print = 0, status;
-	struct event *sigs[2];
-	struct event_base *base;
-	struct client *c;
-	struct cfg cfg = { 0 };
-	char *cause = NULL;
+	static const struct daemon_ops ops = {
+		.name = "rove",
+		.role = CFG_ROLE_CLIENT,
+		.usage = usage,
+		.create = create,
+		.shutdown = shutdown_client,
+		.free = free_client,
+		.exit_status = exit_status,
+	};
 
-	while ((ch = getopt(argc, argv, "c:fnTv")) != -1) {
-		switch (ch) {
-		case 'c':
-			path = optarg;
-			break;
-		case 'f':
-			break;
-		case 'n':
-			check = 1;
-			break;
-		case 'T':
-			print = 1;
-			break;
-		case 'v':
-			verbose++;
-			break;
-		default:
-			usage();
-		}
-	}
-	if (path == NULL || optind != argc)
-		usage();
-	log_open("rove", verbose);
-	if (daemon_load_config(path, CFG_ROLE_CLIENT, &cfg) != 0) {
-		cfg_clear(&cfg);
-		return 1;
-	}
-	if (check || print) {
-		if (print)
-			cfg_print(&cfg, stdout);
-		cfg_clear(&cfg);
-		return 0;
-	}
-	daemon_log_libevent();
-	if ((base = event_base_new()) == NULL)
-		fatalx("event_base_new failed");
-	if ((c = client_create(base, &cfg, verbose, &cause)) == NULL) {
-		log_error("%s", cause);
-		free(cause);
-		event_base_free(base);
-		cfg_clear(&cfg);
-		return 1;
-	}
-	daemon_signals(base, stop, c, sigs);
-	event_base_dispatch(base);
-	status = client_exit_status(c);
-	client_free(c);
-	event_free(sigs[0]);
-	event_free(sigs[1]);
-	event_base_free(base);
-	cfg_clear(&cfg);
-	return status;
+	return daemon_main(argc, argv, &ops);
 }
 
 int

@@ -1,7 +1,10 @@
 /* Config loading and signal handling shared by roved and rove. */
 #include <event2/event.h>
+#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #include "daemon.h"
 #include "log.h"
@@ -69,4 +72,70 @@ void
 daemon_log_libevent(void)
 {
 	event_set_log_callback(libevent_log_cb);
+}
+
+int
+daemon_main(int argc, char **argv, const struct daemon_ops *ops)
+{
+	const char *path = NULL;
+	int ch, verbose = 0, check = 0, print = 0, status = 0;
+	struct event *sigs[2];
+	struct event_base *base;
+	struct cfg cfg = { 0 };
+	char *cause = NULL;
+	void *prog;
+
+	while ((ch = getopt(argc, argv, "c:fnTvh")) != -1) {
+		switch (ch) {
+		case 'c':
+			path = optarg;
+			break;
+		case 'f':
+			break; /* both programs stay in the foreground */
+		case 'n':
+			check = 1;
+			break;
+		case 'T':
+			print = 1;
+			break;
+		case 'v':
+			verbose++;
+			break;
+		default:
+			ops->usage();
+		}
+	}
+	if (path == NULL || optind != argc)
+		ops->usage();
+	log_open(ops->name, verbose);
+	if (daemon_load_config(path, ops->role, &cfg) != 0) {
+		cfg_clear(&cfg);
+		return 1;
+	}
+	if (check || print) {
+		if (print)
+			cfg_print(&cfg, stdout);
+		cfg_clear(&cfg);
+		return 0;
+	}
+	daemon_log_libevent();
+	if ((base = event_base_new()) == NULL)
+		fatalx("event_base_new failed");
+	if ((prog = ops->create(base, &cfg, verbose, &cause)) == NULL) {
+		log_error("%s", cause);
+		free(cause);
+		event_base_free(base);
+		cfg_clear(&cfg);
+		return 1;
+	}
+	daemon_signals(base, ops->shutdown, prog, sigs);
+	event_base_dispatch(base);
+	if (ops->exit_status != NULL)
+		status = ops->exit_status(prog);
+	ops->free(prog);
+	event_free(sigs[0]);
+	event_free(sigs[1]);
+	event_base_free(base);
+	cfg_clear(&cfg);
+	return status;
 }

@@ -19,4 +19,21 @@ void daemon_signals(struct event_base *, void (*stop)(void *), void *arg,
 /* Route libevent's own messages into our log. */
 void daemon_log_libevent(void);
 
+/* What a program runs between loading its configuration and exiting. */
+struct daemon_ops {
+	const char *name;        /* for logs: "roved", "rove" */
+	enum cfg_role role;
+	void (*usage)(void);     /* prints and exits */
+	void *(*create)(struct event_base *, const struct cfg *, int verbose,
+	    char **cause);
+	void (*shutdown)(void *);  /* on SIGINT/SIGTERM */
+	void (*free)(void *);
+	int (*exit_status)(const void *); /* NULL: 0 */
+};
+
+/* The common main: parse -c FILE [-f] [-n] [-T] [-v], load and check the
+ * configuration (every error printed), then create, run the event loop
+ * until shutdown, and free. Returns the process exit status. */
+int daemon_main(int argc, char **argv, const struct daemon_ops *);
+
 #endif
