@@ -11,7 +11,6 @@
 #include "addr.h"
 #include "clock.h"
 #include "forward.h"
-#include "json.h"
 #include "log.h"
 #include "proto-fwd.h"
 #include "socks5.h"
@@ -46,7 +45,6 @@ struct rconnect {
 	struct fwd *fwd;
 	struct evdns_getaddrinfo_request *dns;
 	struct tcp_connect *conn;
-	uint16_t port;
 };
 
 struct forward {
@@ -342,7 +340,6 @@ remote_request(struct fwd_set *set, struct fwd *f, const struct proto_fwd_header
 	rc = xcalloc(1, sizeof *rc);
 	rc->fw = fw;
 	rc->fwd = f;
-	rc->port = cf->target_port;
 	fwd_set_arg(f, rc);
 	snprintf(port, sizeof port, "%u", cf->target_port);
 	r = evdns_getaddrinfo(fw->dns, cf->target_host, port, &hints, rdns_cb, rc);

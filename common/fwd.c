@@ -257,12 +257,6 @@ fwd_set_arg(struct fwd *f, void *arg)
 	f->arg = arg;
 }
 
-struct fwd_set *
-fwd_get_set(const struct fwd *f)
-{
-	return f->set;
-}
-
 int
 fwd_get_fd(const struct fwd *f)
 {

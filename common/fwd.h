@@ -73,7 +73,6 @@ void fwd_fail(struct fwd *, uint64_t code);
 /* The owner's per-forward pointer and a description of the target. */
 void *fwd_get_arg(const struct fwd *);
 void fwd_set_arg(struct fwd *, void *);
-struct fwd_set *fwd_get_set(const struct fwd *);
 /* Opener: the accepted socket, until the relay takes it (for replies such
  * as SOCKS5's, written in `answered`). */
 int fwd_get_fd(const struct fwd *);

@@ -1351,15 +1351,3 @@ quic_conn_remote(const struct quic_conn *qc, socklen_t *len)
 	*len = p->remote.addrlen;
 	return (const struct sockaddr *)p->remote.addr;
 }
-
-void
-quic_conn_set_arg(struct quic_conn *qc, void *arg)
-{
-	qc->arg = arg;
-}
-
-void *
-quic_conn_get_arg(const struct quic_conn *qc)
-{
-	return qc->arg;
-}

@@ -212,8 +212,6 @@ void quic_conn_get_stats(struct quic_conn *, struct quic_conn_stats *);
 const uint8_t *quic_conn_peer_key(const struct quic_conn *);
 /* The remote address of the current path. */
 const struct sockaddr *quic_conn_remote(const struct quic_conn *, socklen_t *);
-void quic_conn_set_arg(struct quic_conn *, void *arg);
-void *quic_conn_get_arg(const struct quic_conn *);
 
 /* Pin check used by tls.c: ask the connection's owner. The owner sets
  * it once per process; it receives the connection's `arg`. */

@@ -351,12 +351,6 @@ relay_get_stats(const struct relay *r, struct relay_stats *st)
 	*st = r->stats;
 }
 
-int64_t
-relay_stream(const struct relay *r)
-{
-	return r->sid;
-}
-
 void
 relay_free(struct relay *r)
 {

@@ -42,7 +42,6 @@ void relay_on_close(struct relay *, uint64_t code);
 void relay_abort(struct relay *);
 
 void relay_get_stats(const struct relay *, struct relay_stats *);
-int64_t relay_stream(const struct relay *);
 void relay_free(struct relay *);
 
 #endif

@@ -33,7 +33,6 @@ struct egress_req {
 };
 
 struct egress_listener {
-	struct egress *eg;
 	struct fwd_set *set;
 	uint16_t port;
 	int fd;
@@ -298,7 +297,6 @@ egress_listen(struct egress *eg, const struct cfg_peer *peer, struct fwd_set *se
 		return NULL;
 	}
 	l = xcalloc(1, sizeof *l);
-	l->eg = eg;
 	l->set = set;
 	l->port = port;
 	l->fd = fd;
