@@ -430,7 +430,7 @@ closed_cb(struct quic_conn *qc, const struct quic_close_info *info, void *arg)
 	schedule_reconnect(c);
 }
 
-static void path_validated_cb(struct quic_conn *, bool, const struct sockaddr *,
+static void path_validated_cb(struct quic_conn *, enum quic_path_result, const struct sockaddr *,
     const struct sockaddr *, void *);
 static void new_session_cb(struct quic_conn *, const uint8_t *, size_t,
     const uint8_t *, size_t, void *);
@@ -536,15 +536,20 @@ new_session_cb(struct quic_conn *qc, const uint8_t *der, size_t derlen,
 }
 
 static void
-path_validated_cb(struct quic_conn *qc, bool ok, const struct sockaddr *local,
-    const struct sockaddr *remote, void *arg)
+path_validated_cb(struct quic_conn *qc, enum quic_path_result res,
+    const struct sockaddr *local, const struct sockaddr *remote, void *arg)
 {
 	struct client *c = arg;
 	char buf[ADDR_STRLEN];
 
 	(void)qc;
 	(void)remote;
-	if (!ok) {
+	if (res == QUIC_PATH_ABORTED) {
+		log_debug("validation of the path from %s superseded",
+		    addr_sockaddr_str(local, buf));
+		return;
+	}
+	if (res == QUIC_PATH_FAILED) {
 		log_warn("path from %s failed validation", addr_sockaddr_str(local, buf));
 		return;
 	}

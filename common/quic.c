@@ -418,16 +418,26 @@ path_validation_cb(ngtcp2_conn *conn, uint32_t flags, const ngtcp2_path *path,
     ngtcp2_path_validation_result res, void *user_data)
 {
 	struct quic_conn *qc = user_data;
-	bool ok = res == NGTCP2_PATH_VALIDATION_RESULT_SUCCESS;
+	enum quic_path_result r;
 
 	(void)conn;
 	(void)flags;
-	if (ok)
+	switch (res) {
+	case NGTCP2_PATH_VALIDATION_RESULT_SUCCESS:
+		r = QUIC_PATH_OK;
 		qc->stats.path_validated++;
-	else
+		break;
+	case NGTCP2_PATH_VALIDATION_RESULT_ABORTED:
+		r = QUIC_PATH_ABORTED;
+		qc->stats.path_aborted++;
+		break;
+	default:
+		r = QUIC_PATH_FAILED;
 		qc->stats.path_failed++;
+		break;
+	}
 	if (qc->cbs->path_validated != NULL)
-		qc->cbs->path_validated(qc, ok, (const struct sockaddr *)path->local.addr,
+		qc->cbs->path_validated(qc, r, (const struct sockaddr *)path->local.addr,
 		    (const struct sockaddr *)path->remote.addr, qc->arg);
 	return 0;
 }

@@ -21,6 +21,8 @@
 
 enum quic_role { QUIC_ROLE_SERVER, QUIC_ROLE_CLIENT };
 
+enum quic_path_result { QUIC_PATH_OK, QUIC_PATH_FAILED, QUIC_PATH_ABORTED };
+
 enum quic_state {
 	QUIC_STATE_HANDSHAKING,
 	QUIC_STATE_ESTABLISHED, /* TLS handshake complete */
@@ -69,10 +71,12 @@ struct quic_conn_cbs {
 	/* The connection is over; the owner frees it (not from inside this
 	 * callback's caller chain: quic.c calls it from a one-shot event). */
 	void (*closed)(struct quic_conn *, const struct quic_close_info *, void *arg);
-	/* Path validation finished: the connection moved to `remote` (or
-	 * stayed, when !ok). */
-	void (*path_validated)(struct quic_conn *, bool ok, const struct sockaddr *local,
-	    const struct sockaddr *remote, void *arg);
+	/* Path validation of local -> remote finished: on QUIC_PATH_OK the
+	 * connection moved there; on FAILED it stayed on (or fell back to) a
+	 * working path; ABORTED means a newer path superseded it (a NAT that
+	 * rebinds again mid-validation), which is no fault of either path. */
+	void (*path_validated)(struct quic_conn *, enum quic_path_result,
+	    const struct sockaddr *local, const struct sockaddr *remote, void *arg);
 	/* Client: the server sent a session ticket, `der` its wolfSSL form;
 	 * `params` the server's transport parameters (for 0-RTT). */
 	void (*new_session)(struct quic_conn *, const uint8_t *der, size_t derlen,
@@ -102,7 +106,7 @@ struct quic_settings {
 struct quic_conn_stats {
 	uint64_t rx_dgrams, tx_dgrams, rx_dgram_bytes, tx_dgram_bytes;
 	uint64_t dgram_queue_full, dgram_too_big, dgram_lost;
-	uint64_t path_validated, path_failed;
+	uint64_t path_validated, path_failed, path_aborted;
 	bool early_attempted, early_accepted;
 	double rtt_ms;
 	double min_rtt_ms;

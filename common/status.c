@@ -105,6 +105,8 @@ render_json(struct evbuffer *out, const struct status *st)
 		json_uint(&j, p->has_quic ? p->quic.path_validated : 0);
 		json_key(&j, "path_validation_failures");
 		json_uint(&j, p->has_quic ? p->quic.path_failed : 0);
+		json_key(&j, "path_validations_aborted");
+		json_uint(&j, p->has_quic ? p->quic.path_aborted : 0);
 		json_key(&j, "migrations");
 		json_uint(&j, p->roam.migrations);
 		json_key(&j, "rebinds");

@@ -452,15 +452,15 @@ datagram_cb(struct quic_conn *qc, const uint8_t *data, size_t len, void *arg)
 }
 
 static void
-path_validated_cb(struct quic_conn *qc, bool ok, const struct sockaddr *local,
-    const struct sockaddr *remote, void *arg)
+path_validated_cb(struct quic_conn *qc, enum quic_path_result res,
+    const struct sockaddr *local, const struct sockaddr *remote, void *arg)
 {
 	struct session *sess = arg;
 	char abuf[ADDR_STRLEN];
 
 	(void)qc;
 	(void)local;
-	if (!ok || sess->peer == NULL)
+	if (res != QUIC_PATH_OK || sess->peer == NULL)
 		return;
 	/* A validated new path on our side is the peer's NAT rebinding or
 	 * its migration; routing is by connection ID, so nothing else moves. */
