@@ -10,6 +10,7 @@
 
 #include "addr.h"
 #include "clock.h"
+#include "dial.h"
 #include "forward.h"
 #include "log.h"
 #include "proto-fwd.h"
@@ -37,14 +38,6 @@ struct socks {
 	uint8_t buf[600];
 	size_t len;
 	bool greeted;
-};
-
-/* A connection to a RemoteForward target, on the server's behalf. */
-struct rconnect {
-	struct forward *fw;
-	struct fwd *fwd;
-	struct evdns_getaddrinfo_request *dns;
-	struct tcp_connect *conn;
 };
 
 struct forward {
@@ -254,62 +247,18 @@ add_listener(struct forward *fw, const struct cfg_forward *cf, enum fwd_kind kin
 	return 0;
 }
 
-/* -R: the server accepted a connection on one of our remote ports. */
+/* -R: the server accepted a connection on one of our remote ports; the
+ * forward's argument is our dial to the configured target. */
 static void
-rconnect_free(struct rconnect *rc)
+rdialed_cb(int fd, uint64_t err, void *arg)
 {
-	if (rc->fwd != NULL)
-		fwd_set_arg(rc->fwd, NULL);
-	tcp_connect_cancel(rc->conn);
-	free(rc);
-}
+	struct fwd *f = arg;
 
-static void
-rconnected_cb(int fd, uint64_t err, void *arg)
-{
-	struct rconnect *rc = arg;
-	struct fwd *f = rc->fwd;
-
-	rc->conn = NULL;
-	rconnect_free(rc);
-	if (f == NULL) {
-		if (fd != -1)
-			close(fd);
-	} else if (fd != -1)
+	fwd_set_arg(f, NULL);
+	if (fd != -1)
 		fwd_connected(f, fd);
 	else
 		fwd_fail(f, err);
-}
-
-static void
-rdns_cb(int result, struct evutil_addrinfo *res, void *arg)
-{
-	struct rconnect *rc = arg;
-	uint64_t err;
-
-	rc->dns = NULL;
-	if (result == EVUTIL_EAI_CANCEL) {
-		rconnect_free(rc);
-		return;
-	}
-	if (result != 0 || res == NULL) {
-		struct fwd *f = rc->fwd;
-		if (res != NULL)
-			evutil_freeaddrinfo(res);
-		rconnect_free(rc);
-		if (f != NULL)
-			fwd_fail(f, PROTO_FWD_ERR_NAME);
-		return;
-	}
-	rc->conn = tcp_connect_start(rc->fw->base, res->ai_addr,
-	    (socklen_t)res->ai_addrlen, TCP_CONNECT_TIMEOUT_MS, rconnected_cb, rc, &err);
-	evutil_freeaddrinfo(res);
-	if (rc->conn == NULL) {
-		struct fwd *f = rc->fwd;
-		rconnect_free(rc);
-		if (f != NULL)
-			fwd_fail(f, err);
-	}
 }
 
 static void
@@ -317,14 +266,7 @@ remote_request(struct fwd_set *set, struct fwd *f, const struct proto_fwd_header
 {
 	struct forward *fw = set->arg;
 	const struct cfg_forward *cf = NULL;
-	struct evutil_addrinfo hints = {
-		.ai_family = AF_UNSPEC,
-		.ai_socktype = SOCK_STREAM,
-		.ai_protocol = IPPROTO_TCP,
-	};
-	struct evdns_getaddrinfo_request *r;
-	struct rconnect *rc;
-	char port[8], target[PROTO_FWD_MAX_HOST + 16];
+	char target[PROTO_FWD_MAX_HOST + 16];
 
 	/* Only the targets we configured, never one the server names. */
 	for (size_t i = 0; i < fw->cfg->nremote_forward && hdr->type == PROTO_FWD_REMOTE; i++) {
@@ -337,28 +279,15 @@ remote_request(struct fwd_set *set, struct fwd *f, const struct proto_fwd_header
 	}
 	snprintf(target, sizeof target, "%s:%u", cf->target_host, cf->target_port);
 	fwd_set_target(f, target);
-	rc = xcalloc(1, sizeof *rc);
-	rc->fw = fw;
-	rc->fwd = f;
-	fwd_set_arg(f, rc);
-	snprintf(port, sizeof port, "%u", cf->target_port);
-	r = evdns_getaddrinfo(fw->dns, cf->target_host, port, &hints, rdns_cb, rc);
-	if (r != NULL)
-		rc->dns = r;
+	fwd_set_arg(f, dial_start(fw->base, fw->dns, cf->target_host, cf->target_port,
+	    NULL, rdialed_cb, f));
 }
 
 static void
 remote_release(struct fwd *f, void *arg)
 {
-	struct rconnect *rc = arg;
-
 	(void)f;
-	rc->fwd = NULL;
-	if (rc->dns != NULL) {
-		evdns_getaddrinfo_cancel(rc->dns);
-		return;
-	}
-	rconnect_free(rc);
+	dial_cancel(arg);
 }
 
 static void
@@ -384,17 +313,8 @@ forward_create(struct event_base *base, const struct cfg *cfg, char **cause)
 	fw->cfg = cfg;
 	LIST_INIT(&fw->socks);
 	fw->remote_ok = xcalloc(cfg->nremote_forward + 1, sizeof *fw->remote_ok);
-	fw->dns = evdns_base_new(base, EVDNS_BASE_INITIALIZE_NAMESERVERS |
-	    EVDNS_BASE_DISABLE_WHEN_INACTIVE);
-	if (fw->dns == NULL && (fw->dns = evdns_base_new(base, 0)) != NULL)
-		evdns_base_load_hosts(fw->dns, NULL);
-	if (fw->dns == NULL) {
-		*cause = xstrdup("cannot set up the DNS resolver");
+	if ((fw->dns = dial_resolver_new(base, cause)) == NULL)
 		goto fail;
-	}
-	/* A forward waits on the lookup: fail within seconds, not minutes. */
-	evdns_base_set_option(fw->dns, "timeout:", "2");
-	evdns_base_set_option(fw->dns, "attempts:", "2");
 	for (size_t i = 0; i < cfg->nlocal_forward; i++) {
 		if (add_listener(fw, &cfg->local_forward[i], FWD_LOCAL, cause) != 0)
 			goto fail;

@@ -11,6 +11,7 @@
 
 #include "addr.h"
 #include "clock.h"
+#include "dial.h"
 #include "egress.h"
 #include "log.h"
 #include "tcp.h"
@@ -21,15 +22,14 @@ struct egress {
 	struct evdns_base *dns;
 };
 
-/* Work in progress for one forward: a name lookup, then a connect. */
+/* Work in progress for one forward: the dial, and what its policy check
+ * needs. Freed when the dial ends or the forward goes away first. */
 struct egress_req {
-	struct egress *eg;
-	struct fwd *fwd;          /* NULL once the forward is gone */
+	struct fwd *fwd;
 	const struct cfg_peer *peer;
 	bool name_allowed;        /* a name rule matched: any address is fine */
 	uint16_t port;
-	struct evdns_getaddrinfo_request *dns;
-	struct tcp_connect *conn;
+	struct dial *dial;
 };
 
 struct egress_listener {
@@ -47,22 +47,10 @@ egress_create(struct event_base *base, char **cause)
 	struct egress *eg = xcalloc(1, sizeof *eg);
 
 	eg->base = base;
-	/* /etc/resolv.conf and /etc/hosts, looked up without blocking. */
-	eg->dns = evdns_base_new(base, EVDNS_BASE_INITIALIZE_NAMESERVERS |
-	    EVDNS_BASE_DISABLE_WHEN_INACTIVE);
-	if (eg->dns == NULL) {
-		/* No resolv.conf: names from /etc/hosts still work. */
-		eg->dns = evdns_base_new(base, 0);
-		if (eg->dns == NULL) {
-			*cause = xstrdup("cannot set up the DNS resolver");
-			free(eg);
-			return NULL;
-		}
-		evdns_base_load_hosts(eg->dns, NULL);
+	if ((eg->dns = dial_resolver_new(base, cause)) == NULL) {
+		free(eg);
+		return NULL;
 	}
-	/* A forward waits on the lookup: fail within seconds, not minutes. */
-	evdns_base_set_option(eg->dns, "timeout:", "2");
-	evdns_base_set_option(eg->dns, "attempts:", "2");
 	return eg;
 }
 
@@ -105,89 +93,38 @@ name_allowed(const struct cfg_peer *peer, const char *name, uint16_t port)
 	return false;
 }
 
-static void
-req_free(struct egress_req *req)
+/* The address a name resolved to (or the literal asked for) must be
+ * allowed, unless a rule allowed the name itself. */
+static uint64_t
+check_target(const struct sockaddr *sa, void *arg)
 {
-	if (req->fwd != NULL)
-		fwd_set_arg(req->fwd, NULL);
-	tcp_connect_cancel(req->conn);
-	free(req);
+	struct egress_req *req = arg;
+	char buf[ADDR_STRLEN];
+	struct ipaddr a;
+	uint16_t port;
+
+	if (addr_from_sockaddr(sa, &a, &port) != 0)
+		return PROTO_FWD_ERR_UNREACHABLE;
+	if (req->name_allowed || address_allowed(req->peer, &a, req->port))
+		return 0;
+	if (log_ratelimit_ok(&deny_rl, clock_now_ms()))
+		log_warn("peer %s: forward to %s denied by AllowForward",
+		    req->peer->name, addr_sockaddr_str(sa, buf));
+	return PROTO_FWD_ERR_DENIED;
 }
 
 static void
-finish(struct egress_req *req, int fd, uint64_t code)
+dialed_cb(int fd, uint64_t err, void *arg)
 {
+	struct egress_req *req = arg;
 	struct fwd *f = req->fwd;
 
-	req->conn = NULL; /* tcp.c has freed it */
-	req_free(req);
-	if (f == NULL) {
-		if (fd != -1)
-			close(fd);
-		return;
-	}
+	fwd_set_arg(f, NULL);
+	free(req);
 	if (fd != -1)
 		fwd_connected(f, fd);
 	else
-		fwd_fail(f, code);
-}
-
-static void
-connected_cb(int fd, uint64_t err, void *arg)
-{
-	finish(arg, fd, err);
-}
-
-static void
-deny(struct egress_req *req, const char *what)
-{
-	if (log_ratelimit_ok(&deny_rl, clock_now_ms()))
-		log_warn("peer %s: forward to %s denied by AllowForward",
-		    req->peer->name, what);
-	finish(req, -1, PROTO_FWD_ERR_DENIED);
-}
-
-static void
-connect_to(struct egress_req *req, const struct sockaddr *sa, socklen_t salen)
-{
-	struct ipaddr a;
-	uint16_t port;
-	uint64_t err;
-
-	if (addr_from_sockaddr(sa, &a, &port) != 0) {
-		finish(req, -1, PROTO_FWD_ERR_UNREACHABLE);
-		return;
-	}
-	if (!req->name_allowed && !address_allowed(req->peer, &a, req->port)) {
-		char buf[ADDR_STRLEN];
-		deny(req, addr_sockaddr_str(sa, buf));
-		return;
-	}
-	req->conn = tcp_connect_start(req->eg->base, sa, salen,
-	    TCP_CONNECT_TIMEOUT_MS, connected_cb, req, &err);
-	if (req->conn == NULL)
-		finish(req, -1, err);
-}
-
-static void
-dns_cb(int result, struct evutil_addrinfo *res, void *arg)
-{
-	struct egress_req *req = arg;
-
-	req->dns = NULL;
-	if (result == EVUTIL_EAI_CANCEL) {
-		/* The forward went away (egress_release); nothing to report. */
-		req_free(req);
-		return;
-	}
-	if (result != 0 || res == NULL) {
-		if (res != NULL)
-			evutil_freeaddrinfo(res);
-		finish(req, -1, PROTO_FWD_ERR_NAME);
-		return;
-	}
-	connect_to(req, res->ai_addr, (socklen_t)res->ai_addrlen);
-	evutil_freeaddrinfo(res);
+		fwd_fail(f, err);
 }
 
 void
@@ -195,43 +132,19 @@ egress_request(struct egress *eg, const struct cfg_peer *peer, struct fwd *f,
     const struct proto_fwd_header *hdr)
 {
 	struct egress_req *req;
-	struct sockaddr_storage ss;
-	struct ipaddr a;
-	socklen_t sslen;
 
 	if (hdr->type != PROTO_FWD_CONNECT) {
 		fwd_fail(f, PROTO_FWD_ERR_PROTOCOL);
 		return;
 	}
 	req = xcalloc(1, sizeof *req);
-	req->eg = eg;
 	req->fwd = f;
 	req->peer = peer;
 	req->port = hdr->port;
-	fwd_set_arg(f, req);
-	if (addr_parse_ip(hdr->host, &a) == 0) {
-		addr_to_sockaddr(&a, hdr->port, &ss, &sslen);
-		connect_to(req, (struct sockaddr *)&ss, sslen);
-		return;
-	}
 	req->name_allowed = name_allowed(peer, hdr->host, hdr->port);
-	{
-		struct evutil_addrinfo hints = {
-			.ai_family = AF_UNSPEC,
-			.ai_socktype = SOCK_STREAM,
-			.ai_protocol = IPPROTO_TCP,
-			.ai_flags = EVUTIL_AI_ADDRCONFIG,
-		};
-		char port[8];
-		struct evdns_getaddrinfo_request *r;
-
-		snprintf(port, sizeof port, "%u", hdr->port);
-		/* NULL: the answer came at once (/etc/hosts, a cached name) and
-		 * dns_cb has already run, perhaps freeing req. */
-		r = evdns_getaddrinfo(eg->dns, hdr->host, port, &hints, dns_cb, req);
-		if (r != NULL)
-			req->dns = r;
-	}
+	req->dial = dial_start(eg->base, eg->dns, hdr->host, hdr->port,
+	    check_target, dialed_cb, req);
+	fwd_set_arg(f, req);
 }
 
 void
@@ -240,13 +153,8 @@ egress_release(struct fwd *f, void *arg)
 	struct egress_req *req = arg;
 
 	(void)f;
-	req->fwd = NULL;
-	if (req->dns != NULL) {
-		/* dns_cb runs with EVUTIL_EAI_CANCEL and frees req. */
-		evdns_getaddrinfo_cancel(req->dns);
-		return;
-	}
-	req_free(req);
+	dial_cancel(req->dial);
+	free(req);
 }
 
 static void

@@ -1,0 +1,32 @@
+/* Reaching a forward's target by name or address: an asynchronous DNS
+ * lookup (libevent's evdns), a policy check on the address, a connect. */
+#ifndef ROVE_DIAL_H
+#define ROVE_DIAL_H
+
+#include <event2/dns.h>
+#include <event2/event.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+struct dial;
+
+/* The outcome: `fd` >= 0 connected (now the callee's), or -1 with `err` a
+ * PROTO_FWD_ERR_* code (NAME when the lookup failed). */
+typedef void (*dial_cb)(int fd, uint64_t err, void *arg);
+/* Before connecting to the address a lookup gave: 0 to go on, else the
+ * error code that ends the dial (DENIED for a policy refusal). */
+typedef uint64_t (*dial_check_cb)(const struct sockaddr *, void *arg);
+
+/* A resolver reading /etc/resolv.conf and /etc/hosts, with short
+ * timeouts, since a forward waits on it. NULL with *cause on failure. */
+struct evdns_base *dial_resolver_new(struct event_base *, char **cause);
+
+/* Resolve `host` (an address literal needs no lookup), check the address
+ * with `check` (may be NULL) and connect to it. `cb` runs exactly once,
+ * from the event loop, never inside this call; the dial is then gone. */
+struct dial *dial_start(struct event_base *, struct evdns_base *, const char *host,
+    uint16_t port, dial_check_cb check, dial_cb cb, void *arg);
+/* Give up: `cb` will not run. NULL is fine. */
+void dial_cancel(struct dial *);
+
+#endif
