@@ -121,9 +121,8 @@ valid_plain_host(const char *s, size_t len)
 	return true;
 }
 
-/* Parse a port: 1..5 digits, value 1..65535. */
-static int
-parse_port(const char *s, uint16_t *port)
+int
+addr_parse_port(const char *s, uint16_t *port)
 {
 	unsigned long v = 0;
 	size_t n;
@@ -179,7 +178,7 @@ addr_split_hostport(const char *s, char *host, size_t hostlen, uint16_t *port,
 		rest = s + len;
 	}
 	if (*rest == ':') {
-		if (parse_port(rest + 1, port) != 0)
+		if (addr_parse_port(rest + 1, port) != 0)
 			return -1;
 	} else {
 		if (default_port <= 0 || default_port > 65535)

@@ -28,6 +28,8 @@ int addr_parse_ip(const char *, struct ipaddr *);
  * Host bits beyond the length are allowed when `allow_host_bits` (an
  * interface address such as 10.77.0.1/24), else rejected. -1 if malformed. */
 int addr_parse_prefix(const char *, struct prefix *, bool allow_host_bits);
+/* Parse a port: plain digits, 1..65535. -1 otherwise. */
+int addr_parse_port(const char *, uint16_t *);
 /* Parse "host:port", "[v6]:port" or, when `default_port` > 0, a bare host.
  * `host` receives the host part (no brackets), NUL-terminated, at most
  * `hostlen` - 1 bytes. Port must be 1..65535. -1 if malformed. */

@@ -120,24 +120,6 @@ next_item(char **rest)
 	return trim(s);
 }
 
-/* Ports are 1..65535, plain digits. */
-static int
-port_parse(const char *s, uint16_t *port)
-{
-	unsigned long v = 0;
-	size_t n;
-
-	for (n = 0; s[n] != '\0'; n++) {
-		if (s[n] < '0' || s[n] > '9' || n == 5)
-			return -1;
-		v = v * 10 + (unsigned long)(s[n] - '0');
-	}
-	if (n == 0 || v == 0 || v > 65535)
-		return -1;
-	*port = (uint16_t)v;
-	return 0;
-}
-
 /* A DNS name: labels of 1..63 letters, digits, '-' or '_', not starting or
  * ending with '-'; at most 253 bytes; an all-digit last label would be a
  * mistyped IPv4 address, so it is refused. */
@@ -459,73 +441,71 @@ parse_listen(struct cfg_parse *cp, const struct cfg_key *k, struct cfg *cfg,
 	return 0;
 }
 
-/* Server Address: host addresses with the length of the pool's subnet. */
+/* Server Address: a host address with the length of the pool's subnet. */
 static int
-parse_ifaddrs(struct cfg_parse *cp, const struct cfg_key *k,
-    struct prefix *dst, size_t *dstn, char *v)
+check_ifaddr(struct cfg_parse *cp, const struct cfg_key *k, const char *item,
+    struct prefix *p)
 {
-	struct prefix tmp[CFG_MAX_ADDRS], p;
-	char e[ESC_LEN], *item, *rest = v;
-	size_t n = 0;
+	char e[ESC_LEN];
+	unsigned lo, hi;
 
-	while ((item = next_item(&rest)) != NULL) {
-		unsigned lo, hi;
-
-		if (*item == '\0') {
-			parse_error(cp, "%s: empty item in list", k->name);
-			return -1;
-		}
-		if (addr_parse_prefix(item, &p, true) != 0) {
-			parse_error(cp,
-			    "%s: '%s' is not an address/prefix-length", k->name,
-			    quote(e, item));
-			return -1;
-		}
-		if (strchr(item, '/') == NULL) {
-			parse_error(cp,
-			    "%s: %s needs a prefix length, e.g. %s/%d", k->name,
-			    item, item, p.addr.family == AF_INET ? 24 : 64);
-			return -1;
-		}
-		lo = p.addr.family == AF_INET ? 8 : 16;
-		hi = p.addr.family == AF_INET ? 30 : 126;
-		if (p.len < lo || p.len > hi) {
-			parse_error(cp,
-			    "%s: %s: prefix length must be %u..%u for %s",
-			    k->name, item, lo, hi, family_name(p.addr.family));
-			return -1;
-		}
-		if (host_bits_all(&p, false)) {
-			parse_error(cp, "%s: %s is the network address, "
-			    "not a host address", k->name, item);
-			return -1;
-		}
-		if (p.addr.family == AF_INET && host_bits_all(&p, true)) {
-			parse_error(cp, "%s: %s is the broadcast address, "
-			    "not a host address", k->name, item);
-			return -1;
-		}
-		for (size_t i = 0; i < n; i++) {
-			if (tmp[i].addr.family == p.addr.family) {
-				parse_error(cp, "%s: more than one %s address",
-				    k->name, family_name(p.addr.family));
-				return -1;
-			}
-		}
-		tmp[n++] = p;
+	if (addr_parse_prefix(item, p, true) != 0) {
+		parse_error(cp, "%s: '%s' is not an address/prefix-length",
+		    k->name, quote(e, item));
+		return -1;
 	}
-	memcpy(dst, tmp, n * sizeof *tmp);
-	*dstn = n;
+	if (strchr(item, '/') == NULL) {
+		parse_error(cp, "%s: %s needs a prefix length, e.g. %s/%d", k->name,
+		    item, item, p->addr.family == AF_INET ? 24 : 64);
+		return -1;
+	}
+	lo = p->addr.family == AF_INET ? 8 : 16;
+	hi = p->addr.family == AF_INET ? 30 : 126;
+	if (p->len < lo || p->len > hi) {
+		parse_error(cp, "%s: %s: prefix length must be %u..%u for %s",
+		    k->name, item, lo, hi, family_name(p->addr.family));
+		return -1;
+	}
+	if (host_bits_all(p, false)) {
+		parse_error(cp, "%s: %s is the network address, "
+		    "not a host address", k->name, item);
+		return -1;
+	}
+	if (p->addr.family == AF_INET && host_bits_all(p, true)) {
+		parse_error(cp, "%s: %s is the broadcast address, "
+		    "not a host address", k->name, item);
+		return -1;
+	}
 	return 0;
 }
 
-/* Peer Address: single host addresses; subnet checks wait for finish. */
+/* Peer Address: a single host address; subnet checks wait for finish. */
 static int
-parse_hostaddrs(struct cfg_parse *cp, const struct cfg_key *k,
-    struct prefix *dst, size_t *dstn, char *v)
+check_hostaddr(struct cfg_parse *cp, const struct cfg_key *k, const char *item,
+    struct prefix *p)
+{
+	char e[ESC_LEN];
+
+	if (addr_parse_prefix(item, p, true) != 0) {
+		parse_error(cp, "%s: '%s' is not an address", k->name, quote(e, item));
+		return -1;
+	}
+	if (p->len != (p->addr.family == AF_INET ? 32 : 128)) {
+		parse_error(cp, "%s: %s is not a single address (use /%d)", k->name,
+		    item, p->addr.family == AF_INET ? 32 : 128);
+		return -1;
+	}
+	return 0;
+}
+
+/* A list of addresses, at most one per family, each passing `check`. */
+static int
+parse_addrs(struct cfg_parse *cp, const struct cfg_key *k, struct prefix *dst,
+    size_t *dstn, char *v, int (*check)(struct cfg_parse *,
+    const struct cfg_key *, const char *, struct prefix *))
 {
 	struct prefix tmp[CFG_MAX_ADDRS], p;
-	char e[ESC_LEN], *item, *rest = v;
+	char *item, *rest = v;
 	size_t n = 0;
 
 	while ((item = next_item(&rest)) != NULL) {
@@ -533,17 +513,8 @@ parse_hostaddrs(struct cfg_parse *cp, const struct cfg_key *k,
 			parse_error(cp, "%s: empty item in list", k->name);
 			return -1;
 		}
-		if (addr_parse_prefix(item, &p, true) != 0) {
-			parse_error(cp, "%s: '%s' is not an address", k->name,
-			    quote(e, item));
+		if (check(cp, k, item, &p) != 0)
 			return -1;
-		}
-		if (p.len != (p.addr.family == AF_INET ? 32 : 128)) {
-			parse_error(cp,
-			    "%s: %s is not a single address (use /%d)", k->name,
-			    item, p.addr.family == AF_INET ? 32 : 128);
-			return -1;
-		}
 		for (size_t i = 0; i < n; i++) {
 			if (tmp[i].addr.family == p.addr.family) {
 				parse_error(cp, "%s: more than one %s address",
@@ -697,7 +668,7 @@ parse_rule(struct cfg_parse *cp, const struct cfg_key *k,
 	}
 	if (strcmp(port, "*") == 0)
 		r->port = 0;
-	else if (port_parse(port, &r->port) != 0) {
+	else if (addr_parse_port(port, &r->port) != 0) {
 		parse_error(cp, "%s: '%s' is not a port (1..65535 or *)",
 		    k->name, quote(e, port));
 		return -1;
@@ -757,7 +728,7 @@ parse_ports(struct cfg_parse *cp, const struct cfg_key *k, uint16_t **dst,
 			parse_error(cp, "%s: empty item in list", k->name);
 			goto fail;
 		}
-		if (port_parse(item, &port) != 0) {
+		if (addr_parse_port(item, &port) != 0) {
 			parse_error(cp, "%s: '%s' is not a port (1..65535)",
 			    k->name, quote(e, item));
 			goto fail;
@@ -808,7 +779,7 @@ parse_bind(const char *s, char **host, uint16_t *port)
 
 	*host = NULL;
 	if (strspn(s, "0123456789") == strlen(s))
-		return port_parse(s, port);
+		return addr_parse_port(s, port);
 	if (addr_split_hostport(s, h, sizeof h, port, 0) != 0)
 		return -1;
 	if (addr_parse_ip(h, &a) != 0)
@@ -887,9 +858,9 @@ parse_value(struct cfg_parse *cp, const struct cfg_key *k, void *obj, char *v)
 	case CFG_T_LISTEN:
 		return parse_listen(cp, k, obj, v);
 	case CFG_T_IFADDRS:
-		return parse_ifaddrs(cp, k, f, field(obj, k->off_n), v);
+		return parse_addrs(cp, k, f, field(obj, k->off_n), v, check_ifaddr);
 	case CFG_T_HOSTADDRS:
-		return parse_hostaddrs(cp, k, f, field(obj, k->off_n), v);
+		return parse_addrs(cp, k, f, field(obj, k->off_n), v, check_hostaddr);
 	case CFG_T_PREFIXES:
 		return parse_prefixes(cp, k, f, v);
 	case CFG_T_PUBKEY:
