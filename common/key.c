@@ -29,6 +29,7 @@ int
 key_decode(const char *text, uint8_t key[static KEY_LEN])
 {
 	uint8_t buf[KEY_LEN + 4];
+	char canon[KEY_B64_LEN + 1];
 	word32 outlen = sizeof buf;
 	size_t len;
 
@@ -47,6 +48,13 @@ key_decode(const char *text, uint8_t key[static KEY_LEN])
 	if (Base64_Decode((const byte *)text, (word32)len, buf, &outlen) != 0 ||
 	    outlen != KEY_LEN)
 		return -1;
+	/* Only the canonical spelling: the unused low bits of the last
+	 * character must be zero, so equal keys compare equal as text. */
+	key_encode(buf, canon);
+	if (memcmp(canon, text, KEY_B64_LEN) != 0) {
+		explicit_bzero(buf, sizeof buf);
+		return -1;
+	}
 	memcpy(key, buf, KEY_LEN);
 	explicit_bzero(buf, sizeof buf);
 	return 0;

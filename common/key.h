@@ -12,8 +12,9 @@
 /* Base64 text of a 32-byte key into `out` (KEY_B64_LEN + 1 bytes, NUL
  * terminated). */
 void key_encode(const uint8_t key[static KEY_LEN], char out[static KEY_B64_LEN + 1]);
-/* Decode base64 text (surrounding whitespace ignored) of exactly 32 bytes.
- * Returns 0, or -1 if malformed or of another length. */
+/* Decode base64 text (surrounding whitespace ignored) of exactly 32 bytes,
+ * in the canonical form key_encode writes. Returns 0, or -1 if malformed,
+ * non-canonical or of another length. */
 int key_decode(const char *text, uint8_t key[static KEY_LEN]);
 
 /* A fresh private key from the system CSPRNG. Returns 0 or -1. */
