@@ -719,6 +719,7 @@ local_address_gone(const struct sockaddr_storage *a, socklen_t len)
 static void
 check_path(evutil_socket_t fd, short what, void *arg)
 {
+	static const struct timeval path_retry = { 0, 250000 };
 	struct client *c = arg;
 	struct tun_netlink_path path;
 	struct ipaddr cur;
@@ -741,10 +742,14 @@ check_path(evutil_socket_t fd, short what, void *arg)
 	if (quic_conn_state(c->qc) != QUIC_STATE_ESTABLISHED || c->sock == NULL)
 		return;
 	if (tun_netlink_get_route(&c->server_ip, &path, &cause) != 0) {
-		/* Keep a link change pending: when the route comes back (its
-		 * own event), the connection still needs its probe. */
+		/* Keep a link change pending: when the route comes back, the
+		 * connection still needs its probe. The route's own event
+		 * should say so; looking again now and then means a missed or
+		 * merged notification cannot leave the connection stranded. */
 		log_debug("no route to the server now: %s", cause);
 		free(cause);
+		if (c->link_event)
+			evtimer_add(c->path_ev, &path_retry);
 		return;
 	}
 	c->link_event = false;
@@ -782,6 +787,7 @@ monitor_cb(enum tun_monitor_event ev, void *arg)
 	struct client *c = arg;
 	struct timeval settle = { 0, 20000 };
 
+	log_debug("netlink: %s change", tun_monitor_event_name(ev));
 	/* Let a burst of changes (address, then route) settle first. */
 	if (ev == TUN_MONITOR_LINK)
 		c->link_event = true;

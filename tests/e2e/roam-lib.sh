@@ -281,7 +281,9 @@ roam_start_roved() {
 
 # roam_start_client: rove up in the client namespace; $LAP_PID.
 roam_start_client() {
-	bg laptop "$RNS_C" "$BUILD/rove" up -f -c "$RCONF_C" ${ROVE_VERBOSE:+-v}
+	# Always -v: the client's path decisions are debug lines, and a
+	# failed roaming check is hard to read without them.
+	bg laptop "$RNS_C" "$BUILD/rove" up -f -c "$RCONF_C" -v
 	LAP_PID=$BG_PID
 }
 
