@@ -550,7 +550,18 @@ path_validated_cb(struct quic_conn *qc, enum quic_path_result res,
 		return;
 	}
 	if (res == QUIC_PATH_FAILED) {
-		log_warn("path from %s failed validation", addr_sockaddr_str(local, buf));
+		log_warn("path from %s failed validation; staying on the old path",
+		    addr_sockaddr_str(local, buf));
+		/* ngtcp2 kept (or went back to) the old path, so its socket is
+		 * the current one again. The failed socket stays as old_sock
+		 * until the next move: a packet may still be in its batch. */
+		if (c->old_sock != NULL && c->sock != NULL &&
+		    memcmp(local, &c->sock->sock.local, c->sock->sock.locallen) == 0) {
+			struct csock *failed = c->sock;
+			c->sock = c->old_sock;
+			c->old_sock = failed;
+			quic_conn_set_batch(c->qc, &c->sock->batch);
+		}
 		return;
 	}
 	log_info("path from %s validated", addr_sockaddr_str(local, buf));

@@ -1008,9 +1008,12 @@ quic_conn_write(struct quic_conn *qc)
 	if (max_pkts > UDP_BATCH_MAX)
 		max_pkts = UDP_BATCH_MAX;
 	for (npkts = 0; npkts < max_pkts; npkts++) {
-		uint8_t *dst = udp_batch_slot(qc->batch);
-		ngtcp2_ssize n = write_one(qc, dst, &ps, ts);
+		/* The packet lands in this batch's slot even if a callback
+		 * inside write_one (a failed path validation) picks another
+		 * default batch. */
 		struct udp_batch *b = qc->batch;
+		uint8_t *dst = udp_batch_slot(b);
+		ngtcp2_ssize n = write_one(qc, dst, &ps, ts);
 
 		if (n < 0) {
 			fail(qc, (int)n);
@@ -1320,6 +1323,15 @@ quic_conn_migrate(struct quic_conn *qc, struct udp_batch *batch, bool immediate)
 	qc->batch = batch;
 	mark_dirty(qc);
 	return 0;
+}
+
+void
+quic_conn_set_batch(struct quic_conn *qc, struct udp_batch *batch)
+{
+	memcpy(&qc->local, &batch->sock->local, batch->sock->locallen);
+	qc->path.local.addrlen = batch->sock->locallen;
+	qc->batch = batch;
+	mark_dirty(qc);
 }
 
 const struct sockaddr *

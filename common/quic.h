@@ -206,6 +206,9 @@ bool quic_conn_early_ready(const struct quic_conn *);
  * dead (its address is gone); else the old path serves until the new one
  * is validated. Returns 0 or -1. */
 int quic_conn_migrate(struct quic_conn *, struct udp_batch *, bool immediate);
+/* Client: the batch (socket) for packets of no other path, after a
+ * migration's validation failed and ngtcp2 stayed on the old path. */
+void quic_conn_set_batch(struct quic_conn *, struct udp_batch *);
 /* The local address of the current path. */
 const struct sockaddr *quic_conn_local(const struct quic_conn *, socklen_t *);
 /* Server: tell the connection which peer a resumed session belongs to
