@@ -90,6 +90,8 @@ struct client {
 	struct tun_monitor *monitor;
 	struct event *path_ev;   /* debounced path check after netlink news */
 	bool link_event;         /* a link changed since the last check */
+	bool path_down;          /* at the last check: no route to the server,
+	                          * or its link down or without carrier */
 	struct status_roam roam;
 };
 
@@ -724,25 +726,27 @@ local_address_gone(const struct sockaddr_storage *a, socklen_t len)
 }
 
 /* Netlink said something changed. If the way to the server now leaves
- * from another address, move the connection there; if a link came back
- * after an outage, move anyway (to a fresh socket), which probes at once
+ * from another address, move the connection there. If the path came back
+ * after an outage (the route was gone, or a link changed and our packets
+ * go unanswered), move anyway, to a fresh socket: that probes at once
  * instead of waiting out the retransmission back-off. */
 static void
 check_path(evutil_socket_t fd, short what, void *arg)
 {
-	static const struct timeval path_retry = { 0, 250000 };
+	static const struct timeval path_retry = { 0, 500000 };
 	struct client *c = arg;
 	struct tun_netlink_path path;
 	struct ipaddr cur;
 	struct csock *cs;
 	char *cause = NULL, buf[ADDR_STRLEN];
-	bool link = c->link_event, gone;
+	bool probe, gone;
 	uint16_t port;
 
 	(void)fd;
 	(void)what;
 	if (c->qc == NULL) {
 		c->link_event = false;
+		c->path_down = false;
 		/* Waiting to reconnect: a change may be the way back. */
 		if (evtimer_pending(c->reconnect_ev, NULL) && !c->stopping) {
 			evtimer_del(c->reconnect_ev);
@@ -752,24 +756,33 @@ check_path(evutil_socket_t fd, short what, void *arg)
 	}
 	if (quic_conn_state(c->qc) != QUIC_STATE_ESTABLISHED || c->sock == NULL)
 		return;
-	if (tun_netlink_get_route(&c->server_ip, &path, &cause) != 0) {
-		/* Keep a link change pending: when the route comes back, the
-		 * connection still needs its probe. The route's own event
-		 * should say so; looking again now and then means a missed or
+	if (tun_netlink_get_route(&c->server_ip, &path, &cause) != 0 ||
+	    tun_netlink_link_running(path.ifindex, &cause) != 1) {
+		/* When the path comes back the connection needs its probe.
+		 * The link's or route's own event should bring us here
+		 * again; looking now and then as well means a missed or
 		 * merged notification cannot leave the connection stranded. */
-		log_debug("no route to the server now: %s", cause);
+		if (!c->path_down)
+			log_debug("no way to the server now: %s",
+			    cause != NULL ? cause : "its link is down");
 		free(cause);
-		if (c->link_event)
-			evtimer_add(c->path_ev, &path_retry);
+		c->path_down = true;
+		evtimer_add(c->path_ev, &path_retry);
 		return;
 	}
+	/* Packets arriving prove little here: after an outage the server's
+	 * may get through before our own route is back. */
+	probe = c->path_down || (c->link_event && quic_conn_stalled(c->qc));
 	c->link_event = false;
+	c->path_down = false;
 	if (addr_from_sockaddr((struct sockaddr *)&c->sock->sock.local, &cur, &port) != 0)
 		return;
 	gone = local_address_gone(&c->sock->sock.local, c->sock->sock.locallen);
-	if (path.has_src && addr_equal(&path.src, &cur) && !gone &&
-	    !(link && quic_conn_rx_idle_ms(c->qc) > 1000))
+	if (path.has_src && addr_equal(&path.src, &cur) && !gone && !probe) {
+		log_debug("path to the server unchanged, from %s",
+		    addr_sockaddr_str((struct sockaddr *)&c->sock->sock.local, buf));
 		return;
+	}
 	if ((cs = csock_open(c, &cause)) == NULL) {
 		log_warn("migration: %s", cause);
 		free(cause);
@@ -777,13 +790,13 @@ check_path(evutil_socket_t fd, short what, void *arg)
 	}
 	/* Without the old address the old path is dead: switch now and
 	 * validate on the way; else keep it until the new one proves itself. */
-	if (quic_conn_migrate(c->qc, &cs->batch, gone || link) != 0) {
+	if (quic_conn_migrate(c->qc, &cs->batch, gone || probe) != 0) {
 		csock_free(cs);
 		return;
 	}
 	c->roam.migrations++;
 	log_info("migrating to %s%s", addr_sockaddr_str((struct sockaddr *)&cs->sock.local,
-	    buf), gone ? " (old address gone)" : link ? " (link change)" : "");
+	    buf), gone ? " (old address gone)" : probe ? " (path back after an outage)" : "");
 	csock_free(c->old_sock);
 	c->old_sock = gone ? NULL : c->sock;
 	if (gone)

@@ -332,6 +332,32 @@ out:
 	return ret;
 }
 
+int
+tun_netlink_link_running(int ifindex, char **cause)
+{
+	struct nl_req req;
+	struct rtnl_link *link = NULL;
+	char ifs[IF_NAMESIZE + 16];
+	unsigned flags, carrier;
+	int err;
+
+	if (check_ifindex(ifindex, "reading link state", cause) != 0)
+		return -1;
+	if (nl_req_open(&req, cause) != 0)
+		return -1;
+	if ((err = rtnl_link_get_kernel(req.sk, ifindex, NULL, &link)) < 0) {
+		nl_req_cause(&req, err, cause, "reading the state of %s",
+		    if_str(ifindex, ifs));
+		nl_req_close(&req);
+		return -1;
+	}
+	flags = rtnl_link_get_flags(link);
+	carrier = rtnl_link_get_carrier(link);
+	rtnl_link_put(link);
+	nl_req_close(&req);
+	return (flags & IFF_UP) && carrier != 0 ? 1 : 0;
+}
+
 /* Describe a route for messages: "10.0.0.0/8 via 192.0.2.1 dev eth0". */
 static void
 route_str(const struct route_spec *rs, char *buf, size_t len)

@@ -29,6 +29,10 @@ struct tun_netlink_path {
 int tun_netlink_get_route(const struct ipaddr *dst, struct tun_netlink_path *,
     char **cause);
 
+/* 1 if the link is up and has a carrier, 0 if not, -1 with *cause if its
+ * state cannot be read. */
+int tun_netlink_link_running(int ifindex, char **cause);
+
 /* A host route to `dst` along `path` (gateway and interface), so that a
  * broader route through the tunnel does not capture the tunnel's own
  * packets. Removed with tun_netlink_del_host_route. */

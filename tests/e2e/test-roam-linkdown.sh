@@ -10,6 +10,9 @@
 #     routes through ca, and when the link comes back the network manager
 #     restores the default route a moment later (here 0.5 s, as a DHCP
 #     client would), so the route and the link return as separate events.
+#     In between, the server's packets already reach the client (pings
+#     from the LAN host through the tunnel): arriving packets must not
+#     convince rove that its own path works.
 . "$(dirname "$0")/roam-lib.sh"
 roam_init "$@"
 roam_topo_up
@@ -56,7 +59,9 @@ carrier_up() { ip -n "$RNS_R" link set ra up; }
 admin_down() { ip -n "$RNS_C" link set ca down; }
 admin_up() {
 	ip -n "$RNS_C" link set ca up || return 1
-	sleep 0.5
+	sleep 0.1
+	nsx "$RNS_L" ping -c 4 -i 0.05 -W 0.1 "$C_TUN" >/dev/null 2>&1
+	sleep 0.2
 	ip -n "$RNS_C" route replace default via "$R_A" dev ca
 }
 
