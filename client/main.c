@@ -14,13 +14,17 @@
 #include "key.h"
 #include "log.h"
 
+#define DEFAULT_CONFIG "/etc/rove/rove.conf"
+
 static void __attribute__((noreturn))
 usage(void)
 {
-	fprintf(stderr, "usage: rove up -c FILE [-f] [-n] [-T] [-v]\n"
+	fprintf(stderr, "usage: rove up -c FILE [-f] [-n] [-T] [-v] "
+	    "[-L [bind:]port:host:hostport]\n"
+	    "               [-R [bind:]port:host:hostport] [-D [bind:]port]\n"
 	    "       rove genkey > private.key\n"
 	    "       rove pubkey < private.key\n"
-	    "       rove status [-s SOCKET | -c FILE] [--json]\n");
+	    "       rove status [-s SOCKET | -c FILE] [-j | --json]\n");
 	exit(2);
 }
 
@@ -68,6 +72,29 @@ cmd_pubkey(void)
 	return 0;
 }
 
+/* The control socket of either program's config: a client's, else a
+ * server's. When neither parses, the errors of the closer one (fewer). */
+static int
+status_config(const char *path, struct cfg *cfg)
+{
+	struct cfg_errors ec = { 0 }, es = { 0 }, *show;
+	int rv = 0;
+
+	if (cfg_load(path, CFG_ROLE_CLIENT, cfg, &ec) == 0)
+		goto out;
+	cfg_clear(cfg);
+	if (cfg_load(path, CFG_ROLE_SERVER, cfg, &es) == 0)
+		goto out;
+	show = es.n < ec.n ? &es : &ec;
+	for (size_t i = 0; i < show->n; i++)
+		fprintf(stderr, "%s\n", show->msg[i]);
+	rv = -1;
+out:
+	cfg_errors_clear(&ec);
+	cfg_errors_clear(&es);
+	return rv;
+}
+
 static int
 cmd_status(int argc, char **argv)
 {
@@ -78,6 +105,7 @@ cmd_status(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *sock = NULL, *path = NULL;
+	char *fallback = NULL;
 	struct cfg cfg = { 0 };
 	char *cause = NULL;
 	int ch, json = 0, rv;
@@ -97,21 +125,23 @@ cmd_status(int argc, char **argv)
 			usage();
 		}
 	}
-	if (sock == NULL) {
-		/* The socket named by a config, or the client's default. */
-		if (daemon_load_config(path != NULL ? path : "/etc/rove/rove.conf",
-		    CFG_ROLE_CLIENT, &cfg) != 0 && path != NULL) {
+	if (sock == NULL && path == NULL && access(DEFAULT_CONFIG, F_OK) == 0)
+		path = DEFAULT_CONFIG;
+	if (sock == NULL && path != NULL) {
+		if (status_config(path, &cfg) != 0) {
 			cfg_clear(&cfg);
 			return 1;
 		}
-		sock = cfg.control_socket != NULL ? cfg.control_socket :
-		    "/run/rove/rove.sock";
+		sock = cfg.control_socket;
 	}
+	if (sock == NULL)
+		sock = fallback = cfg_default_socket(CFG_ROLE_CLIENT);
 	rv = control_request(sock, json ? "status json" : "status", stdout, &cause);
 	if (rv != 0) {
 		fprintf(stderr, "rove: %s\n", cause);
 		free(cause);
 	}
+	free(fallback);
 	cfg_clear(&cfg);
 	return rv == 0 ? 0 : 1;
 }

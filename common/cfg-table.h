@@ -111,6 +111,11 @@ struct cfg_parse {
 	struct cfg_seen main;   /* keys of [Server] / [Client] */
 	struct cfg_seen *peers; /* one per cfg->peers entry */
 	unsigned listen_line[CFG_MAX_LISTEN];
+	/* Lines past the file's last are command-line options; each has
+	 * its own name for messages ("-L 8080:db:5432"). */
+	unsigned file_lines;
+	char **option_names;
+	size_t noptions;
 };
 
 /* Start parsing `path` (used for messages and to resolve relative paths)

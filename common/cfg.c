@@ -67,7 +67,11 @@ error_at(struct cfg_parse *cp, unsigned line, const char *fmt, ...)
 		fatalx("out of memory");
 	va_end(ap);
 	e->msg = xrealloc(e->msg, (e->n + 1) * sizeof *e->msg);
-	xasprintf(&e->msg[e->n], "%s:%u: %s", cp->path, line, msg);
+	if (cp->noptions > 0 && line > cp->file_lines)
+		xasprintf(&e->msg[e->n], "%s: %s",
+		    cp->option_names[line - cp->file_lines - 1], msg);
+	else
+		xasprintf(&e->msg[e->n], "%s:%u: %s", cp->path, line, msg);
 	e->n++;
 	cp->err_lines = xrealloc(cp->err_lines,
 	    (i + 1) * sizeof *cp->err_lines);
@@ -215,8 +219,8 @@ config_dir(const char *path)
 
 /* The control socket when none is configured: a system path for root,
  * else one the user can create. */
-static char *
-default_socket(enum cfg_role role)
+char *
+cfg_default_socket(enum cfg_role role)
 {
 	const char *file = role == CFG_ROLE_SERVER ? "roved.sock" : "rove.sock";
 	const char *xdg = getenv("XDG_RUNTIME_DIR");
@@ -815,6 +819,16 @@ parse_forward(struct cfg_parse *cp, const struct cfg_key *k,
 	}
 	if (rc != 0)
 		goto bad;
+	if (f.bind_host != NULL && k == &cfg_table[CFG_KEY_REMOTE_FORWARD] &&
+	    strcmp(f.bind_host, "0.0.0.0") != 0) {
+		/* roved listens on all its IPv4 addresses; taking another
+		 * address here and ignoring it would mislead. */
+		parse_error(cp, "%s: bind address %s is not supported: roved "
+		    "listens on 0.0.0.0 (all its IPv4 addresses)", k->name,
+		    f.bind_host);
+		free(f.bind_host);
+		return -1;
+	}
 	if (target != NULL) {
 		if (addr_split_hostport(target, h, sizeof h, &f.target_port,
 		    0) != 0 || !valid_host(h)) {
@@ -1098,7 +1112,7 @@ fill_defaults(struct cfg_parse *cp, unsigned sec, void *obj,
 			char **f = field(obj, k->off);
 
 			free(*f);
-			*f = default_socket(cp->cfg->role);
+			*f = cfg_default_socket(cp->cfg->role);
 		} else if (k->dflt != NULL) {
 			/* The table's defaults are valid values. */
 			v = xstrdup(k->dflt);
@@ -1357,6 +1371,18 @@ collect_forwards(const struct cfg *cfg, size_t id, struct bound *b, size_t n)
 	return n;
 }
 
+/* "on line N" of the file, or "given by -L SPEC" for an option. */
+static const char *
+line_str(const struct cfg_parse *cp, unsigned line, char *buf, size_t len)
+{
+	if (cp->noptions > 0 && line > cp->file_lines)
+		snprintf(buf, len, "given by %s",
+		    cp->option_names[line - cp->file_lines - 1]);
+	else
+		snprintf(buf, len, "on line %u", line);
+	return buf;
+}
+
 /* Two forwards may not listen on one address: LocalForward and
  * DynamicForward share this host, RemoteForwards the server. Each clash
  * is reported at the later line. */
@@ -1366,7 +1392,7 @@ check_binds(struct cfg_parse *cp, size_t ka, size_t kb)
 	const struct cfg *cfg = cp->cfg;
 	struct bound *b;
 	size_t n = 0;
-	char s[MAX_HOST + 16];
+	char s[MAX_HOST + 16], w[CFG_MAX_LINE + 16];
 
 	b = xcalloc(cfg->nlocal_forward + cfg->nremote_forward +
 	    cfg->ndynamic_forward, sizeof *b);
@@ -1384,9 +1410,8 @@ check_binds(struct cfg_parse *cp, size_t ka, size_t kb)
 		}
 		if (first != NULL)
 			error_at(cp, b[i].f->line, "%s: %s is already used by "
-			    "%s on line %u", b[i].key,
-			    bind_str(b[i].f, s, sizeof s), first->key,
-			    first->f->line);
+			    "%s %s", b[i].key, bind_str(b[i].f, s, sizeof s),
+			    first->key, line_str(cp, first->f->line, w, sizeof w));
 	}
 	free(b);
 }
@@ -1403,6 +1428,9 @@ check_client(struct cfg_parse *cp)
 		    "Routes: has no effect with Tun = none");
 	check_binds(cp, CFG_KEY_LOCAL_FORWARD, CFG_KEY_DYNAMIC_FORWARD);
 	check_binds(cp, CFG_KEY_REMOTE_FORWARD, CFG_KEY_REMOTE_FORWARD);
+	if (cfg->nremote_forward > CFG_MAX_REMOTE_FORWARDS)
+		error_at(cp, cfg->remote_forward[CFG_MAX_REMOTE_FORWARDS].line,
+		    "RemoteForward: more than %d", CFG_MAX_REMOTE_FORWARDS);
 }
 
 static void
@@ -1465,7 +1493,8 @@ cfg_parse_finish(struct cfg_parse *cp)
 {
 	struct cfg *cfg = cp->cfg;
 	unsigned sec = main_section(cfg->role);
-	unsigned eof = cp->line > 0 ? cp->line : 1;
+	unsigned last = cp->noptions > 0 ? cp->file_lines : cp->line;
+	unsigned eof = last > 0 ? last : 1;
 	int ret;
 
 	if (cp->main_line == 0)
@@ -1482,15 +1511,91 @@ cfg_parse_finish(struct cfg_parse *cp)
 	free(cp->dir);
 	free(cp->err_lines);
 	free(cp->peers);
+	for (size_t i = 0; i < cp->noptions; i++)
+		free(cp->option_names[i]);
+	free(cp->option_names);
 	memset(cp, 0, sizeof *cp);
 	return ret;
 }
 
 /* --- whole files --- */
 
-int
-cfg_load_buffer(const char *path, const char *buf, size_t len,
-    enum cfg_role role, struct cfg *cfg, struct cfg_errors *errs)
+/* Split ssh's "[bind:]port:host:hostport" at its colons, brackets kept
+ * whole; the config's "[bind:]port = host:hostport" into `out`. */
+static int
+option_forward(const char *spec, char *out, size_t outlen)
+{
+	const char *f[4];
+	size_t flen[4], nf = 0, depth = 0;
+	const char *start = spec;
+
+	for (const char *p = spec;; p++) {
+		if (*p == '[')
+			depth++;
+		else if (*p == ']' && depth > 0)
+			depth--;
+		else if ((*p == ':' && depth == 0) || *p == '\0') {
+			if (nf == 4)
+				return -1;
+			f[nf] = start;
+			flen[nf++] = (size_t)(p - start);
+			start = p + 1;
+			if (*p == '\0')
+				break;
+		}
+	}
+	if (nf == 3)
+		snprintf(out, outlen, "%.*s = %.*s:%.*s", (int)flen[0], f[0],
+		    (int)flen[1], f[1], (int)flen[2], f[2]);
+	else if (nf == 4)
+		snprintf(out, outlen, "%.*s:%.*s = %.*s:%.*s", (int)flen[0], f[0],
+		    (int)flen[1], f[1], (int)flen[2], f[2], (int)flen[3], f[3]);
+	else
+		return -1;
+	return 0;
+}
+
+/* One command-line option, as a key of the main section. */
+static void
+parse_option(struct cfg_parse *cp, const struct cfg_option *o)
+{
+	char value[CFG_MAX_LINE + 1];
+	const char *key;
+
+	cp->option_names = xrealloc(cp->option_names,
+	    (cp->noptions + 1) * sizeof *cp->option_names);
+	xasprintf(&cp->option_names[cp->noptions++], "-%c %s", o->flag, o->spec);
+	cp->line = cp->file_lines + (unsigned)cp->noptions;
+	cp->section = main_section(cp->cfg->role);
+	cp->skipping = false;
+	if (strlen(o->spec) > CFG_MAX_LINE / 2) {
+		parse_error(cp, "too long");
+		return;
+	}
+	switch (o->flag) {
+	case 'L':
+	case 'R':
+		key = o->flag == 'L' ? "LocalForward" : "RemoteForward";
+		if (option_forward(o->spec, value, sizeof value) != 0) {
+			parse_error(cp, "not [bind:]port:host:hostport");
+			return;
+		}
+		break;
+	case 'D':
+		key = "DynamicForward";
+		snprintf(value, sizeof value, "%s", o->spec);
+		break;
+	default:
+		parse_error(cp, "not a forward option");
+		return;
+	}
+	parse_key(cp, key, trim(value));
+}
+
+static int
+load(const char *path, const char *buf, size_t len, enum cfg_role role,
+    struct cfg *cfg, struct cfg_errors *errs, const struct cfg_option *opts,
+    size_t nopts)
 {
 	struct cfg_parse cp;
 	size_t off = 0;
@@ -1503,7 +1608,17 @@ cfg_load_buffer(const char *path, const char *buf, size_t len,
 		cfg_parse_line(&cp, buf + off, n);
 		off += n + (nl != NULL);
 	}
+	cp.file_lines = cp.line;
+	for (size_t i = 0; i < nopts; i++)
+		parse_option(&cp, &opts[i]);
 	return cfg_parse_finish(&cp);
+}
+
+int
+cfg_load_buffer(const char *path, const char *buf, size_t len,
+    enum cfg_role role, struct cfg *cfg, struct cfg_errors *errs)
+{
+	return load(path, buf, len, role, cfg, errs, NULL, 0);
 }
 
 static void
@@ -1516,6 +1631,13 @@ file_error(struct cfg_errors *errs, const char *path, const char *what)
 int
 cfg_load(const char *path, enum cfg_role role, struct cfg *cfg,
     struct cfg_errors *errs)
+{
+	return cfg_load_options(path, role, cfg, errs, NULL, 0);
+}
+
+int
+cfg_load_options(const char *path, enum cfg_role role, struct cfg *cfg,
+    struct cfg_errors *errs, const struct cfg_option *opts, size_t nopts)
 {
 	struct stat st;
 	char *buf = NULL, what[128];
@@ -1557,7 +1679,7 @@ cfg_load(const char *path, enum cfg_role role, struct cfg *cfg,
 		file_error(errs, path, what);
 		goto out;
 	}
-	ret = cfg_load_buffer(path, buf, len, role, cfg, errs);
+	ret = load(path, buf, len, role, cfg, errs, opts, nopts);
 out:
 	free(buf);
 	close(fd);

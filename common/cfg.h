@@ -22,6 +22,7 @@ enum cfg_congestion { CFG_CC_CUBIC, CFG_CC_BBR };
 #define CFG_DEFAULT_FORWARD_BUFFER 8388608
 #define CFG_DEFAULT_MAX_FORWARDS 256
 #define CFG_MAX_LISTEN 8
+#define CFG_MAX_REMOTE_FORWARDS 16 /* listeners roved keeps per session */
 #define CFG_MAX_ADDRS 2 /* at most one IPv4 and one IPv6 */
 
 struct cfg_prefix_list {
@@ -114,6 +115,23 @@ int cfg_load(const char *path, enum cfg_role role, struct cfg *cfg,
 /* The same over a buffer, for tests and fuzzing; `path` names it in errors. */
 int cfg_load_buffer(const char *path, const char *buf, size_t len,
     enum cfg_role role, struct cfg *cfg, struct cfg_errors *errs);
+
+/* A forward given on rove's command line, in ssh's syntax: -L and -R take
+ * "[bind:]port:host:hostport", -D "[bind:]port" (IPv6 addresses in
+ * brackets). They add to the config file's forwards; an error reads
+ * "-L SPEC: message". */
+struct cfg_option {
+	char flag;         /* 'L', 'R' or 'D' */
+	const char *spec;
+};
+
+/* cfg_load, then the options (client role only). */
+int cfg_load_options(const char *path, enum cfg_role role, struct cfg *cfg,
+    struct cfg_errors *errs, const struct cfg_option *opts, size_t nopts);
+
+/* The ControlSocket used when a config names none (malloc'd): under /run
+ * as root, else under $XDG_RUNTIME_DIR or /tmp, per user. */
+char *cfg_default_socket(enum cfg_role role);
 
 void cfg_clear(struct cfg *);
 void cfg_errors_clear(struct cfg_errors *);

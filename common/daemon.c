@@ -8,14 +8,16 @@
 
 #include "daemon.h"
 #include "log.h"
+#include "xmalloc.h"
 
 int
-daemon_load_config(const char *path, enum cfg_role role, struct cfg *cfg)
+daemon_load_config(const char *path, enum cfg_role role, struct cfg *cfg,
+    const struct cfg_option *opts, size_t nopts)
 {
 	struct cfg_errors errs = { 0 };
 	int rv;
 
-	rv = cfg_load(path, role, cfg, &errs);
+	rv = cfg_load_options(path, role, cfg, &errs, opts, nopts);
 	for (size_t i = 0; i < errs.n; i++)
 		fprintf(stderr, "%s\n", errs.msg[i]);
 	cfg_errors_clear(&errs);
@@ -79,14 +81,24 @@ daemon_main(int argc, char **argv, const struct daemon_ops *ops)
 {
 	const char *path = NULL;
 	int ch, verbose = 0, check = 0, print = 0, status = 0;
+	struct cfg_option *opts = NULL;
+	size_t nopts = 0;
+	int rv;
 	struct event *sigs[2];
 	struct event_base *base;
 	struct cfg cfg = { 0 };
 	char *cause = NULL;
 	void *prog;
 
-	while ((ch = getopt(argc, argv, "c:fnTvh")) != -1) {
+	while ((ch = getopt(argc, argv, ops->role == CFG_ROLE_CLIENT ?
+	    "c:fnTvhL:R:D:" : "c:fnTvh")) != -1) {
 		switch (ch) {
+		case 'L':
+		case 'R':
+		case 'D':
+			opts = xrealloc(opts, (nopts + 1) * sizeof *opts);
+			opts[nopts++] = (struct cfg_option){ (char)ch, optarg };
+			break;
 		case 'c':
 			path = optarg;
 			break;
@@ -108,7 +120,9 @@ daemon_main(int argc, char **argv, const struct daemon_ops *ops)
 	if (path == NULL || optind != argc)
 		ops->usage();
 	log_open(ops->name, verbose);
-	if (daemon_load_config(path, ops->role, &cfg) != 0) {
+	rv = daemon_load_config(path, ops->role, &cfg, opts, nopts);
+	free(opts);
+	if (rv != 0) {
 		cfg_clear(&cfg);
 		return 1;
 	}

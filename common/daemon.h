@@ -7,9 +7,10 @@
 
 #include "cfg.h"
 
-/* Load `path` for `role`; on failure print every "FILE:LINE: message" to
- * stderr and return -1. */
-int daemon_load_config(const char *path, enum cfg_role role, struct cfg *cfg);
+/* Load `path` for `role`, plus command-line forwards (may be NULL, 0); on
+ * failure print every "FILE:LINE: message" to stderr and return -1. */
+int daemon_load_config(const char *path, enum cfg_role role, struct cfg *cfg,
+    const struct cfg_option *opts, size_t nopts);
 
 /* Ignore SIGPIPE; call `stop(arg)` on the first SIGINT/SIGTERM and leave
  * the loop at once on a second. Returns the two signal events to free. */
@@ -31,7 +32,8 @@ struct daemon_ops {
 	int (*exit_status)(const void *); /* NULL: 0 */
 };
 
-/* The common main: parse -c FILE [-f] [-n] [-T] [-v], load and check the
+/* The common main: parse -c FILE [-f] [-n] [-T] [-v] (and for the client
+ * role, -L/-R/-D forwards as ssh writes them), load and check the
  * configuration (every error printed), then create, run the event loop
  * until shutdown, and free. Returns the process exit status. */
 int daemon_main(int argc, char **argv, const struct daemon_ops *);

@@ -1285,13 +1285,19 @@ quic_conn_state(const struct quic_conn *qc)
 	return qc->state;
 }
 
+uint64_t
+quic_conn_rx_idle_ms(const struct quic_conn *qc)
+{
+	return (clock_now() - qc->last_rx) / 1000000u;
+}
+
 bool
 quic_conn_stalled(const struct quic_conn *qc)
 {
 	ngtcp2_conn_stat cs;
 
 	ngtcp2_conn_get_conn_stat(qc->conn, &cs);
-	return cs.pto_count > 0 || (clock_now() - qc->last_rx) / 1000000u > 1000;
+	return cs.pto_count > 0 || quic_conn_rx_idle_ms(qc) > 1000;
 }
 
 bool

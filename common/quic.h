@@ -152,6 +152,8 @@ void quic_conn_read(struct quic_conn *, const struct udp_socket *sock,
  * (Packets arriving alone prove little: after an outage the peer's probes
  * may get through before our own route is back.) */
 bool quic_conn_stalled(const struct quic_conn *);
+/* Milliseconds since the last packet arrived. */
+uint64_t quic_conn_rx_idle_ms(const struct quic_conn *);
 
 /* The write loop: queued DATAGRAMs, stream data, ACKs and control frames
  * into the owner's batch, then re-arm the timer. Does not flush the batch. */

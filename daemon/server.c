@@ -76,7 +76,7 @@ struct session {
 	size_t ctllen;
 	bool configured;            /* server config sent */
 	struct fwd_set fwds;        /* valid once peer is set */
-	struct egress_listener *rlisteners[16]; /* remote forwards (-R) */
+	struct egress_listener *rlisteners[CFG_MAX_REMOTE_FORWARDS]; /* -R */
 	size_t nrlisteners;
 };
 

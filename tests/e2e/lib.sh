@@ -301,7 +301,8 @@ start_client() {
 	branch) conf=${2:-$WORK/configs/rove2.conf}; ns=$NS_BR ;;
 	*) die "start_client: unknown client $who" ;;
 	esac
-	bg "$who" "$ns" "$BUILD/rove" up -f -c "$conf" ${ROVE_VERBOSE:+-v}
+	shift $(($# < 2 ? $# : 2))
+	bg "$who" "$ns" "$BUILD/rove" up -f -c "$conf" ${ROVE_VERBOSE:+-v} "$@"
 	case $who in
 	laptop) LAP_PID=$BG_PID; LAP_SOCK=$(conf_path "$conf" ControlSocket) ;;
 	branch) BR_PID=$BG_PID; BR_SOCK=$(conf_path "$conf" ControlSocket) ;;

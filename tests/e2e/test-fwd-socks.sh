@@ -4,6 +4,8 @@
 # (--socks5-hostname: the name target.test is resolved by roved, from its
 # namespace's hosts file) and by address (--socks5): HTTP 200 and the exact
 # body bytes, and each request shows up as one completed dynamic forward.
+# The forwards are given on the command line as ssh takes them: -D for the
+# SOCKS port, and -L for a local forward to the same server by name.
 . "$(dirname "$0")/fwd-lib.sh"
 fwd_init "$@"
 command -v curl >/dev/null || die "curl is not installed"
@@ -14,7 +16,7 @@ SOCKS_PORT=1080
 SIZE=$((3 * 1024 * 1024 + 17))   # not a multiple of any buffer size
 
 peer_set laptop AllowForward "$LAN_HOST/32:$HTTP_PORT"
-client_add "$WORK/configs/rove.conf" "DynamicForward = 127.0.0.1:$SOCKS_PORT"
+LOCAL_PORT=8081
 netns_etc "$NS_SRV" hosts "$LAN_HOST target.test"
 mkdir "$WORK/www"
 head -c "$SIZE" /dev/urandom >"$WORK/www/blob.bin"
@@ -24,9 +26,11 @@ want=$(sha256sum <"$WORK/www/blob.bin" | cut -d' ' -f1)
 bg http "$NS_LAN" "$PY" -m http.server "$HTTP_PORT" --bind "$LAN_HOST" --directory "$WORK/www"
 wait_listen "$NS_LAN" "$HTTP_PORT" "the HTTP server"
 start_roved
-start_client laptop
+start_client laptop "$WORK/configs/rove.conf" -D "127.0.0.1:$SOCKS_PORT" \
+	-L "$LOCAL_PORT:target.test:$HTTP_PORT"
 wait_established laptop || die "laptop's tunnel does not come up"
-wait_listen "$NS_LAP" "$SOCKS_PORT" "rove's DynamicForward"
+wait_listen "$NS_LAP" "$SOCKS_PORT" "rove's -D forward"
+wait_listen "$NS_LAP" "$LOCAL_PORT" "rove's -L forward"
 
 # fetch WHAT CURL_PROXY_OPTION URL FILE EXPECTED_SHA256 EXPECTED_SIZE
 fetch() {
@@ -54,6 +58,13 @@ fetch "by address" --socks5 "http://$LAN_HOST:$HTTP_PORT/blob.bin" \
 fetch "small file by name" --socks5-hostname "http://target.test:$HTTP_PORT/hello.txt" \
 	"$WORK/hello.txt" "$(sha256sum <"$WORK/www/hello.txt" | cut -d' ' -f1)" 20
 expect_eq "small file content" "hello through socks" "$(cat "$WORK/hello.txt")"
+bl=$(lap_counters)
+code=$(nsx "$NS_LAP" curl -sS --max-time 30 -o "$WORK/bylocal.bin" -w '%{http_code}' \
+	"http://127.0.0.1:$LOCAL_PORT/blob.bin" 2>"$WORK/curl.err")
+expect_eq "-L to a name: HTTP status" 200 "$code"
+expect_eq "-L to a name: body sha256" "$want" "$(sha256sum <"$WORK/bylocal.bin" | cut -d' ' -f1)"
+wait_for 10 "-L: roved's forward closes" srv_forwards_are 0 || fail "-L: roved still lists forwards"
+expect_eq "-L: rove's counters" "opened+1 completed+1" "$(counters_delta "$bl" "$(lap_counters)")"
 # A port AllowForward does not name: the SOCKS5 reply is 2 ("connection
 # not allowed by ruleset"), which curl reports as error 97 ending in "(2)".
 rc=0

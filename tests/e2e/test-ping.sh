@@ -158,4 +158,10 @@ else
 fi
 expect_eq "laptop drops.too_big" $((CTB0 + 1)) "$(sget "$NS_LAP" "$LAP_SOCK" drops.too_big)"
 
+# rove status -c finds the control socket in either program's config.
+expect_eq "rove status -c roved.conf: role" server \
+	"$(nsx "$NS_SRV" "$BUILD/rove" status -c "$conf" --json | jget role)"
+expect_eq "rove status -c rove.conf: role" client \
+	"$(nsx "$NS_LAP" "$BUILD/rove" status -c "$WORK/configs/rove.conf" --json | jget role)"
+
 e2e_finish

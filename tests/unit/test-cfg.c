@@ -1004,6 +1004,124 @@ write_file(const char *path, const char *text, size_t len)
 	assert_int_equal(close(fd), 0);
 }
 
+/* rove up -L/-R/-D: ssh's syntax on top of the file's forwards. */
+static void
+test_options(void **state)
+{
+	char dir[] = "/tmp/test-cfg.XXXXXX", path[64], want[256];
+	const char text[] = CLI "LocalForward = 8080 = db.example:5432\n";
+	const struct cfg_option good[] = {
+		{ 'L', "9000:intranet.example:80" },
+		{ 'L', "127.0.0.2:9001:10.0.0.5:22" },
+		{ 'L', "[::1]:9002:[fd00::5]:443" },
+		{ 'R', "2222:127.0.0.1:22" },
+		{ 'D', "1080" },
+		{ 'D', "[::1]:1081" },
+	};
+	struct cfg cfg;
+	struct cfg_errors errs = { 0 };
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof path, "%s/rove.conf", dir);
+	write_file(path, text, strlen(text));
+	assert_int_equal(cfg_load_options(path, CFG_ROLE_CLIENT, &cfg, &errs,
+	    good, sizeof good / sizeof good[0]), 0);
+	assert_int_equal(errs.n, 0);
+	assert_int_equal(cfg.nlocal_forward, 4);
+	/* The file's first, then the options in their order. */
+	assert_null(cfg.local_forward[0].bind_host);
+	assert_int_equal(cfg.local_forward[0].bind_port, 8080);
+	assert_string_equal(cfg.local_forward[0].target_host, "db.example");
+	assert_null(cfg.local_forward[1].bind_host);
+	assert_int_equal(cfg.local_forward[1].bind_port, 9000);
+	assert_string_equal(cfg.local_forward[1].target_host, "intranet.example");
+	assert_int_equal(cfg.local_forward[1].target_port, 80);
+	assert_string_equal(cfg.local_forward[2].bind_host, "127.0.0.2");
+	assert_int_equal(cfg.local_forward[2].bind_port, 9001);
+	assert_string_equal(cfg.local_forward[2].target_host, "10.0.0.5");
+	assert_int_equal(cfg.local_forward[2].target_port, 22);
+	assert_string_equal(cfg.local_forward[3].bind_host, "::1");
+	assert_int_equal(cfg.local_forward[3].bind_port, 9002);
+	assert_string_equal(cfg.local_forward[3].target_host, "fd00::5");
+	assert_int_equal(cfg.local_forward[3].target_port, 443);
+	assert_int_equal(cfg.nremote_forward, 1);
+	assert_int_equal(cfg.remote_forward[0].bind_port, 2222);
+	assert_string_equal(cfg.remote_forward[0].target_host, "127.0.0.1");
+	assert_int_equal(cfg.remote_forward[0].target_port, 22);
+	assert_int_equal(cfg.ndynamic_forward, 2);
+	assert_int_equal(cfg.dynamic_forward[0].bind_port, 1080);
+	assert_string_equal(cfg.dynamic_forward[1].bind_host, "::1");
+	assert_int_equal(cfg.dynamic_forward[1].bind_port, 1081);
+	cfg_clear(&cfg);
+
+	/* Every bad option is reported, after the file's own errors, by
+	 * its flag and text; a clash with the file names the file's line. */
+	{
+		const struct cfg_option bad[] = {
+			{ 'L', "8080" },
+			{ 'L', "1:2:3:4:5" },
+			{ 'L', "9000:host" },
+			{ 'R', "x:host:22" },
+			{ 'D', "99999" },
+			{ 'R', "127.0.0.1:2222:h:22" },
+			{ 'L', "8080:other.example:80" },
+		};
+		const char *const msgs[] = {
+			NULL, /* the file's error, named by its path */
+			"-L 8080: not [bind:]port:host:hostport",
+			"-L 1:2:3:4:5: not [bind:]port:host:hostport",
+			"-L 9000:host: not [bind:]port:host:hostport",
+			"-R x:host:22: RemoteForward: 'x = host:22' is not "
+			    "[bind:]port = host:port",
+			"-D 99999: DynamicForward: '99999' is not [bind:]port",
+			"-R 127.0.0.1:2222:h:22: RemoteForward: bind address "
+			    "127.0.0.1 is not supported: roved listens on 0.0.0.0 "
+			    "(all its IPv4 addresses)",
+			"-L 8080:other.example:80: LocalForward: port 8080 is "
+			    "already used by LocalForward on line 6",
+		};
+		const char bad_text[] = CLI "KeepAlive = 5000\nLocalForward = 8080 = db:1\n";
+
+		write_file(path, bad_text, strlen(bad_text));
+		assert_int_equal(cfg_load_options(path, CFG_ROLE_CLIENT, &cfg,
+		    &errs, bad, sizeof bad / sizeof bad[0]), -1);
+		assert_int_equal(errs.n, sizeof msgs / sizeof msgs[0]);
+		snprintf(want, sizeof want,
+		    "%s:5: KeepAlive: 5000 is out of range (0..3600)", path);
+		assert_string_equal(errs.msg[0], want);
+		for (size_t i = 1; i < errs.n; i++)
+			assert_string_equal(errs.msg[i], msgs[i]);
+		cfg_clear(&cfg);
+		cfg_errors_clear(&errs);
+	}
+
+	/* roved keeps 16 remote-forward listeners per client: the 17th is
+	 * refused here, not silently at run time. */
+	{
+		struct cfg_option many[CFG_MAX_REMOTE_FORWARDS + 1];
+		char specs[CFG_MAX_REMOTE_FORWARDS + 1][32];
+
+		for (size_t i = 0; i <= CFG_MAX_REMOTE_FORWARDS; i++) {
+			snprintf(specs[i], sizeof specs[i], "%zu:h:22", 3000 + i);
+			many[i] = (struct cfg_option){ 'R', specs[i] };
+		}
+		write_file(path, CLI, strlen(CLI));
+		assert_int_equal(cfg_load_options(path, CFG_ROLE_CLIENT, &cfg,
+		    &errs, many, CFG_MAX_REMOTE_FORWARDS), 0);
+		cfg_clear(&cfg);
+		assert_int_equal(cfg_load_options(path, CFG_ROLE_CLIENT, &cfg,
+		    &errs, many, CFG_MAX_REMOTE_FORWARDS + 1), -1);
+		assert_int_equal(errs.n, 1);
+		assert_string_equal(errs.msg[0],
+		    "-R 3016:h:22: RemoteForward: more than 16");
+		cfg_clear(&cfg);
+		cfg_errors_clear(&errs);
+	}
+	unlink(path);
+	rmdir(dir);
+}
+
 static void
 test_load_file(void **state)
 {
@@ -1233,6 +1351,7 @@ main(void)
 		cmocka_unit_test(test_boundaries),
 		cmocka_unit_test(test_error_order),
 		cmocka_unit_test(test_load_file),
+		cmocka_unit_test(test_options),
 		cmocka_unit_test(test_example_configs),
 		cmocka_unit_test(test_table),
 		cmocka_unit_test(test_robustness),
