@@ -1497,7 +1497,8 @@ check_user(struct cfg_parse *cp)
 
 	cfg->user_line = m->line[CFG_KEY_USER];
 	cfg->group_line = m->line[CFG_KEY_GROUP];
-	if (m->line[CFG_KEY_GROUP] != 0 && m->line[CFG_KEY_USER] == 0)
+	if (m->line[CFG_KEY_GROUP] != 0 && m->line[CFG_KEY_USER] == 0 &&
+	    good(m, CFG_KEY_GROUP))
 		error_at(cp, m->line[CFG_KEY_GROUP],
 		    "Group: has no effect without User");
 	else if (cfg->user != NULL && m->line[CFG_KEY_GROUP] == 0)
