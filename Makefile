@@ -40,7 +40,10 @@ ALL_CFLAGS := -std=c17 $(OPT) -g $(WARN) $(HARDEN) -fPIE \
 	-ftrivial-auto-var-init=zero -MMD -MP $(CFLAGS)
 SAN_FLAGS := -fsanitize=address,undefined
 LDFLAGS += -pie -Wl,-z,relro,-z,now $(if $(SAN),$(SAN_FLAGS))
-LIBS := $(DEPS_LIBS) -levent_core -levent_extra -lnl-route-3 -lnl-3 -lm
+# libcap-ng drops root after setup (common/privdrop.c).
+CAPNG_LIBS := $(shell pkg-config --libs libcap-ng 2>/dev/null || echo -lcap-ng)
+LIBS := $(DEPS_LIBS) -levent_core -levent_extra -lnl-route-3 -lnl-3 \
+	$(CAPNG_LIBS) -lm
 NL_CFLAGS := $(shell pkg-config --cflags libnl-route-3.0 2>/dev/null || echo -I/usr/include/libnl3)
 CPPFLAGS += $(NL_CFLAGS)
 

@@ -9,6 +9,7 @@
 #include <netdb.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "client.h"
 #include "clock.h"
@@ -64,6 +65,7 @@ struct client {
 	bool configured;     /* the server's configuration arrived */
 
 	struct tun tun;
+	int tun_clone;     /* /dev/net/tun, opened at start; -1 once attached */
 	bool tun_open;
 	bool tun_paused;   /* not reading: the DATAGRAM queue is full */
 	struct event *tun_ev;
@@ -202,13 +204,17 @@ bring_up(struct client *c, const struct proto_server_config *sc, char **cause)
 	struct prefix all[PROTO_MAX_ROUTES + 64];
 	size_t nall = 0;
 	char buf[ADDR_STRLEN];
+	int fd;
 
 	for (size_t i = 0; i < sc->nroutes; i++)
 		all[nall++] = sc->routes[i];
 	for (size_t i = 0; i < c->cfg->routes.n && nall < sizeof all / sizeof all[0]; i++)
 		all[nall++] = c->cfg->routes.v[i];
 	protect_server_path(c, all, nall);
-	if (tun_open(&c->tun, c->cfg->tun, cause) != 0)
+	/* tun_attach owns the clone fd from here, whatever happens. */
+	fd = c->tun_clone;
+	c->tun_clone = -1;
+	if (tun_attach(&c->tun, fd, c->cfg->tun, cause) != 0)
 		return -1;
 	c->tun_open = true;
 	c->tun_mtu = sc->mtu;
@@ -892,6 +898,7 @@ client_create(struct event_base *base, const struct cfg *cfg, int verbose,
 
 	c->base = base;
 	c->cfg = cfg;
+	c->tun_clone = -1;
 	quic_random(c->reset_secret, sizeof c->reset_secret);
 	c->qs = (struct quic_settings){
 		.role = QUIC_ROLE_CLIENT,
@@ -905,6 +912,11 @@ client_create(struct event_base *base, const struct cfg *cfg, int verbose,
 	quic_set_pin_check(pin_check);
 	c->reconnect_ev = evtimer_new(base, reconnect_cb, c);
 	c->path_ev = evtimer_new(base, check_path, c);
+	/* The TUN device itself comes up with the server's configuration,
+	 * but its clone device may be root's alone: open it now, before
+	 * daemon_main drops root (attaching needs only CAP_NET_ADMIN). */
+	if (cfg->tun != NULL && (c->tun_clone = tun_clone_open(cause)) == -1)
+		goto fail;
 	if (key_load_private(cfg->private_key_file, priv, cause) != 0)
 		goto fail;
 	c->tls = tls_ctx_create(TLS_ROLE_CLIENT, priv, quic_tls_pin, cause);
@@ -967,6 +979,8 @@ client_free(struct client *c)
 	/* Routes through the TUN vanish with the device. */
 	if (c->tun_open)
 		tun_close(&c->tun);
+	if (c->tun_clone != -1)
+		close(c->tun_clone);
 	csock_free(c->sock);
 	csock_free(c->old_sock);
 	tun_monitor_free(c->monitor);

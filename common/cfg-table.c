@@ -65,6 +65,16 @@ const struct cfg_key cfg_table[CFG_KEY_COUNT] = {
 		"unix socket for 'rove status' (default /run/rove/NAME.sock "
 		"as root, else under $XDG_RUNTIME_DIR/rove or /tmp/rove-UID)",
 	},
+	[CFG_KEY_USER] = {
+		"User", SEC_MAIN, CFG_T_USER, 0, 0, 0, CFG(user), 0, NULL,
+		"when started as root: the user to run as once set up, with "
+		"only the capabilities still needed",
+	},
+	[CFG_KEY_GROUP] = {
+		"Group", SEC_MAIN, CFG_T_GROUP, 0, 0, 0, CFG(group), 0, NULL,
+		"the group to run as with User (default: the user's primary "
+		"group)",
+	},
 	[CFG_KEY_KEEPALIVE] = {
 		"KeepAlive", SEC_MAIN, CFG_T_NUMBER, 0, 0, 3600,
 		CFG(keepalive), 0, STR(CFG_DEFAULT_KEEPALIVE),

@@ -37,6 +37,8 @@ enum cfg_type {
 	CFG_T_ENDPOINT,   /* char * host + uint16_t port */
 	CFG_T_FORWARD,    /* struct cfg_forward * + size_t: bind = target */
 	CFG_T_DYNAMIC,    /* struct cfg_forward * + size_t: "[bind:]port" */
+	CFG_T_USER,       /* char *: a user name, looked up (struct cfg uid) */
+	CFG_T_GROUP,      /* char *: a group name, looked up (struct cfg gid) */
 };
 
 #define CFG_F_REPEAT (1u << 0)   /* may appear more than once; entries add up */
@@ -57,6 +59,8 @@ enum cfg_key_id {
 	CFG_KEY_ROUTES,
 	CFG_KEY_STATE_DIR,
 	CFG_KEY_CONTROL_SOCKET,
+	CFG_KEY_USER,
+	CFG_KEY_GROUP,
 	CFG_KEY_KEEPALIVE,
 	CFG_KEY_IDLE_TIMEOUT,
 	CFG_KEY_CONGESTION,
@@ -116,6 +120,7 @@ struct cfg_parse {
 	unsigned file_lines;
 	char **option_names;
 	size_t noptions;
+	gid_t user_gid;         /* User's primary group, the default Group */
 };
 
 /* Start parsing `path` (used for messages and to resolve relative paths)

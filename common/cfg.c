@@ -12,6 +12,7 @@
 #include "cfg-table.h"
 #include "key.h"
 #include "log.h"
+#include "privdrop.h"
 #include "xmalloc.h"
 
 /* Room to escape the longest line (every byte as \xNN). */
@@ -851,6 +852,55 @@ bad:
 	return -1;
 }
 
+/* User: the account must exist here, so that a typo shows at -n time. */
+static int
+parse_user(struct cfg_parse *cp, const struct cfg_key *k, struct cfg *cfg,
+    const char *v)
+{
+	char e[ESC_LEN];
+	uid_t uid;
+	gid_t gid;
+	int rv;
+
+	if ((rv = privdrop_lookup_user(v, &uid, &gid)) != 0) {
+		if (rv == -ENOENT)
+			parse_error(cp, "%s: unknown user '%s'", k->name,
+			    quote(e, v));
+		else
+			parse_error(cp, "%s: cannot look up user '%s': %s",
+			    k->name, quote(e, v), strerror(-rv));
+		return -1;
+	}
+	free(cfg->user);
+	cfg->user = xstrdup(v);
+	cfg->uid = uid;
+	cp->user_gid = gid;
+	return 0;
+}
+
+static int
+parse_group(struct cfg_parse *cp, const struct cfg_key *k, struct cfg *cfg,
+    const char *v)
+{
+	char e[ESC_LEN];
+	gid_t gid;
+	int rv;
+
+	if ((rv = privdrop_lookup_group(v, &gid)) != 0) {
+		if (rv == -ENOENT)
+			parse_error(cp, "%s: unknown group '%s'", k->name,
+			    quote(e, v));
+		else
+			parse_error(cp, "%s: cannot look up group '%s': %s",
+			    k->name, quote(e, v), strerror(-rv));
+		return -1;
+	}
+	free(cfg->group);
+	cfg->group = xstrdup(v);
+	cfg->gid = gid;
+	return 0;
+}
+
 /* Parse `v` (modified in place) as key `k` into `obj`, a struct cfg or
  * struct cfg_peer. */
 static int
@@ -890,6 +940,10 @@ parse_value(struct cfg_parse *cp, const struct cfg_key *k, void *obj, char *v)
 	case CFG_T_FORWARD:
 	case CFG_T_DYNAMIC:
 		return parse_forward(cp, k, f, field(obj, k->off_n), v);
+	case CFG_T_USER:
+		return parse_user(cp, k, obj, v);
+	case CFG_T_GROUP:
+		return parse_group(cp, k, obj, v);
 	}
 	return -1;
 }
@@ -1433,6 +1487,23 @@ check_client(struct cfg_parse *cp)
 		    "RemoteForward: more than %d", CFG_MAX_REMOTE_FORWARDS);
 }
 
+/* Group defaults to the user's primary group, and means nothing alone. */
+static void
+check_user(struct cfg_parse *cp)
+{
+	struct cfg *cfg = cp->cfg;
+	const struct cfg_seen *m = &cp->main;
+
+	cfg->user_line = m->line[CFG_KEY_USER];
+	cfg->group_line = m->line[CFG_KEY_GROUP];
+	if (m->line[CFG_KEY_GROUP] != 0 && m->line[CFG_KEY_USER] == 0 &&
+	    good(m, CFG_KEY_GROUP))
+		error_at(cp, m->line[CFG_KEY_GROUP],
+		    "Group: has no effect without User");
+	else if (cfg->user != NULL && m->line[CFG_KEY_GROUP] == 0)
+		cfg->gid = cp->user_gid;
+}
+
 static void
 check_timers(struct cfg_parse *cp)
 {
@@ -1505,6 +1576,7 @@ cfg_parse_finish(struct cfg_parse *cp)
 	else
 		check_client(cp);
 	check_timers(cp);
+	check_user(cp);
 	sort_errors(cp);
 
 	ret = cp->errs->n > cp->errs_start ? -1 : 0;
@@ -1708,6 +1780,8 @@ cfg_clear(struct cfg *cfg)
 	free(cfg->tun);
 	free(cfg->state_dir);
 	free(cfg->control_socket);
+	free(cfg->user);
+	free(cfg->group);
 	for (size_t i = 0; i < cfg->npeers; i++) {
 		struct cfg_peer *p = &cfg->peers[i];
 
@@ -1770,7 +1844,9 @@ print_key(const struct cfg_key *k, const void *obj, FILE *f)
 
 	switch (k->type) {
 	case CFG_T_PATH:
-	case CFG_T_NAME: {
+	case CFG_T_NAME:
+	case CFG_T_USER:
+	case CFG_T_GROUP: {
 		const char *v = *(char *const *)p;
 
 		if (v != NULL)

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <sys/types.h>
 
 #include "addr.h"
 
@@ -75,6 +76,12 @@ struct cfg {
 	uint32_t forward_buffer; /* bytes per direction per forward */
 	uint32_t max_forwards;   /* concurrent forwards per peer */
 	bool zero_rtt;           /* send / accept 0-RTT on resumption */
+	char *user;              /* User: run as this after setup; NULL = stay */
+	char *group;             /* Group as given; NULL = User's primary group */
+	uid_t uid;               /* User's, looked up while parsing */
+	gid_t gid;               /* Group's, else User's primary group */
+	unsigned user_line;      /* lines of User and Group, for messages */
+	unsigned group_line;
 
 	/* [Server] */
 	struct sockaddr_storage listen[CFG_MAX_LISTEN];

@@ -1,4 +1,5 @@
-/* Config loading and signal handling shared by roved and rove. */
+/* Config loading, signal handling, dropping root and the main loop shared
+ * by roved and rove. */
 #include <event2/event.h>
 #include <getopt.h>
 #include <signal.h>
@@ -8,6 +9,7 @@
 
 #include "daemon.h"
 #include "log.h"
+#include "privdrop.h"
 #include "xmalloc.h"
 
 int
@@ -80,7 +82,7 @@ int
 daemon_main(int argc, char **argv, const struct daemon_ops *ops)
 {
 	const char *path = NULL;
-	int ch, verbose = 0, check = 0, print = 0, status = 0;
+	int ch, verbose = 0, check = 0, print = 0, status = 0, drop;
 	struct cfg_option *opts = NULL;
 	size_t nopts = 0;
 	int rv;
@@ -132,12 +134,37 @@ daemon_main(int argc, char **argv, const struct daemon_ops *ops)
 		cfg_clear(&cfg);
 		return 0;
 	}
+	/* A user other than root cannot become User: say so before any
+	 * setup, like a config error. */
+	if ((drop = privdrop_needed(&cfg, geteuid(), getegid(), &cause)) == -1) {
+		fprintf(stderr, "%s\n", cause);
+		free(cause);
+		cfg_clear(&cfg);
+		return 1;
+	}
+	if (drop && privdrop_prepare(&cfg, &cause) != 0) {
+		log_error("%s", cause);
+		free(cause);
+		cfg_clear(&cfg);
+		return 1;
+	}
 	daemon_log_libevent();
 	if ((base = event_base_new()) == NULL)
 		fatalx("event_base_new failed");
 	if ((prog = ops->create(base, &cfg, verbose, &cause)) == NULL) {
 		log_error("%s", cause);
 		free(cause);
+		event_base_free(base);
+		cfg_clear(&cfg);
+		return 1;
+	}
+	/* Everything that needs root is set up: the TUN device, the UDP
+	 * sockets (with their forced buffer sizes), the control socket and
+	 * the files in StateDir. */
+	if (drop && privdrop_apply(&cfg, &cause) != 0) {
+		log_error("%s", cause);
+		free(cause);
+		ops->free(prog);
 		event_base_free(base);
 		cfg_clear(&cfg);
 		return 1;

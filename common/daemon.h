@@ -1,5 +1,5 @@
 /* What roved and rove share around their event loop: loading the config
- * with every error reported, and signal handling. */
+ * with every error reported, signal handling, and dropping root. */
 #ifndef ROVE_DAEMON_H
 #define ROVE_DAEMON_H
 
@@ -34,8 +34,9 @@ struct daemon_ops {
 
 /* The common main: parse -c FILE [-f] [-n] [-T] [-v] (and for the client
  * role, -L/-R/-D forwards as ssh writes them), load and check the
- * configuration (every error printed), then create, run the event loop
- * until shutdown, and free. Returns the process exit status. */
+ * configuration (every error printed), then create, drop root when User
+ * is set (privdrop.h), run the event loop until shutdown, and free.
+ * Returns the process exit status. */
 int daemon_main(int argc, char **argv, const struct daemon_ops *);
 
 #endif

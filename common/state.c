@@ -100,7 +100,10 @@ make_dir(const char *dir, char **cause)
 	return 0;
 }
 
-/* Write a whole file atomically (temporary, then rename), mode 0600. */
+/* Write a whole file atomically (temporary, then rename), mode 0600. The
+ * temporary file is always a new one and no path here follows a symbolic
+ * link: after User drops root the directory is that user's, and root must
+ * not write or read through whatever it may have left there. */
 static int
 write_file(const char *path, const void *data, size_t len)
 {
@@ -108,7 +111,9 @@ write_file(const char *path, const void *data, size_t len)
 	int fd, ret = -1;
 
 	xasprintf(&tmp, "%s.tmp", path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	unlink(tmp);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+	    0600);
 	if (fd != -1) {
 		if (write(fd, data, len) == (ssize_t)len && fsync(fd) == 0 &&
 		    rename(tmp, path) == 0)
@@ -125,7 +130,7 @@ write_file(const char *path, const void *data, size_t len)
 static int
 read_exact(const char *path, void *data, size_t len)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	ssize_t n;
 
 	if (fd == -1)
@@ -286,7 +291,8 @@ compact(struct state_server *st)
 	free(recs);
 	if (st->logfd != -1)
 		close(st->logfd);
-	st->logfd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+	st->logfd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW |
+	    O_CLOEXEC, 0600);
 	st->logrecords = n;
 	free(path);
 }
@@ -297,7 +303,7 @@ load_register(struct state_server *st)
 	char *path = path_in(st->dir, REGISTER_FILE);
 	struct reg_record r;
 	uint64_t now = wall_now();
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 
 	if (fd != -1) {
 		while (read(fd, &r, sizeof r) == (ssize_t)sizeof r) {
@@ -516,7 +522,7 @@ state_client_take(const char *dir, const char *id, uint8_t **session,
 	int fd;
 
 	xasprintf(&path, "%s/session-%s", dir, id);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	/* A ticket serves once: whatever happens, it is gone now. */
 	unlink(path);
 	free(path);

@@ -21,7 +21,7 @@ WOLFSSL_CONFIGURE=(--enable-quic --enable-earlydata --enable-session-ticket
 WOLFSSL_CFLAGS="-O2 -fPIC -DWOLFSSL_ALWAYS_VERIFY_CB"
 
 PACKAGES=(build-essential pkg-config autoconf automake libtool cmake dpkg-dev
-	libevent-dev libnl-3-dev libnl-route-3-dev libcmocka-dev
+	libevent-dev libnl-3-dev libnl-route-3-dev libcap-ng-dev libcmocka-dev
 	iproute2 nftables conntrack iperf3 iputils-ping procps psmisc curl
 	python3 openssl)
 

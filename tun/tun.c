@@ -12,13 +12,25 @@
 
 #define TUN_CLONE_DEVICE "/dev/net/tun"
 
-/* Open the clone device and attach it to interface `name`. */
 int
-tun_open(struct tun *t, const char *name, char **cause)
+tun_clone_open(char **cause)
+{
+	int fd;
+
+	fd = open(TUN_CLONE_DEVICE, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+	if (fd == -1)
+		xasprintf(cause, "opening %s: %s", TUN_CLONE_DEVICE,
+		    strerror(errno));
+	return fd;
+}
+
+/* Attach the clone device `fd` to interface `name`. */
+int
+tun_attach(struct tun *t, int fd, const char *name, char **cause)
 {
 	struct ifreq ifr;
 	size_t len;
-	int fd = -1, ret = -1;
+	int ret = -1;
 	unsigned ifindex;
 
 	t->fd = -1;
@@ -27,19 +39,12 @@ tun_open(struct tun *t, const char *name, char **cause)
 
 	if (name == NULL || *name == '\0') {
 		xasprintf(cause, "TUN device name is empty");
-		return -1;
+		goto out;
 	}
 	len = strlen(name);
 	if (len >= IFNAMSIZ) {
 		xasprintf(cause, "TUN device name too long (at most %d "
 		    "characters): %s", IFNAMSIZ - 1, name);
-		return -1;
-	}
-
-	fd = open(TUN_CLONE_DEVICE, O_RDWR | O_NONBLOCK | O_CLOEXEC);
-	if (fd == -1) {
-		xasprintf(cause, "opening %s: %s", TUN_CLONE_DEVICE,
-		    strerror(errno));
 		goto out;
 	}
 
@@ -72,6 +77,28 @@ out:
 	if (fd != -1)
 		close(fd);
 	return ret;
+}
+
+int
+tun_open(struct tun *t, const char *name, char **cause)
+{
+	int fd;
+
+	t->fd = -1;
+	t->name[0] = '\0';
+	t->ifindex = 0;
+	if (name == NULL || *name == '\0') {
+		xasprintf(cause, "TUN device name is empty");
+		return -1;
+	}
+	if (strlen(name) >= IFNAMSIZ) {
+		xasprintf(cause, "TUN device name too long (at most %d "
+		    "characters): %s", IFNAMSIZ - 1, name);
+		return -1;
+	}
+	if ((fd = tun_clone_open(cause)) == -1)
+		return -1;
+	return tun_attach(t, fd, name, cause);
 }
 
 void

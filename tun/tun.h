@@ -18,6 +18,13 @@ struct tun {
 /* Create (or attach to) TUN device `name` ("rove%d" patterns allowed).
  * Returns 0, or -1 with *cause set (caller frees). */
 int tun_open(struct tun *, const char *name, char **cause);
+/* The two halves of tun_open, for a process that drops root in between:
+ * /dev/net/tun is often root's alone (mode 0600), while attaching needs
+ * only CAP_NET_ADMIN. tun_clone_open returns the clone device's fd, or -1
+ * with *cause set; tun_attach takes the fd over (it is closed on failure)
+ * and returns as tun_open. */
+int tun_clone_open(char **cause);
+int tun_attach(struct tun *, int fd, const char *name, char **cause);
 /* Close the fd; a non-persistent TUN disappears with it. */
 void tun_close(struct tun *);
 

@@ -134,6 +134,9 @@ e2e_init() {
 		command -v "$p" >/dev/null || { echo "$0: $p is not installed (scripts/deps.sh installs it)" >&2; exit 2; }
 	done
 	WORK=$(mktemp -d "${TMPDIR:-/tmp}/rove-e2e.XXXXXX")
+	# The configs' User = nobody must pass through it to reach its
+	# StateDir and control socket.
+	chmod 711 "$WORK"
 	trap e2e_cleanup EXIT
 	trap 'exit 130' INT TERM
 	# Git does not keep file modes and rove refuses keys that others can read.

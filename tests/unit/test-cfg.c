@@ -520,6 +520,10 @@ test_print_roundtrip(void **state)
 	roundtrip("/etc/rove/roved.conf", SRV PEER_A, CFG_ROLE_SERVER, NULL);
 	roundtrip("/c.conf", CLI "Routes = 10.0.0.0/8, ::/0\n",
 	    CFG_ROLE_CLIENT, NULL);
+	/* Group is printed only when given: its default follows User. */
+	roundtrip("/c.conf", CLI "User = nobody\n", CFG_ROLE_CLIENT, NULL);
+	roundtrip("/etc/rove/roved.conf", SRV "user = root\ngroup = nogroup\n"
+	    PEER_A, CFG_ROLE_SERVER, NULL);
 }
 
 /* A malformed input and every error it must produce, in order. */
@@ -832,6 +836,23 @@ static const struct bad_case bad_cases[] = {
 	      "LocalForward on line 5",
 	      "t.conf:10: RemoteForward: port 22 is already used by "
 	      "RemoteForward on line 9" } },
+
+	/* User and Group: looked up while parsing, so -n shows a typo. */
+	{ S, SRV "User = no-such-user-rove\n" PEER_A, 0,
+	    { "t.conf:4: User: unknown user 'no-such-user-rove'" } },
+	{ C, CLI "User = nobody\nGroup = no-such-group-rove\n", 0,
+	    { "t.conf:6: Group: unknown group 'no-such-group-rove'" } },
+	{ C, CLI "Group = root\n", 0,
+	    { "t.conf:5: Group: has no effect without User" } },
+	{ S, SRV "Group = no-such-group-rove\n" PEER_A, 0,
+	    { "t.conf:4: Group: unknown group 'no-such-group-rove'" } },
+	{ C, CLI "User = nob\xc3\xb6" "dy\n", 0,
+	    { "t.conf:5: User: unknown user 'nob\\xc3\\xb6dy'" } },
+	{ C, CLI "User =\n", 0, { "t.conf:5: User: missing value" } },
+	{ C, CLI "User = root\nuser = nobody\n", 0,
+	    { "t.conf:6: User: duplicate key (first on line 5)" } },
+	{ S, SRV PEER_A "User = root\n", 0,
+	    { "t.conf:7: User: belongs in [Server], not [Peer]" } },
 };
 
 static void
