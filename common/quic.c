@@ -38,6 +38,9 @@ struct quic_stream {
 	int64_t id;
 	void *arg;                 /* the owner's, see quic_conn_stream_set_arg */
 	struct stream_chunk *head, *tail;
+	/* The first chunk not wholly handed to ngtcp2 (NULL when everything
+	 * is), so a packet does not walk the chunks in flight. */
+	struct stream_chunk *cur;
 	uint64_t end;      /* offset after the last queued byte */
 	uint64_t send_off; /* next offset to hand to ngtcp2 */
 	uint64_t acked;    /* bytes acknowledged (freed) */
@@ -1021,9 +1024,9 @@ write_one(struct quic_conn *qc, uint8_t *dst, ngtcp2_path_storage *ps,
 		ngtcp2_ssize datalen = -1;
 		uint32_t flags = 0;
 
-		for (struct stream_chunk *c = s->head; c != NULL && nv < 8; c = c->next) {
-			if (c->off + c->len <= s->send_off)
-				continue;
+		while (s->cur != NULL && s->cur->off + s->cur->len <= s->send_off)
+			s->cur = s->cur->next;
+		for (struct stream_chunk *c = s->cur; c != NULL && nv < 8; c = c->next) {
 			size_t skip = (size_t)(s->send_off > c->off ? s->send_off - c->off : 0);
 			v[nv].base = c->data + skip;
 			v[nv].len = c->len - skip;
@@ -1248,6 +1251,8 @@ quic_conn_stream_send(struct quic_conn *qc, int64_t id, const uint8_t *data,
 		else
 			s->head = c;
 		s->tail = c;
+		if (s->cur == NULL)
+			s->cur = c;
 		s->end += len;
 	}
 	s->fin = fin;
