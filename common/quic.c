@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/queue.h>
+#include <unistd.h>
 
 #include "clock.h"
 #include "log.h"
@@ -1259,6 +1260,51 @@ quic_conn_stream_send(struct quic_conn *qc, int64_t id, const uint8_t *data,
 	stream_set_pending(qc, s);
 	mark_dirty(qc);
 	return 0;
+}
+
+ssize_t
+quic_conn_stream_read_fd(struct quic_conn *qc, int64_t id, int fd, size_t max)
+{
+	struct quic_stream *s;
+	struct stream_chunk *c, *shrunk;
+	ssize_t n;
+	int saved;
+
+	s = stream_find(qc, id);
+	if (qc->state == QUIC_STATE_CLOSED || s == NULL || s->fin || s->reset) {
+		errno = EPIPE;
+		return -1;
+	}
+	if (max == 0)
+		return 0;
+	/* The chunk is what ngtcp2 sends from, so read straight into it. */
+	c = xmalloc(sizeof *c + max);
+	n = read(fd, c->data, max);
+	if (n <= 0) {
+		saved = errno;
+		free(c);
+		errno = saved;
+		return n;
+	}
+	/* A short read keeps only what it holds: the queue may be bounded by
+	 * bytes, but its memory must be too. Shrinking a heap block splits
+	 * it in place. */
+	if ((size_t)n < max && (shrunk = realloc(c, sizeof *c + (size_t)n)) != NULL)
+		c = shrunk;
+	c->next = NULL;
+	c->off = s->end;
+	c->len = (size_t)n;
+	if (s->tail != NULL)
+		s->tail->next = c;
+	else
+		s->head = c;
+	s->tail = c;
+	if (s->cur == NULL)
+		s->cur = c;
+	s->end += (uint64_t)n;
+	stream_set_pending(qc, s);
+	mark_dirty(qc);
+	return n;
 }
 
 size_t

@@ -145,7 +145,6 @@ abort_both(struct relay *r, uint64_t code)
 static void
 read_cb(evutil_socket_t fd, short what, void *arg)
 {
-	static uint8_t buf[RELAY_READ_CHUNK];
 	struct relay *r = arg;
 	ssize_t n;
 
@@ -153,12 +152,9 @@ read_cb(evutil_socket_t fd, short what, void *arg)
 	while (r->tcp_rd_open && quic_conn_stream_unacked(r->qc, r->sid) < r->cap) {
 		size_t room = r->cap - quic_conn_stream_unacked(r->qc, r->sid);
 
-		n = read(fd, buf, room < sizeof buf ? room : sizeof buf);
+		n = quic_conn_stream_read_fd(r->qc, r->sid, fd,
+		    room < RELAY_READ_CHUNK ? room : RELAY_READ_CHUNK);
 		if (n > 0) {
-			if (quic_conn_stream_send(r->qc, r->sid, buf, (size_t)n, false) != 0) {
-				abort_both(r, PROTO_FWD_ERR_RESET);
-				return;
-			}
 			r->stats.tcp_to_quic += (uint64_t)n;
 			continue;
 		}
