@@ -40,7 +40,8 @@ struct quic_stream {
 	void *arg;                 /* the owner's, see quic_conn_stream_set_arg */
 	struct stream_chunk *head, *tail;
 	/* The first chunk not wholly handed to ngtcp2 (NULL when everything
-	 * is), so a packet does not walk the chunks in flight. */
+	 * is), so a packet does not walk the chunks in flight. Never behind
+	 * send_off: chunks behind it may be freed by an acknowledgement. */
 	struct stream_chunk *cur;
 	uint64_t end;      /* offset after the last queued byte */
 	uint64_t send_off; /* next offset to hand to ngtcp2 */
@@ -1025,8 +1026,6 @@ write_one(struct quic_conn *qc, uint8_t *dst, ngtcp2_path_storage *ps,
 		ngtcp2_ssize datalen = -1;
 		uint32_t flags = 0;
 
-		while (s->cur != NULL && s->cur->off + s->cur->len <= s->send_off)
-			s->cur = s->cur->next;
 		for (struct stream_chunk *c = s->cur; c != NULL && nv < 8; c = c->next) {
 			size_t skip = (size_t)(s->send_off > c->off ? s->send_off - c->off : 0);
 			v[nv].base = c->data + skip;
@@ -1049,6 +1048,10 @@ write_one(struct quic_conn *qc, uint8_t *dst, ngtcp2_path_storage *ps,
 		}
 		if (datalen >= 0) {
 			s->send_off += (uint64_t)datalen;
+			/* At once: an acknowledgement may free what is behind. */
+			while (s->cur != NULL &&
+			    s->cur->off + s->cur->len <= s->send_off)
+				s->cur = s->cur->next;
 			if (s->fin && s->send_off == s->end)
 				s->fin_sent = true;
 		}
