@@ -48,7 +48,10 @@ static void unwatch(struct relay *);
  * hang-ups and errors; the set's descriptor is one libevent read event. */
 static int watch_ep = -1;
 static struct event *watch_ev;
-static size_t watch_count;  /* relays in the set; at 0 the set goes away */
+/* Relays alive. The set lives as long as any of them: a relay at its cap
+ * pauses and resumes many times a second, and a set made and closed each
+ * time costs more syscalls than the pause itself. */
+static size_t relay_count;
 
 static void
 watch_cb(evutil_socket_t fd, short what, void *arg)
@@ -79,14 +82,6 @@ watch(struct relay *r, bool on)
 		return;
 	/* A closed descriptor has left the set by itself; EBADF is fine. */
 	(void)epoll_ctl(watch_ep, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, r->fd, &ev);
-	if (on)
-		watch_count++;
-	else if (--watch_count == 0) {
-		event_free(watch_ev);
-		watch_ev = NULL;
-		close(watch_ep);
-		watch_ep = -1;
-	}
 }
 
 /* Close the TCP connection with a reset, as the peer's TCP end did. */
@@ -222,6 +217,7 @@ static void
 update(struct relay *r)
 {
 	bool want_rd, want_wr, want_cl;
+	size_t unacked;
 
 	if (r->finished)
 		return;
@@ -229,8 +225,11 @@ update(struct relay *r)
 		(void)shutdown(r->fd, SHUT_WR);
 		r->tcp_wr_shut = true;
 	}
+	/* Reading stops at the cap and resumes only once a quarter of it is
+	 * acknowledged, not at every acknowledgement: pausing costs syscalls. */
+	unacked = quic_conn_stream_unacked(r->qc, r->sid);
 	want_rd = r->tcp_rd_open && !r->stream_gone &&
-	    quic_conn_stream_unacked(r->qc, r->sid) < r->cap;
+	    (r->rd_armed ? unacked < r->cap : unacked <= r->cap - r->cap / 4);
 	want_wr = evbuffer_get_length(r->out) > 0;
 	want_cl = r->tcp_rd_open && !want_rd && !r->eof_seen;
 	if (want_rd != r->rd_armed) {
@@ -278,6 +277,7 @@ relay_create(struct event_base *base, struct quic_conn *qc, int64_t sid, int fd,
 	r->rd_ev = event_new(base, fd, EV_READ | EV_PERSIST, read_cb, r);
 	r->wr_ev = event_new(base, fd, EV_WRITE | EV_PERSIST, write_cb, r);
 	r->done_ev = evtimer_new(base, done_cb, r);
+	relay_count++;
 
 	update(r);
 	return r;
@@ -363,4 +363,10 @@ relay_free(struct relay *r)
 
 	evbuffer_free(r->out);
 	free(r);
+	if (--relay_count == 0 && watch_ep != -1) {
+		event_free(watch_ev);
+		watch_ev = NULL;
+		close(watch_ep);
+		watch_ep = -1;
+	}
 }
