@@ -29,6 +29,8 @@ struct relay {
 	bool tcp_wr_shut;        /* FIN passed on to TCP */
 	bool stream_gone;        /* ngtcp2 closed the stream */
 	bool rd_armed, wr_armed, cl_armed;
+	bool wr_blocked;         /* TCP's send buffer was full at the last write */
+	bool wr_sched;           /* write_cb made active without being armed */
 	bool eof_seen;           /* the TCP peer's FIN, seen while paused */
 	bool finished;
 	uint64_t err;
@@ -110,8 +112,9 @@ finish(struct relay *r, uint64_t err)
 	r->err = err;
 	if (r->rd_armed)
 		event_del(r->rd_ev);
-	if (r->wr_armed)
+	if (r->wr_armed || r->wr_sched)
 		event_del(r->wr_ev);
+	r->wr_sched = false;
 	unwatch(r);
 	r->rd_armed = r->wr_armed = false;
 	evtimer_add(r->done_ev, &now);
@@ -196,6 +199,8 @@ write_cb(evutil_socket_t fd, short what, void *arg)
 	int n;
 
 	(void)what;
+	r->wr_sched = false;
+	r->wr_blocked = false;
 	while (evbuffer_get_length(r->out) > 0) {
 		n = evbuffer_write(r->out, fd);
 		if (n > 0) {
@@ -203,8 +208,10 @@ write_cb(evutil_socket_t fd, short what, void *arg)
 			quic_conn_stream_consume(r->qc, r->sid, (size_t)n);
 			continue;
 		}
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+			r->wr_blocked = true;
 			break;
+		}
 		abort_both(r, PROTO_FWD_ERR_RESET);
 		return;
 	}
@@ -230,7 +237,14 @@ update(struct relay *r)
 	unacked = quic_conn_stream_unacked(r->qc, r->sid);
 	want_rd = r->tcp_rd_open && !r->stream_gone &&
 	    (r->rd_armed ? unacked < r->cap : unacked <= r->cap - r->cap / 4);
-	want_wr = evbuffer_get_length(r->out) > 0;
+	/* Bytes for TCP are written from an event made active by hand, after
+	 * the burst of packets that brought them; only a full socket buffer
+	 * makes us wait for writability (arming costs syscalls every time). */
+	want_wr = evbuffer_get_length(r->out) > 0 && r->wr_blocked;
+	if (evbuffer_get_length(r->out) > 0 && !want_wr && !r->wr_sched) {
+		event_active(r->wr_ev, EV_WRITE, 1);
+		r->wr_sched = true;
+	}
 	want_cl = r->tcp_rd_open && !want_rd && !r->eof_seen;
 	if (want_rd != r->rd_armed) {
 		if (want_rd)
