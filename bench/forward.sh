@@ -4,6 +4,7 @@
 #
 # usage: bench/forward.sh BUILD_DIR
 #   BENCH_TIME=SECONDS   length of each iperf3 run (default 10)
+#   BENCH_RUNS=N         rounds of runs (default 3); medians are reported
 #   SSH_CIPHER=NAME      ssh's cipher (default: ssh's own choice)
 #
 #   $NS_C (client) eth0 198.18.1.2/24 <---- veth ----> eth0 198.18.1.1/24 $NS_S (server)
@@ -15,13 +16,16 @@
 #             (own host key and authorized_keys in the work directory)
 #             -> 127.0.0.1:5201
 #
-# For each: iperf3 TCP with 1 stream and with 4 streams (-P 4), Gbit/s as
-# iperf3's receiver counts them, and CPU seconds per GB: user + system time
-# of the tunnel's processes (rove + roved; ssh + every sshd process of the
-# private server) from /proc/PID/stat, before and after the run, divided by
-# the gigabytes moved. Then the ratio rove/ssh, and the ping RTT through
-# rove's tunnel (198.19.77.1, 10 ms apart) idle and while rove -L carries one
-# saturating iperf3 stream.
+# Both forwards are set up first, then BENCH_RUNS rounds, in each rove and
+# ssh alternating (so a change in the machine's load hits both alike):
+# iperf3 TCP with 1 stream, then with 4 streams (-P 4). For each run:
+# Gbit/s as iperf3's receiver counts them, and CPU seconds per GB: user +
+# system time of the tunnel's processes (rove + roved; ssh + every sshd
+# process of the private server) from /proc/PID/stat, before and after the
+# run, divided by the gigabytes moved. Printed: every run's figures and
+# ratios, the medians and their ratio rove/ssh, and the ping RTT through
+# rove's tunnel (198.19.77.1, 10 ms apart) idle and while rove -L carries
+# one saturating iperf3 stream (in the first round).
 #
 # Needs root, iproute2, iperf3, iputils-ping, openssh-client and
 # openssh-server (installed with apt-get when sshd is missing).
@@ -29,6 +33,7 @@
 # shellcheck disable=SC2034 # lib.sh's log() prints it
 TEST_NAME=bench-forward
 BENCH_TIME=${BENCH_TIME:-10}
+BENCH_RUNS=${BENCH_RUNS:-3}
 SSH_PORT=22022
 ROVE_PORT=15201
 SSHL_PORT=25201
@@ -133,10 +138,8 @@ run_ping() {
 	log "ping through rove's tunnel ($1): avg $RTT ms, $(printf '%s\n' "$out" | grep -o '[0-9.]*% packet loss')"
 }
 
+# R[key.field.run]: Gbit/s (g1, g4) and CPU s/GB (c1, c4) of each run.
 declare -A R
-for key in rove ssh; do
-	for f in g1 c1 g4 c4; do R[$key.$f]=failed; done
-done
 IDLE_RTT=failed
 LOADED_RTT=failed
 
@@ -145,26 +148,23 @@ wait_listen "$NS_S" "$T_PORT" "iperf3"
 
 # --- rove -L
 log "rove -L"
+ROVE_UP=0
 peer_set laptop AllowForward "127.0.0.1/32:$T_PORT"
 client_add "$WORK/configs/rove.conf" "LocalForward = $ROVE_PORT = 127.0.0.1:$T_PORT"
 start_roved
 start_client laptop
 if wait_established laptop && wait_for 10 "rove's LocalForward" tcp_listening "$NS_C" "$ROVE_PORT" &&
 	wait_for 10 "ping through the tunnel" ping_ok "$NS_C" -c 1 "$SRV_TUN4"; then
+	ROVE_UP=1
 	run_ping idle
 	IDLE_RTT=$RTT
-	PING_DURING=1 run_iperf rove "$ROVE_PORT" 1 "$LAP_PID" "$ROVED_PID" &&
-		R[rove.g1]=$GBPS R[rove.c1]=$CPU_PER_GB
-	run_iperf rove "$ROVE_PORT" 4 "$LAP_PID" "$ROVED_PID" &&
-		R[rove.g4]=$GBPS R[rove.c4]=$CPU_PER_GB
 else
 	log "rove's tunnel does not come up"
 fi
-stop_pid "$LAP_PID"; forget_pid "$LAP_PID"
-stop_pid "$ROVED_PID"; forget_pid "$ROVED_PID"
 
 # --- ssh -L
 SSH_CIPHER_USED=-
+SSH_UP=0
 ssh_up() {
 	local d=$WORK/ssh
 	[ -x /usr/sbin/sshd ] || { log "sshd is not installed"; return 1; }
@@ -206,17 +206,39 @@ EOF
 }
 log "ssh -L"
 if ssh_up; then
+	SSH_UP=1
 	# The session's sshd processes exist now; measure all of them.
 	mapfile -t SSHD_PIDS < <(descendants "$SSHD_PID")
 	log "ssh cipher: $SSH_CIPHER_USED; sshd processes: ${SSHD_PIDS[*]}"
-	run_iperf ssh "$SSHL_PORT" 1 "$SSH_PID" "${SSHD_PIDS[@]}" &&
-		R[ssh.g1]=$GBPS R[ssh.c1]=$CPU_PER_GB
-	run_iperf ssh "$SSHL_PORT" 4 "$SSH_PID" "${SSHD_PIDS[@]}" &&
-		R[ssh.g4]=$GBPS R[ssh.c4]=$CPU_PER_GB
 else
 	log "ssh -L could not be set up: $(tail -n 5 "$WORK/sshd.log" "$WORK/ssh.log" 2>/dev/null)"
 fi
-for p in ${SSH_PID:-} ${SSHD_PID:-}; do
+
+# Both forwards stay up (idle, they cost nothing) and their runs alternate,
+# so that a change in the machine's load between runs hits both alike.
+for run in $(seq "$BENCH_RUNS"); do
+	for streams in 1 4; do
+		for key in rove ssh; do
+			R[$key.g$streams.$run]=failed
+			R[$key.c$streams.$run]=failed
+		done
+		if [ "$ROVE_UP" = 1 ]; then
+			# The loaded ping: during the first 1-stream run only.
+			if [ "$run" = 1 ] && [ "$streams" = 1 ]; then
+				PING_DURING=1 run_iperf rove "$ROVE_PORT" 1 "$LAP_PID" "$ROVED_PID" &&
+					R[rove.g1.$run]=$GBPS R[rove.c1.$run]=$CPU_PER_GB
+			else
+				run_iperf rove "$ROVE_PORT" "$streams" "$LAP_PID" "$ROVED_PID" &&
+					R[rove.g$streams.$run]=$GBPS R[rove.c$streams.$run]=$CPU_PER_GB
+			fi
+		fi
+		if [ "$SSH_UP" = 1 ]; then
+			run_iperf ssh "$SSHL_PORT" "$streams" "$SSH_PID" "${SSHD_PIDS[@]}" &&
+				R[ssh.g$streams.$run]=$GBPS R[ssh.c$streams.$run]=$CPU_PER_GB
+		fi
+	done
+done
+for p in ${SSH_PID:-} ${SSHD_PID:-} "$LAP_PID" "$ROVED_PID"; do
 	stop_pid "$p"
 	forget_pid "$p"
 done
@@ -226,15 +248,62 @@ ratio() {
 		if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b; else printf "-" }'
 }
 
+# median VALUE...: the median of the numbers among the values ("failed"
+# and "-" left out), or "failed" when there are none.
+median() {
+	printf '%s\n' "$@" | grep -E '^[0-9]+(\.[0-9]+)?$' | sort -g | awk '
+		{ v[NR] = $1 }
+		END {
+			if (NR == 0) { print "failed"; exit }
+			if (NR % 2) print v[(NR + 1) / 2]
+			else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2
+		}'
+}
+
+# col KEY FIELD: the runs' values of one column, one a line.
+col() {
+	local run
+	for run in $(seq "$BENCH_RUNS"); do
+		printf '%s\n' "${R[$1.$2.$run]}"
+	done
+}
+
+row() {
+	printf '%-24s %12s %10s %12s %10s\n' "$@"
+}
+
 echo
-printf 'Port forwarding, %s s per iperf3 run (%s)\n' "$BENCH_TIME" "$(uname -r)"
-printf '%-22s %12s %10s %12s %10s\n' path '1 st Gbit/s' 'CPU s/GB' '4 st Gbit/s' 'CPU s/GB'
-printf '%-22s %12s %10s %12s %10s\n' "rove -L" "${R[rove.g1]}" "${R[rove.c1]}" "${R[rove.g4]}" "${R[rove.c4]}"
-printf '%-22s %12s %10s %12s %10s\n' "ssh -L" "${R[ssh.g1]}" "${R[ssh.c1]}" "${R[ssh.g4]}" "${R[ssh.c4]}"
-printf '%-22s %12s %10s %12s %10s\n' "ratio rove/ssh" \
-	"$(ratio "${R[rove.g1]}" "${R[ssh.g1]}")" "$(ratio "${R[rove.c1]}" "${R[ssh.c1]}")" \
-	"$(ratio "${R[rove.g4]}" "${R[ssh.g4]}")" "$(ratio "${R[rove.c4]}" "${R[ssh.c4]}")"
+printf 'Port forwarding, %s round(s) of %s s iperf3 runs, rove and ssh alternating (%s)\n' \
+	"$BENCH_RUNS" "$BENCH_TIME" "$(uname -r)"
+row path '1 st Gbit/s' 'CPU s/GB' '4 st Gbit/s' 'CPU s/GB'
+if [ "$BENCH_RUNS" -gt 1 ]; then
+	for run in $(seq "$BENCH_RUNS"); do
+		row "rove -L, run $run" "${R[rove.g1.$run]}" "${R[rove.c1.$run]}" \
+			"${R[rove.g4.$run]}" "${R[rove.c4.$run]}"
+		row "ssh -L, run $run" "${R[ssh.g1.$run]}" "${R[ssh.c1.$run]}" \
+			"${R[ssh.g4.$run]}" "${R[ssh.c4.$run]}"
+		row "ratio, run $run" \
+			"$(ratio "${R[rove.g1.$run]}" "${R[ssh.g1.$run]}")" \
+			"$(ratio "${R[rove.c1.$run]}" "${R[ssh.c1.$run]}")" \
+			"$(ratio "${R[rove.g4.$run]}" "${R[ssh.g4.$run]}")" \
+			"$(ratio "${R[rove.c4.$run]}" "${R[ssh.c4.$run]}")"
+	done
+fi
+declare -A M
+for key in rove ssh; do
+	for f in g1 c1 g4 c4; do
+		mapfile -t vals < <(col "$key" "$f")
+		M[$key.$f]=$(median "${vals[@]}")
+	done
+done
+label=""
+[ "$BENCH_RUNS" -gt 1 ] && label=" (median)"
+row "rove -L$label" "${M[rove.g1]}" "${M[rove.c1]}" "${M[rove.g4]}" "${M[rove.c4]}"
+row "ssh -L$label" "${M[ssh.g1]}" "${M[ssh.c1]}" "${M[ssh.g4]}" "${M[ssh.c4]}"
+row "ratio rove/ssh" \
+	"$(ratio "${M[rove.g1]}" "${M[ssh.g1]}")" "$(ratio "${M[rove.c1]}" "${M[ssh.c1]}")" \
+	"$(ratio "${M[rove.g4]}" "${M[ssh.g4]}")" "$(ratio "${M[rove.c4]}" "${M[ssh.c4]}")"
 printf 'ssh cipher: %s\n' "$SSH_CIPHER_USED"
 printf 'ping RTT through rove'"'"'s tunnel: idle %s ms, while rove -L saturates it %s ms\n' \
 	"$IDLE_RTT" "$LOADED_RTT"
-[ "${R[rove.g1]}" != failed ] && [ "${R[ssh.g1]}" != failed ]
+[ "${M[rove.g1]}" != failed ] && [ "${M[ssh.g1]}" != failed ]

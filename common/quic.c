@@ -2,6 +2,8 @@
  * a bounded DATAGRAM queue and acknowledged-until-freed stream buffers. */
 #include <wolfssl/options.h>
 #include <wolfssl/ssl.h>
+#include <wolfssl/openssl/evp.h>
+#include <wolfssl/wolfcrypt/aes.h>
 #include <wolfssl/wolfcrypt/random.h>
 
 #include <ngtcp2/ngtcp2.h>
@@ -14,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/queue.h>
+#include <unistd.h>
 
 #include "clock.h"
 #include "log.h"
@@ -36,6 +39,10 @@ struct quic_stream {
 	int64_t id;
 	void *arg;                 /* the owner's, see quic_conn_stream_set_arg */
 	struct stream_chunk *head, *tail;
+	/* The first chunk not wholly handed to ngtcp2 (NULL when everything
+	 * is), so a packet does not walk the chunks in flight. Never behind
+	 * send_off: chunks behind it may be freed by an acknowledgement. */
+	struct stream_chunk *cur;
 	uint64_t end;      /* offset after the last queued byte */
 	uint64_t send_off; /* next offset to hand to ngtcp2 */
 	uint64_t acked;    /* bytes acknowledged (freed) */
@@ -487,6 +494,78 @@ ngtcp2_log_cb(void *user_data, const char *fmt, ...)
 	va_end(ap);
 }
 
+/*
+ * Packet protection, the per-packet cost of every byte. ngtcp2's wolfSSL
+ * glue goes through the EVP layer, which (without wolfSSL's streaming GCM)
+ * copies the header and the payload into freshly allocated buffers for
+ * every packet before one wc_AesGcmEncrypt call. The contexts it keys are
+ * ordinary AES contexts: for AES-GCM (and AES-CTR header protection) call
+ * wolfCrypt on them directly, in place; anything else takes the generic
+ * path.
+ */
+static bool
+ctx_is_gcm(const WOLFSSL_EVP_CIPHER_CTX *ctx)
+{
+	return ctx->cipherType == AES_128_GCM_TYPE ||
+	    ctx->cipherType == AES_256_GCM_TYPE;
+}
+
+static int
+encrypt_cb(uint8_t *dest, const ngtcp2_crypto_aead *aead,
+    const ngtcp2_crypto_aead_ctx *aead_ctx, const uint8_t *plaintext,
+    size_t plaintextlen, const uint8_t *nonce, size_t noncelen,
+    const uint8_t *aad, size_t aadlen)
+{
+	WOLFSSL_EVP_CIPHER_CTX *ctx = aead_ctx->native_handle;
+
+	if (!ctx_is_gcm(ctx) || plaintextlen > UINT32_MAX || aadlen > UINT32_MAX)
+		return ngtcp2_crypto_encrypt_cb(dest, aead, aead_ctx, plaintext,
+		    plaintextlen, nonce, noncelen, aad, aadlen);
+	if (wc_AesGcmEncrypt(&ctx->cipher.aes, dest, plaintext,
+	    (word32)plaintextlen, nonce, (word32)noncelen, dest + plaintextlen,
+	    QUIC_AEAD_TAG_LEN, aad, (word32)aadlen) != 0)
+		return NGTCP2_ERR_CALLBACK_FAILURE;
+	return 0;
+}
+
+static int
+decrypt_cb(uint8_t *dest, const ngtcp2_crypto_aead *aead,
+    const ngtcp2_crypto_aead_ctx *aead_ctx, const uint8_t *ciphertext,
+    size_t ciphertextlen, const uint8_t *nonce, size_t noncelen,
+    const uint8_t *aad, size_t aadlen)
+{
+	WOLFSSL_EVP_CIPHER_CTX *ctx = aead_ctx->native_handle;
+	size_t len;
+
+	if (!ctx_is_gcm(ctx) || ciphertextlen > UINT32_MAX || aadlen > UINT32_MAX)
+		return ngtcp2_crypto_decrypt_cb(dest, aead, aead_ctx, ciphertext,
+		    ciphertextlen, nonce, noncelen, aad, aadlen);
+	if (ciphertextlen < QUIC_AEAD_TAG_LEN)
+		return NGTCP2_ERR_DECRYPT;
+	len = ciphertextlen - QUIC_AEAD_TAG_LEN;
+	if (wc_AesGcmDecrypt(&ctx->cipher.aes, dest, ciphertext, (word32)len,
+	    nonce, (word32)noncelen, ciphertext + len, QUIC_AEAD_TAG_LEN, aad,
+	    (word32)aadlen) != 0)
+		return NGTCP2_ERR_DECRYPT;
+	return 0;
+}
+
+/* AES header protection: the mask is the sample encrypted as one block
+ * (the first block of CTR mode with the sample as counter). */
+static int
+hp_mask_cb(uint8_t *dest, const ngtcp2_crypto_cipher *hp,
+    const ngtcp2_crypto_cipher_ctx *hp_ctx, const uint8_t *sample)
+{
+	WOLFSSL_EVP_CIPHER_CTX *ctx = hp_ctx->native_handle;
+
+	if (ctx->cipherType != AES_128_CTR_TYPE &&
+	    ctx->cipherType != AES_256_CTR_TYPE)
+		return ngtcp2_crypto_hp_mask_cb(dest, hp, hp_ctx, sample);
+	if (wc_AesEncryptDirect(&ctx->cipher.aes, dest, sample) != 0)
+		return NGTCP2_ERR_CALLBACK_FAILURE;
+	return 0;
+}
+
 static void
 fill_callbacks(ngtcp2_callbacks *cb, enum quic_role role)
 {
@@ -497,9 +576,9 @@ fill_callbacks(ngtcp2_callbacks *cb, enum quic_role role)
 	} else
 		cb->recv_client_initial = ngtcp2_crypto_recv_client_initial_cb;
 	cb->recv_crypto_data = ngtcp2_crypto_recv_crypto_data_cb;
-	cb->encrypt = ngtcp2_crypto_encrypt_cb;
-	cb->decrypt = ngtcp2_crypto_decrypt_cb;
-	cb->hp_mask = ngtcp2_crypto_hp_mask_cb;
+	cb->encrypt = encrypt_cb;
+	cb->decrypt = decrypt_cb;
+	cb->hp_mask = hp_mask_cb;
 	cb->update_key = ngtcp2_crypto_update_key_cb;
 	cb->delete_crypto_aead_ctx = ngtcp2_crypto_delete_crypto_aead_ctx_cb;
 	cb->delete_crypto_cipher_ctx = ngtcp2_crypto_delete_crypto_cipher_ctx_cb;
@@ -947,9 +1026,7 @@ write_one(struct quic_conn *qc, uint8_t *dst, ngtcp2_path_storage *ps,
 		ngtcp2_ssize datalen = -1;
 		uint32_t flags = 0;
 
-		for (struct stream_chunk *c = s->head; c != NULL && nv < 8; c = c->next) {
-			if (c->off + c->len <= s->send_off)
-				continue;
+		for (struct stream_chunk *c = s->cur; c != NULL && nv < 8; c = c->next) {
 			size_t skip = (size_t)(s->send_off > c->off ? s->send_off - c->off : 0);
 			v[nv].base = c->data + skip;
 			v[nv].len = c->len - skip;
@@ -971,6 +1048,10 @@ write_one(struct quic_conn *qc, uint8_t *dst, ngtcp2_path_storage *ps,
 		}
 		if (datalen >= 0) {
 			s->send_off += (uint64_t)datalen;
+			/* At once: an acknowledgement may free what is behind. */
+			while (s->cur != NULL &&
+			    s->cur->off + s->cur->len <= s->send_off)
+				s->cur = s->cur->next;
 			if (s->fin && s->send_off == s->end)
 				s->fin_sent = true;
 		}
@@ -1177,12 +1258,59 @@ quic_conn_stream_send(struct quic_conn *qc, int64_t id, const uint8_t *data,
 		else
 			s->head = c;
 		s->tail = c;
+		if (s->cur == NULL)
+			s->cur = c;
 		s->end += len;
 	}
 	s->fin = fin;
 	stream_set_pending(qc, s);
 	mark_dirty(qc);
 	return 0;
+}
+
+ssize_t
+quic_conn_stream_read_fd(struct quic_conn *qc, int64_t id, int fd, size_t max)
+{
+	struct quic_stream *s;
+	struct stream_chunk *c, *shrunk;
+	ssize_t n;
+	int saved;
+
+	s = stream_find(qc, id);
+	if (qc->state == QUIC_STATE_CLOSED || s == NULL || s->fin || s->reset) {
+		errno = EPIPE;
+		return -1;
+	}
+	if (max == 0)
+		return 0;
+	/* The chunk is what ngtcp2 sends from, so read straight into it. */
+	c = xmalloc(sizeof *c + max);
+	n = read(fd, c->data, max);
+	if (n <= 0) {
+		saved = errno;
+		free(c);
+		errno = saved;
+		return n;
+	}
+	/* A short read keeps only what it holds: the queue may be bounded by
+	 * bytes, but its memory must be too. Shrinking a heap block splits
+	 * it in place. */
+	if ((size_t)n < max && (shrunk = realloc(c, sizeof *c + (size_t)n)) != NULL)
+		c = shrunk;
+	c->next = NULL;
+	c->off = s->end;
+	c->len = (size_t)n;
+	if (s->tail != NULL)
+		s->tail->next = c;
+	else
+		s->head = c;
+	s->tail = c;
+	if (s->cur == NULL)
+		s->cur = c;
+	s->end += (uint64_t)n;
+	stream_set_pending(qc, s);
+	mark_dirty(qc);
+	return n;
 }
 
 size_t

@@ -182,6 +182,12 @@ size_t quic_conn_dgram_max(struct quic_conn *);
  * ends our side. Returns 0, or -1 if the stream's sending side is over. */
 int quic_conn_stream_send(struct quic_conn *, int64_t stream_id,
     const uint8_t *, size_t, bool fin);
+/* Read up to `max` bytes from `fd` straight into the stream's queue (no
+ * copy in between). Returns what read(2) returned: the bytes queued, 0 at
+ * EOF, or -1 with errno set (EPIPE when the stream's sending side is
+ * over). */
+ssize_t quic_conn_stream_read_fd(struct quic_conn *, int64_t stream_id, int fd,
+    size_t max);
 /* Bytes queued on the stream and not yet acknowledged (the owner's
  * backpressure measure). */
 size_t quic_conn_stream_unacked(struct quic_conn *, int64_t stream_id);

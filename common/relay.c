@@ -29,6 +29,8 @@ struct relay {
 	bool tcp_wr_shut;        /* FIN passed on to TCP */
 	bool stream_gone;        /* ngtcp2 closed the stream */
 	bool rd_armed, wr_armed, cl_armed;
+	bool wr_blocked;         /* TCP's send buffer was full at the last write */
+	bool wr_sched;           /* write_cb made active without being armed */
 	bool eof_seen;           /* the TCP peer's FIN, seen while paused */
 	bool finished;
 	uint64_t err;
@@ -48,7 +50,10 @@ static void unwatch(struct relay *);
  * hang-ups and errors; the set's descriptor is one libevent read event. */
 static int watch_ep = -1;
 static struct event *watch_ev;
-static size_t watch_count;  /* relays in the set; at 0 the set goes away */
+/* Relays alive. The set lives as long as any of them: a relay at its cap
+ * pauses and resumes many times a second, and a set made and closed each
+ * time costs more syscalls than the pause itself. */
+static size_t relay_count;
 
 static void
 watch_cb(evutil_socket_t fd, short what, void *arg)
@@ -79,14 +84,6 @@ watch(struct relay *r, bool on)
 		return;
 	/* A closed descriptor has left the set by itself; EBADF is fine. */
 	(void)epoll_ctl(watch_ep, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, r->fd, &ev);
-	if (on)
-		watch_count++;
-	else if (--watch_count == 0) {
-		event_free(watch_ev);
-		watch_ev = NULL;
-		close(watch_ep);
-		watch_ep = -1;
-	}
 }
 
 /* Close the TCP connection with a reset, as the peer's TCP end did. */
@@ -115,8 +112,9 @@ finish(struct relay *r, uint64_t err)
 	r->err = err;
 	if (r->rd_armed)
 		event_del(r->rd_ev);
-	if (r->wr_armed)
+	if (r->wr_armed || r->wr_sched)
 		event_del(r->wr_ev);
+	r->wr_sched = false;
 	unwatch(r);
 	r->rd_armed = r->wr_armed = false;
 	evtimer_add(r->done_ev, &now);
@@ -145,7 +143,6 @@ abort_both(struct relay *r, uint64_t code)
 static void
 read_cb(evutil_socket_t fd, short what, void *arg)
 {
-	static uint8_t buf[RELAY_READ_CHUNK];
 	struct relay *r = arg;
 	ssize_t n;
 
@@ -153,12 +150,9 @@ read_cb(evutil_socket_t fd, short what, void *arg)
 	while (r->tcp_rd_open && quic_conn_stream_unacked(r->qc, r->sid) < r->cap) {
 		size_t room = r->cap - quic_conn_stream_unacked(r->qc, r->sid);
 
-		n = read(fd, buf, room < sizeof buf ? room : sizeof buf);
+		n = quic_conn_stream_read_fd(r->qc, r->sid, fd,
+		    room < RELAY_READ_CHUNK ? room : RELAY_READ_CHUNK);
 		if (n > 0) {
-			if (quic_conn_stream_send(r->qc, r->sid, buf, (size_t)n, false) != 0) {
-				abort_both(r, PROTO_FWD_ERR_RESET);
-				return;
-			}
 			r->stats.tcp_to_quic += (uint64_t)n;
 			continue;
 		}
@@ -205,6 +199,8 @@ write_cb(evutil_socket_t fd, short what, void *arg)
 	int n;
 
 	(void)what;
+	r->wr_sched = false;
+	r->wr_blocked = false;
 	while (evbuffer_get_length(r->out) > 0) {
 		n = evbuffer_write(r->out, fd);
 		if (n > 0) {
@@ -212,8 +208,10 @@ write_cb(evutil_socket_t fd, short what, void *arg)
 			quic_conn_stream_consume(r->qc, r->sid, (size_t)n);
 			continue;
 		}
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+			r->wr_blocked = true;
 			break;
+		}
 		abort_both(r, PROTO_FWD_ERR_RESET);
 		return;
 	}
@@ -226,6 +224,7 @@ static void
 update(struct relay *r)
 {
 	bool want_rd, want_wr, want_cl;
+	size_t unacked;
 
 	if (r->finished)
 		return;
@@ -233,9 +232,19 @@ update(struct relay *r)
 		(void)shutdown(r->fd, SHUT_WR);
 		r->tcp_wr_shut = true;
 	}
+	/* Reading stops at the cap and resumes only once a quarter of it is
+	 * acknowledged, not at every acknowledgement: pausing costs syscalls. */
+	unacked = quic_conn_stream_unacked(r->qc, r->sid);
 	want_rd = r->tcp_rd_open && !r->stream_gone &&
-	    quic_conn_stream_unacked(r->qc, r->sid) < r->cap;
-	want_wr = evbuffer_get_length(r->out) > 0;
+	    (r->rd_armed ? unacked < r->cap : unacked <= r->cap - r->cap / 4);
+	/* Bytes for TCP are written from an event made active by hand, after
+	 * the burst of packets that brought them; only a full socket buffer
+	 * makes us wait for writability (arming costs syscalls every time). */
+	want_wr = evbuffer_get_length(r->out) > 0 && r->wr_blocked;
+	if (evbuffer_get_length(r->out) > 0 && !want_wr && !r->wr_sched) {
+		event_active(r->wr_ev, EV_WRITE, 1);
+		r->wr_sched = true;
+	}
 	want_cl = r->tcp_rd_open && !want_rd && !r->eof_seen;
 	if (want_rd != r->rd_armed) {
 		if (want_rd)
@@ -282,6 +291,7 @@ relay_create(struct event_base *base, struct quic_conn *qc, int64_t sid, int fd,
 	r->rd_ev = event_new(base, fd, EV_READ | EV_PERSIST, read_cb, r);
 	r->wr_ev = event_new(base, fd, EV_WRITE | EV_PERSIST, write_cb, r);
 	r->done_ev = evtimer_new(base, done_cb, r);
+	relay_count++;
 
 	update(r);
 	return r;
@@ -367,4 +377,10 @@ relay_free(struct relay *r)
 
 	evbuffer_free(r->out);
 	free(r);
+	if (--relay_count == 0 && watch_ep != -1) {
+		event_free(watch_ev);
+		watch_ev = NULL;
+		close(watch_ep);
+		watch_ep = -1;
+	}
 }

@@ -25,8 +25,8 @@ struct relay_stats {
 
 /* Relay between connected TCP socket `fd` (nonblocking; the relay owns it)
  * and stream `sid` of `qc`. At most `cap` bytes are held in each direction:
- * TCP reading pauses while `cap` bytes are unacknowledged on the stream,
- * and the stream's credit is returned only as TCP takes the bytes. The
+ * TCP reading pauses once `cap` bytes are unacknowledged on the stream
+ * (and resumes when no more than 3/4 `cap` are), and the stream's credit is returned only as TCP takes the bytes. The
  * forward header and status byte are the caller's business, done before. */
 struct relay *relay_create(struct event_base *, struct quic_conn *qc, int64_t sid,
     int fd, size_t cap, relay_done_cb, void *arg);

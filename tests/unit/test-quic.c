@@ -2,6 +2,7 @@
  * handshakes between two connections over loopback on a virtual clock. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -491,6 +492,68 @@ test_stream_flow_control(void **state)
 	assert_int_equal(p->s.stream_close_code, 0);
 	assert_int_equal(quic_conn_stream_unacked(p->c.qc, id), 0);
 	assert_int_equal(quic_conn_stream_unacked(p->s.qc, id), 0);
+	pair_free(p);
+}
+
+/* Chunks queued one at a time, each acknowledged (and freed) before the
+ * next is queued, some read straight from a descriptor: the bytes arrive
+ * in order and nothing sent is touched again. */
+static void
+test_stream_chunks(void **state)
+{
+	struct pair *p = connected_pair();
+	static uint8_t data[3 * 5000];
+	size_t off = 0;
+	int64_t id;
+	int fds[2];
+
+	(void)state;
+	fill(data, sizeof data, 7);
+	assert_int_equal(pipe(fds), 0);
+	id = quic_conn_open_stream(p->c.qc, NULL);
+	assert_int_equal(id, 0);
+	for (int i = 0; i < 3; i++) {
+		/* One chunk queued from memory, acknowledged in full... */
+		assert_int_equal(quic_conn_stream_send(p->c.qc, id, data + off,
+		    2000, false), 0);
+		off += 2000;
+		assert_true(pair_run(p, ROUNDS) > 0);
+		assert_int_equal(p->s.stream_len, off);
+		assert_int_equal(quic_conn_stream_unacked(p->c.qc, id), 0);
+		/* ...then one read from a pipe, shorter than asked for. */
+		assert_int_equal(write(fds[1], data + off, 3000), 3000);
+		assert_int_equal(quic_conn_stream_read_fd(p->c.qc, id, fds[0],
+		    65536), 3000);
+		off += 3000;
+		assert_int_equal(quic_conn_stream_unacked(p->c.qc, id), 3000);
+		assert_true(pair_run(p, ROUNDS) > 0);
+		assert_int_equal(p->s.stream_len, off);
+		assert_int_equal(quic_conn_stream_unacked(p->c.qc, id), 0);
+	}
+	assert_memory_equal(p->s.stream, data, sizeof data);
+
+	/* Nothing to read: read(2)'s answer, nothing queued. */
+	assert_int_equal(fcntl(fds[0], F_SETFL, O_NONBLOCK), 0);
+	errno = 0;
+	assert_int_equal(quic_conn_stream_read_fd(p->c.qc, id, fds[0], 100), -1);
+	assert_int_equal(errno, EAGAIN);
+	assert_int_equal(quic_conn_stream_read_fd(p->c.qc, id, fds[0], 0), 0);
+	/* At EOF: 0, and the caller sends the FIN. */
+	close(fds[1]);
+	assert_int_equal(quic_conn_stream_read_fd(p->c.qc, id, fds[0], 100), 0);
+	assert_int_equal(quic_conn_stream_unacked(p->c.qc, id), 0);
+	assert_int_equal(quic_conn_stream_send(p->c.qc, id, NULL, 0, true), 0);
+	/* After the FIN, and on a stream that does not exist: EPIPE. */
+	errno = 0;
+	assert_int_equal(quic_conn_stream_read_fd(p->c.qc, id, fds[0], 100), -1);
+	assert_int_equal(errno, EPIPE);
+	errno = 0;
+	assert_int_equal(quic_conn_stream_read_fd(p->c.qc, 4, fds[0], 100), -1);
+	assert_int_equal(errno, EPIPE);
+	assert_true(pair_run(p, ROUNDS) > 0);
+	assert_int_equal(p->s.stream_len, sizeof data);
+	assert_true(p->s.stream_fin);
+	close(fds[0]);
 	pair_free(p);
 }
 
@@ -1296,6 +1359,7 @@ main(void)
 		cmocka_unit_test_teardown(test_datagram_queue, test_teardown),
 		cmocka_unit_test_teardown(test_stream_flow_control,
 		    test_teardown),
+		cmocka_unit_test_teardown(test_stream_chunks, test_teardown),
 		cmocka_unit_test_teardown(test_open_stream_before_handshake,
 		    test_teardown),
 		cmocka_unit_test_teardown(test_stream_reset, test_teardown),
