@@ -250,18 +250,6 @@ add_listener(struct forward *fw, const struct cfg_forward *cf, enum fwd_kind kin
 /* -R: the server accepted a connection on one of our remote ports; the
  * forward's argument is our dial to the configured target. */
 static void
-rdialed_cb(int fd, uint64_t err, void *arg)
-{
-	struct fwd *f = arg;
-
-	fwd_set_arg(f, NULL);
-	if (fd != -1)
-		fwd_connected(f, fd);
-	else
-		fwd_fail(f, err);
-}
-
-static void
 remote_request(struct fwd_set *set, struct fwd *f, const struct proto_fwd_header *hdr)
 {
 	struct forward *fw = set->arg;
@@ -280,7 +268,7 @@ remote_request(struct fwd_set *set, struct fwd *f, const struct proto_fwd_header
 	snprintf(target, sizeof target, "%s:%u", cf->target_host, cf->target_port);
 	fwd_set_target(f, target);
 	fwd_set_arg(f, dial_start(fw->base, fw->dns, cf->target_host, cf->target_port,
-	    NULL, rdialed_cb, f));
+	    NULL, fwd_dialed, f));
 }
 
 static void

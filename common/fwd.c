@@ -245,6 +245,18 @@ fwd_fail(struct fwd *f, uint64_t code)
 	maybe_free(f);
 }
 
+void
+fwd_dialed(int fd, uint64_t err, void *arg)
+{
+	struct fwd *f = arg;
+
+	f->arg = NULL;
+	if (fd != -1)
+		fwd_connected(f, fd);
+	else
+		fwd_fail(f, err);
+}
+
 void *
 fwd_get_arg(const struct fwd *f)
 {

@@ -70,6 +70,9 @@ struct fwd *fwd_open(struct fwd_set *, enum fwd_kind, int fd,
 /* Acceptor: the target is connected (fd is ours now) / could not be. */
 void fwd_connected(struct fwd *, int fd);
 void fwd_fail(struct fwd *, uint64_t code);
+/* A dial's outcome (dial_cb shape, `arg` the forward): the owner's
+ * argument is cleared, then fwd_connected or fwd_fail. */
+void fwd_dialed(int fd, uint64_t err, void *arg);
 /* The owner's per-forward pointer and a description of the target. */
 void *fwd_get_arg(const struct fwd *);
 void fwd_set_arg(struct fwd *, void *);

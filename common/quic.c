@@ -1455,10 +1455,7 @@ quic_conn_migrate(struct quic_conn *qc, struct udp_batch *batch, bool immediate)
 		return -1;
 	}
 	/* Reads on the new socket carry its local address from now on. */
-	memcpy(&qc->local, &batch->sock->local, batch->sock->locallen);
-	qc->path.local.addrlen = batch->sock->locallen;
-	qc->batch = batch;
-	mark_dirty(qc);
+	quic_conn_set_batch(qc, batch);
 	return 0;
 }
 

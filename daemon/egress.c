@@ -119,12 +119,8 @@ dialed_cb(int fd, uint64_t err, void *arg)
 	struct egress_req *req = arg;
 	struct fwd *f = req->fwd;
 
-	fwd_set_arg(f, NULL);
 	free(req);
-	if (fd != -1)
-		fwd_connected(f, fd);
-	else
-		fwd_fail(f, err);
+	fwd_dialed(fd, err, f);
 }
 
 void
