@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Helpers shared by the scripts that fetch things from Debian's mirror
 # without touching the host's apt configuration. Sourced, not run.
 #

@@ -15,6 +15,7 @@
 # CACHE_ROOT/wireguard-go-DEBIAN_VERSION (scripts/lib-apt.sh: cache_root),
 # once per machine. A later run finds it there and needs no network.
 set -euo pipefail
+# shellcheck source=scripts/lib-apt.sh
 . "$(dirname "$0")/lib-apt.sh"
 
 # The release the benchmark figures were taken with. Any Debian revision
@@ -31,7 +32,9 @@ die() { log "$*"; exit 1; }
 cached() {
 	local d best=
 	for d in "$1"/wireguard-go-"$WG_GO_UPSTREAM"-*; do
-		[ -f "$d/.complete" ] && [ -x "$d/usr/bin/wireguard-go" ] || continue
+		if [ ! -f "$d/.complete" ] || [ ! -x "$d/usr/bin/wireguard-go" ]; then
+			continue
+		fi
 		if [ -z "$best" ] ||
 			dpkg --compare-versions "${d##*/wireguard-go-}" gt "${best##*/wireguard-go-}"; then
 			best=$d
