@@ -4,11 +4,14 @@
 #
 # usage: bench/run.sh BUILD_DIR
 #   BENCH_TIME=SECONDS  length of each iperf3 run (default 10)
-#   BENCH_ONLY="raw wg rove"  which paths to measure (default all three)
+#   BENCH_ONLY="raw wg wgold rove"  which paths to measure (default all)
 #
 #   $NS_C (client) eth0 198.18.1.2/24 <---- veth ----> eth0 198.18.1.1/24 $NS_S (server)
 #   raw:          iperf3 to 198.18.1.1
-#   wireguard-go: wg tunnel 198.18.100.2 -> 198.18.100.1, MTU 1420, UDP 51820
+#   wg:           trixie's wireguard-go (TUN TSO/GRO, UDP GSO/GRO; fetched
+#                 by scripts/wireguard-go.sh), 198.18.100.2 -> 198.18.100.1,
+#                 MTU 1420, UDP 51820; the row the ratios are taken against
+#   wgold:        bookworm's wireguard-go (no offloads), same tunnel
 #   rove:         rove (configs/rove.conf) -> roved (configs/roved.conf),
 #                 198.19.77.2 -> 198.19.77.1, MTU 1380
 #
@@ -17,21 +20,15 @@
 # system time of both tunnel processes (from /proc/PID/stat) during an
 # iperf3 run, divided by the gigabytes it moved.
 . "$(dirname "$0")/../tests/e2e/lib.sh"
+# shellcheck source=bench/lib-wg.sh
+. "$(dirname "$0")/lib-wg.sh"
 TEST_NAME=bench
 BENCH_TIME=${BENCH_TIME:-10}
-BENCH_ONLY=${BENCH_ONLY:-raw wg rove}
+BENCH_ONLY=${BENCH_ONLY:-raw wg wgold rove}
+PATHS="raw wg wgold rove"
 
-# wireguard-go and wg come from Debian; install them when missing.
-if ! command -v wireguard-go >/dev/null || ! command -v wg >/dev/null; then
-	if [ "$(id -u)" -eq 0 ]; then
-		log "installing wireguard-go and wireguard-tools"
-		apt-get update -qq &&
-			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-				--no-install-recommends wireguard-go wireguard-tools >/dev/null ||
-			echo "bench: cannot install wireguard-go; its row will be missing" >&2
-	fi
-fi
 e2e_init "$@"
+wg_find
 for p in iperf3 ping; do
 	command -v $p >/dev/null || die "$p is not installed (scripts/deps.sh installs it)"
 done
@@ -102,7 +99,7 @@ run_ping() {
 # Results: R[PATH.rtt], R[PATH.g1] / R[PATH.c1] (Gbit/s and CPU s/GB with
 # one stream), R[PATH.g4] / R[PATH.c4] (four streams).
 declare -A R
-for key in raw wg rove; do
+for key in $PATHS; do
 	for f in rtt g1 c1 g4 c4; do R[$key.$f]=skipped; done
 done
 
@@ -134,50 +131,22 @@ if [[ " $BENCH_ONLY " == *" raw "* ]]; then
 	measure raw "$SRV_OUTER"
 fi
 
-# --- wireguard-go
-WG_S=wgb$$s
-WG_C=wgb$$c
-wg_links() {
-	ip -n "$NS_S" link show "$WG_S" >/dev/null 2>&1 &&
-		ip -n "$NS_C" link show "$WG_C" >/dev/null 2>&1
-}
-wg_up() {
-	local s=$WG_S c=$WG_C sk=$WORK/wg-s.key ck=$WORK/wg-c.key
-	command -v wireguard-go >/dev/null || { log "wireguard-go is not installed"; return 1; }
-	(umask 077 && wg genkey >"$sk" && wg genkey >"$ck") || return 1
-	# Foreground, so that $! is the process to measure and stop. The
-	# interface names are unique because the UAPI sockets in
-	# /var/run/wireguard are shared by all namespaces.
-	bg wg-server "$NS_S" env WG_PROCESS_FOREGROUND=1 \
-		WG_I_PREFER_BUGGY_USERSPACE_TO_POLISHED_KMOD=1 wireguard-go -f "$s"
-	WG_S_PID=$BG_PID
-	bg wg-client "$NS_C" env WG_PROCESS_FOREGROUND=1 \
-		WG_I_PREFER_BUGGY_USERSPACE_TO_POLISHED_KMOD=1 wireguard-go -f "$c"
-	WG_C_PID=$BG_PID
-	wait_for 10 "wireguard-go interfaces" wg_links || return 1
-	nsx "$NS_S" wg set "$s" listen-port 51820 private-key "$sk" \
-		peer "$(wg pubkey <"$ck")" allowed-ips 198.18.100.2/32 || return 1
-	nsx "$NS_C" wg set "$c" private-key "$ck" \
-		peer "$(wg pubkey <"$sk")" endpoint "$SRV_OUTER:51820" \
-		allowed-ips 198.18.100.0/24 || return 1
-	ip -n "$NS_S" addr add 198.18.100.1/24 dev "$s"
-	ip -n "$NS_C" addr add 198.18.100.2/24 dev "$c"
-	ip -n "$NS_S" link set "$s" mtu 1420 up
-	ip -n "$NS_C" link set "$c" mtu 1420 up
-	wait_for 10 "a ping through wireguard-go" wg_pings
-}
-wg_pings() { nsx "$NS_C" ping -c 1 -W 1 198.18.100.1 >/dev/null 2>&1; }
-if [[ " $BENCH_ONLY " == *" wg "* ]]; then
-	log "wireguard-go"
-	if wg_up; then
-		measure wg 198.18.100.1 "$WG_S_PID" "$WG_C_PID"
+# --- wireguard-go: trixie's, then bookworm's
+# wg_measure KEY BIN: one wireguard-go build's tunnel, measured and removed.
+wg_measure() {
+	local key=$1 bin=$2
+	[[ " $BENCH_ONLY " == *" $key "* ]] || return 0
+	log "wireguard-go ($key): ${bin:-missing}"
+	if wg_up "$key" "$bin" "$NS_S" "$NS_C" "$SRV_OUTER"; then
+		measure "$key" "$WG_S_ADDR" "$WG_S_PID" "$WG_C_PID"
 	else
-		log "wireguard-go tunnel did not come up"
-		failed wg
+		log "wireguard-go tunnel ($key) did not come up"
+		failed "$key"
 	fi
-	[ -n "${WG_C_PID:-}" ] && { stop_pid "$WG_C_PID"; forget_pid "$WG_C_PID"; }
-	[ -n "${WG_S_PID:-}" ] && { stop_pid "$WG_S_PID"; forget_pid "$WG_S_PID"; }
-fi
+	wg_down
+}
+wg_measure wg "$WG_NEW_BIN"
+wg_measure wgold "$WG_OLD_BIN"
 
 # --- rove
 if [[ " $BENCH_ONLY " == *" rove "* ]]; then
@@ -201,27 +170,38 @@ ratio() {
 		else printf "-" }'
 }
 
+# label KEY: a row's name in the table.
+label() {
+	case $1 in
+	raw) echo "raw veth" ;;
+	wg) echo "wireguard-go ${WG_NEW_VER:-?} (trixie, offloads)" ;;
+	wgold) echo "wireguard-go ${WG_OLD_VER:-?} (bookworm)" ;;
+	rove) echo rove ;;
+	esac
+}
+row() { printf '%-44s %10s %10s %10s %11s %8s\n' "$@"; }
+
 echo
 echo "rove benchmark: $BENCH_TIME s per iperf3 run, $(nproc) CPUs, kernel $(uname -r)"
-printf '%-14s %12s %12s %12s %12s %10s\n' path "1 stream" "CPU s/GB" "4 streams" "CPU s/GB" "RTT"
-printf '%-14s %12s %12s %12s %12s %10s\n' "" "Gbit/s" "(1 stream)" "Gbit/s" "(4 streams)" "avg ms"
-for key in raw wg rove; do
-	case $key in raw) label="raw veth" ;; wg) label=wireguard-go ;; rove) label=rove ;; esac
-	printf '%-14s %12s %12s %12s %12s %10s\n' "$label" "${R[$key.g1]}" \
-		"${R[$key.c1]}" "${R[$key.g4]}" "${R[$key.c4]}" "${R[$key.rtt]}"
+row path "1 stream" "CPU s/GB" "4 streams" "CPU s/GB" "RTT"
+row "" "Gbit/s" "(1 stream)" "Gbit/s" "(4 streams)" "avg ms"
+for key in $PATHS; do
+	row "$(label "$key")" "${R[$key.g1]}" "${R[$key.c1]}" "${R[$key.g4]}" \
+		"${R[$key.c4]}" "${R[$key.rtt]}"
 done
 echo
-printf '%-22s %12s %12s %12s %12s %10s\n' ratio "1 stream" "CPU s/GB" "4 streams" "CPU s/GB" "RTT"
-printf '%-22s %12s %12s %12s %12s %10s\n' "rove / wireguard-go" \
-	"$(ratio "${R[rove.g1]}" "${R[wg.g1]}")" "$(ratio "${R[rove.c1]}" "${R[wg.c1]}")" \
-	"$(ratio "${R[rove.g4]}" "${R[wg.g4]}")" "$(ratio "${R[rove.c4]}" "${R[wg.c4]}")" \
-	"$(ratio "${R[rove.rtt]}" "${R[wg.rtt]}")"
-printf '%-22s %12s %12s %12s %12s %10s\n' "rove / raw" \
-	"$(ratio "${R[rove.g1]}" "${R[raw.g1]}")" - \
-	"$(ratio "${R[rove.g4]}" "${R[raw.g4]}")" - \
-	"$(ratio "${R[rove.rtt]}" "${R[raw.rtt]}")"
+row "ratio" "1 stream" "CPU s/GB" "4 streams" "CPU s/GB" "RTT"
+# ratios KEY_A KEY_B: a row of A / B.
+ratios() {
+	row "$3" "$(ratio "${R[$1.g1]}" "${R[$2.g1]}")" "$(ratio "${R[$1.c1]}" "${R[$2.c1]}")" \
+		"$(ratio "${R[$1.g4]}" "${R[$2.g4]}")" "$(ratio "${R[$1.c4]}" "${R[$2.c4]}")" \
+		"$(ratio "${R[$1.rtt]}" "${R[$2.rtt]}")"
+}
+ratios rove wg "rove / wireguard-go ${WG_NEW_VER:-?} (trixie)"
+ratios wgold wg "wireguard-go bookworm / trixie"
+ratios rove raw "rove / raw"
 
-for key in raw wg rove; do
+for key in $PATHS; do
 	if [[ " $BENCH_ONLY " == *" $key "* ]]; then
 		for f in rtt g1 g4; do
 			if [ "${R[$key.$f]}" = failed ]; then
