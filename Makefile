@@ -134,6 +134,7 @@ bench: all $(BUILD)/tests/delay-relay
 	$(Q)bench/run.sh $(BUILD)
 	$(Q)bench/forward.sh $(BUILD)
 	$(Q)bench/roam.sh $(BUILD)
+	$(Q)bench/lossy.sh $(BUILD)
 
 include tests/fuzz/Makefile.inc
 

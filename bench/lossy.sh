@@ -1,0 +1,332 @@
+#!/usr/bin/env bash
+# TCP through rove and through trixie's wireguard-go over a wide-area path:
+# 50 ms round trip (25 ms each way) with 0%, 1% and 2% random loss, in one
+# run on the same machine.
+#
+# usage: bench/lossy.sh BUILD_DIR
+#   BENCH_TIME=SECONDS   length of each iperf3 run (default 10)
+#   BENCH_LOSS="0 1 2"   loss rates in percent, each direction on its own
+#   BENCH_DELAY=MS       one-way delay (default 25)
+#   BENCH_SEED=N         seed of the relay's loss draws (default 1)
+#
+#   +-- $NS_C (client) --+      +------ $NS_R (router) ------+      +-- $NS_S (server) --+
+#   | eth0 198.18.40.2 --|------|- rc 198.18.40.1            |      | roved, wireguard-go|
+#   | rove, wireguard-go |      |   rs 198.18.41.1 ----------|------|- eth0 198.18.41.2  |
+#   +--------------------+      |   dA, dB: delay-relay TUNs |      +--------------------+
+#                               +----------------------------+
+#
+# Every packet the router forwards detours through tests/e2e/delay-relay
+# (`ip rule iif rc` into dA, out of dB toward the server; `iif rs` into dB,
+# out of dA toward the client), which holds it BENCH_DELAY ms and drops it
+# with the given probability, independently in each direction. No NAT: the
+# router only forwards. The relay is restarted for each loss rate.
+#
+# At each loss rate, for upload (client -> server) and download (iperf3 -R),
+# rove and then wireguard-go: a fresh tunnel, one iperf3 TCP stream for
+# BENCH_TIME s, and a ping through the tunnel (every 0.1 s) while it runs.
+# The tunnel is set up anew for every run, so that one run's trouble does
+# not carry over into the next. Figures are the receiver's (iperf3's
+# sum_received); "stall" marks a run with a 1-second interval in which the
+# receiver got no byte, or one whose iperf3 did not finish in time (a
+# tunnel that stops carrying anything leaves iperf3 waiting for its
+# results, so every run is cut off BENCH_TIME + 15 s after it starts).
+. "$(dirname "$0")/../tests/e2e/roam-lib.sh"
+# shellcheck source=bench/lib-wg.sh
+. "$(dirname "$0")/lib-wg.sh"
+TEST_NAME=bench-lossy
+BENCH_TIME=${BENCH_TIME:-10}
+BENCH_LOSS=${BENCH_LOSS:-0 1 2}
+BENCH_DELAY=${BENCH_DELAY:-25}
+BENCH_SEED=${BENCH_SEED:-1}
+IPERF_PORT=5201
+
+e2e_init "$@"
+wg_find
+for p in iperf3 ping timeout; do
+	command -v $p >/dev/null || die "$p is not installed (scripts/deps.sh installs it)"
+done
+roam_relay_bin
+
+NS_C=$NS_LAP          # lib.sh's start_client and start_roved use these two
+NS_S=$NS_SRV
+NS_R=rove-$$-lr
+C_ADDR=198.18.40.2
+R_C=198.18.40.1
+R_S=198.18.41.1
+S_ADDR=198.18.41.2
+
+for ns in "$NS_C" "$NS_R" "$NS_S"; do
+	ns_add "$ns"
+	# Replies from the relay come in on dA/dB, not on the link their
+	# source lies behind.
+	nsx "$ns" sysctl -qw net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.default.rp_filter=0
+done
+veth "$NS_C" eth0 "$NS_R" rc
+veth "$NS_R" rs "$NS_S" eth0
+ip -n "$NS_C" addr add "$C_ADDR/24" dev eth0
+ip -n "$NS_C" route add default via "$R_C"
+ip -n "$NS_R" addr add "$R_C/24" dev rc
+ip -n "$NS_R" addr add "$R_S/24" dev rs
+ip -n "$NS_S" addr add "$S_ADDR/24" dev eth0
+ip -n "$NS_S" route add default via "$R_S"
+nsx "$NS_R" sysctl -qw net.ipv4.ip_forward=1
+ip -n "$NS_R" rule add iif rc lookup 100 pref 100
+ip -n "$NS_R" rule add iif rs lookup 101 pref 101
+
+conf_set "$WORK/configs/roved.conf" Listen "$S_ADDR:4433"
+conf_set "$WORK/configs/rove.conf" Server "$S_ADDR:4433"
+
+# relay_start LOSS: the delay relay with LOSS percent, and the routes into
+# it (they go with its devices when it stops).
+RELAY_PID=
+relay_start() {
+	local loss=$1 args=(-t 1800)
+	# The relay's counters of the previous rate stay in their own log.
+	RELAY_LOG=relay-$loss
+	[ "$loss" = 0 ] || args+=(-l "$loss" -s "$BENCH_SEED")
+	bg "$RELAY_LOG" "$NS_R" "$RELAY" "${args[@]}" dA dB "$BENCH_DELAY"
+	RELAY_PID=$BG_PID
+	wait_for 10 "the delay relay ($loss% loss)" ready_in "$WORK/$RELAY_LOG.log" || {
+		log "delay-relay did not start: $(head -c 300 "$WORK/$RELAY_LOG.log")"
+		return 1
+	}
+	nsx "$NS_R" sysctl -qw net.ipv4.conf.dA.rp_filter=0 net.ipv4.conf.dB.rp_filter=0
+	ip -n "$NS_R" route add default dev dA table 100 &&
+		ip -n "$NS_R" route add default dev dB table 101 || return 1
+	wait_for 10 "the client reaching the server through the relay" \
+		quiet_ping "$NS_C" "$S_ADDR"
+}
+
+relay_stop() {
+	[ -n "$RELAY_PID" ] || return 0
+	stop_pid "$RELAY_PID"
+	forget_pid "$RELAY_PID"
+	RELAY_PID=
+	local line
+	while read -r line; do
+		RAW+=("relay ${RELAY_LOG#relay-}% loss: $line")
+	done < <(sed -n 's/^delay-relay: //p' "$WORK/$RELAY_LOG.log")
+}
+
+# rove_up / rove_down: roved and the client, established, and a ping
+# through the tunnel answered.
+rove_pings() { quiet_ping "$NS_C" "$SRV_TUN4"; }
+rove_up() {
+	start_roved
+	start_client laptop
+	wait_established laptop && wait_for 15 "a ping through rove" rove_pings
+}
+rove_down() {
+	local p
+	for p in "${LAP_PID:-}" "${ROVED_PID:-}"; do
+		[ -n "$p" ] || continue
+		stop_pid "$p"
+		forget_pid "$p"
+	done
+	LAP_PID='' ROVED_PID=''
+}
+
+iperf_listening() { nsx "$NS_S" ss -Hltn "sport = :$IPERF_PORT" | grep -q "$IPERF_PORT"; }
+
+# parse_iperf JSON DIR: "MBITS ZERO LONGEST RETRANS INTERVALS" from a
+# finished client's JSON: the receiver's Mbit/s, how many of the
+# receiver's 1-second intervals got no byte and the longest run of them,
+# the sender's retransmissions and the receiver's per-second Mbit/s.
+parse_iperf() {
+	"$PY" - "$1" "$2" <<-'EOF'
+	import json, sys
+	d = json.load(open(sys.argv[1]))
+	if "error" in d and "end" not in d:
+	    sys.exit(1)
+	end = d["end"]
+	mbits = end["sum_received"]["bits_per_second"] / 1e6
+	# The receiver's intervals: the server's on upload, the client's own
+	# with -R.
+	if sys.argv[2] == "up":
+	    iv = d.get("server_output_json", {}).get("intervals", [])
+	else:
+	    iv = d.get("intervals", [])
+	secs = [(i["sum"]["bytes"], i["sum"]["seconds"]) for i in iv]
+	# A short tail interval (the test's last fraction of a second) is not
+	# a second without data.
+	full = [(b, s) for b, s in secs if s >= 0.5]
+	zero = longest = run = 0
+	for b, _ in full:
+	    if b == 0:
+	        zero += 1
+	        run += 1
+	        longest = max(longest, run)
+	    else:
+	        run = 0
+	retr = end.get("sum_sent", {}).get("retransmits", "-")
+	def fmt(b, s):
+	    m = b * 8 / s / 1e6
+	    return "%.0f" % m if m >= 10 else "%.1f" % m if m >= 1 or b == 0 else "%.2f" % m
+	per = ",".join(fmt(b, s) for b, s in full) or "-"
+	print("%.1f %d %d %s %s" % (mbits, zero, longest, retr, per))
+	EOF
+}
+
+# ping_stats LOG: "AVG MAX LOSS%" of a finished ping, or "- - 100%".
+ping_stats() {
+	local rtt loss
+	rtt=$(sed -n 's|^rtt min/avg/max/mdev = [^/]*/\([^/]*\)/\([^/]*\)/.*|\1 \2|p' "$1")
+	loss=$(sed -n 's/.* \([0-9.]*%\) packet loss.*/\1/p' "$1")
+	printf '%s %s\n' "${rtt:-- -}" "${loss:-?}"
+}
+
+# Results, by "TUNNEL.LOSS.DIR": R[...mbit] (or "stall"/"failed"),
+# R[...stall] (zero-byte seconds, "-" if none), R[...ping] "avg/max".
+declare -A R
+RAW=()
+
+# run_iperf TUNNEL LOSS DIR DEST: one measured run through a tunnel that is
+# up; the iperf3 server is started for this run only, so an aborted run
+# cannot leave it busy for the next.
+run_iperf() {
+	local tun=$1 loss=$2 dir=$3 dest=$4 key=$1.$2.$3
+	local name=$tun-$loss-$dir json rc out ping_pid srv_pid
+	local p_avg p_max p_loss mbit zero longest retr per
+	json=$WORK/iperf-$name.json
+	R[$key.mbit]=failed R[$key.stall]=- R[$key.ping]=-
+	# -J: the client's --get-server-output then carries the server's
+	# intervals as JSON, the receiver's view on upload.
+	bg "iperf3-server-$name" "$NS_S" iperf3 -s -1 -J -p "$IPERF_PORT"
+	srv_pid=$BG_PID
+	wait_for 10 "iperf3 listening" iperf_listening || {
+		log "iperf3 server does not start"
+		stop_pid "$srv_pid"; forget_pid "$srv_pid"
+		return 1
+	}
+	# Ping from the first second on, until one second before iperf3's end;
+	# the deadline bounds it whatever comes back.
+	(sleep 1 && exec ip netns exec "$NS_C" ping -n -i 0.1 -W 1 \
+		-w $((BENCH_TIME > 3 ? BENCH_TIME - 2 : 1)) "$dest") >"$WORK/ping-$name.log" 2>&1 &
+	ping_pid=$!
+	E2E_PIDS+=("$ping_pid")
+	local rev=()
+	[ "$dir" = down ] && rev=(-R)
+	nsx "$NS_C" timeout -k 5 $((BENCH_TIME + 15)) iperf3 -c "$dest" -p "$IPERF_PORT" \
+		-t "$BENCH_TIME" -i 1 -J --get-server-output --connect-timeout 5000 \
+		"${rev[@]}" >"$json" 2>"$WORK/iperf-$name.err"
+	rc=$?
+	wait_exit "$ping_pid" 10
+	stop_pid "$srv_pid"
+	forget_pid "$srv_pid"
+	read -r p_avg p_max p_loss < <(ping_stats "$WORK/ping-$name.log")
+	R[$key.ping]="$p_avg/$p_max"
+	[ "$p_avg" = - ] && R[$key.ping]="no reply"
+	if [ $rc -eq 0 ] && out=$(parse_iperf "$json" "$dir" 2>/dev/null); then
+		read -r mbit zero longest retr per <<<"$out"
+		R[$key.mbit]=$mbit
+		[ "$zero" -gt 0 ] && R[$key.stall]="$zero s (longest $longest s)"
+	elif [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+		R[$key.mbit]=stall
+		R[$key.stall]="iperf3 cut off after $((BENCH_TIME + 15)) s"
+		mbit=stall zero=- longest=- retr=- per=-
+	else
+		mbit=failed zero=- longest=- retr=- per=-
+		log "iperf3 ($name) failed (exit $rc): $(head -c 300 "$WORK/iperf-$name.err" "$json")"
+	fi
+	case $mbit in [0-9]*) mbit="$mbit Mbit/s" ;; esac
+	RAW+=("$(printf '%-5s %4s%% %-4s  %13s  zero-byte s %s (longest %s)  retransmits %s  ping avg/max %s/%s ms, lost %s  Mbit/s per second: %s' \
+		"$tun" "$loss" "$dir" "$mbit" "$zero" "$longest" "$retr" "$p_avg" "$p_max" "$p_loss" "$per")")
+	log "${RAW[-1]}"
+}
+
+# measure TUNNEL LOSS DIR: a fresh tunnel, one run, the tunnel removed.
+measure() {
+	local tun=$1 loss=$2 dir=$3 key=$1.$2.$3
+	case $tun in
+	rove)
+		if rove_up; then
+			run_iperf rove "$loss" "$dir" "$SRV_TUN4"
+			local st
+			st=$(status "$NS_S" "$ROVED_SOCK" 2>/dev/null)
+			RAW+=("$(printf 'rove  %4s%% %-4s  roved: datagrams lost %s, drops %s' "$loss" "$dir" \
+				"$(jget 'peers[name=laptop].datagrams_lost' <<<"$st" 2>/dev/null)" \
+				"$(jget drops <<<"$st" 2>/dev/null)")")
+		else
+			log "rove's tunnel did not come up ($loss% loss, $dir)"
+			R[$key.mbit]=failed R[$key.stall]=- R[$key.ping]=-
+		fi
+		rove_down
+		;;
+	wg)
+		if wg_up n "$WG_NEW_BIN" "$NS_S" "$NS_C" "$S_ADDR"; then
+			run_iperf wg "$loss" "$dir" "$WG_S_ADDR"
+		else
+			log "wireguard-go's tunnel did not come up ($loss% loss, $dir)"
+			R[$key.mbit]=failed R[$key.stall]=- R[$key.ping]=-
+		fi
+		wg_down
+		;;
+	esac
+}
+
+START=$(date +%s)
+OUTER=()
+for loss in $BENCH_LOSS; do
+	log "--- $loss% loss, ${BENCH_DELAY} ms each way"
+	if ! relay_start "$loss"; then
+		for dir in up down; do
+			for tun in rove wg; do
+				R[$tun.$loss.$dir.mbit]=failed R[$tun.$loss.$dir.stall]=- R[$tun.$loss.$dir.ping]=-
+			done
+		done
+		relay_stop
+		continue
+	fi
+	out=$(nsx "$NS_C" ping -n -q -c 20 -i 0.05 -W 1 "$S_ADDR" 2>&1)
+	OUTER+=("$loss% loss: outer ping $(printf '%s\n' "$out" | sed -n 's/.* \([0-9.]*%\) packet loss.*/lost \1/p'), rtt min/avg/max $(printf '%s\n' "$out" | sed -n 's|^rtt min/avg/max/mdev = \([^/]*\)/\([^/]*\)/\([^/]*\)/.*|\1/\2/\3|p') ms")
+	log "${OUTER[-1]}"
+	for dir in up down; do
+		measure rove "$loss" "$dir"
+		measure wg "$loss" "$dir"
+	done
+	relay_stop
+done
+ELAPSED=$(($(date +%s) - START))
+
+# ratio A B: A / B to two places, or "-".
+ratio() {
+	awk -v a="$1" -v b="$2" 'BEGIN {
+		if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && b + 0 > 0) printf "%.2f", a / b;
+		else printf "-" }'
+}
+row() { printf '%-6s %-9s %12s %16s %11s %18s %18s\n' "$@"; }
+
+echo
+echo "lossy link: $((2 * BENCH_DELAY)) ms RTT, random loss per direction (seed $BENCH_SEED), one iperf3 TCP stream for $BENCH_TIME s per run; $(nproc) CPUs, kernel $(uname -r)"
+echo "wireguard-go: ${WG_NEW_VER:-missing} (trixie, offloads); Mbit/s as the receiver counts them; ping through the tunnel during the run"
+row loss direction "rove" "wireguard-go" "rove / wg" "rove ping" "wg-go ping"
+row "" "" "Mbit/s" "Mbit/s" "" "avg/max ms" "avg/max ms"
+STALLS=()
+for loss in $BENCH_LOSS; do
+	for dir in up down; do
+		case $dir in up) d=upload ;; down) d=download ;; esac
+		# A figure from a run that stalled carries a star.
+		rv=${R[rove.$loss.$dir.mbit]} wv=${R[wg.$loss.$dir.mbit]}
+		[ "${R[rove.$loss.$dir.stall]}" = - ] || [ "$rv" = stall ] || rv="$rv*"
+		[ "${R[wg.$loss.$dir.stall]}" = - ] || [ "$wv" = stall ] || wv="$wv*"
+		row "$loss%" "$d" "$rv" "$wv" \
+			"$(ratio "${R[rove.$loss.$dir.mbit]}" "${R[wg.$loss.$dir.mbit]}")" \
+			"${R[rove.$loss.$dir.ping]}" "${R[wg.$loss.$dir.ping]}"
+		for tun in rove wg; do
+			[ "${R[$tun.$loss.$dir.stall]}" = - ] ||
+				STALLS+=("$tun $loss% $d: ${R[$tun.$loss.$dir.stall]}")
+		done
+	done
+done
+echo
+if [ ${#STALLS[@]} -eq 0 ]; then
+	echo "stalls (a 1-second interval in which the receiver got nothing): none"
+else
+	echo "stalls (*: a 1-second interval in which the receiver got nothing):"
+	printf '  %s\n' "${STALLS[@]}"
+fi
+echo
+echo "raw figures:"
+printf '  %s\n' "${OUTER[@]}" "${RAW[@]}"
+echo "measured in ${ELAPSED} s"
+e2e_finish
