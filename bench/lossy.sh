@@ -180,11 +180,43 @@ ping_stats() {
 declare -A R
 RAW=()
 
-# run_iperf TUNNEL LOSS DIR DEST: one measured run through a tunnel that is
-# up; the iperf3 server is started for this run only, so an aborted run
-# cannot leave it busy for the next.
+# rx_sampler NS DEV SECONDS: the receive byte counter of DEV in NS, once a
+# second with a timestamp, for SECONDS; a run whose iperf3 is cut off
+# leaves no figures of its own, and this shows whether the tunnel went
+# dead or only crawled.
+rx_sampler() {
+	local i
+	for ((i = 0; i <= $3; i++)); do
+		printf '%s %s\n' "$(date +%s.%N)" \
+			"$(ip netns exec "$1" cat "/sys/class/net/$2/statistics/rx_bytes" 2>/dev/null)"
+		sleep 1
+	done
+}
+
+# rx_rates LOG SECONDS: Mbit/s per second over the first SECONDS samples.
+rx_rates() {
+	"$PY" - "$1" "$2" <<-'EOF'
+	import sys
+	rows = []
+	for line in open(sys.argv[1]):
+	    f = line.split()
+	    if len(f) == 2:
+	        rows.append((float(f[0]), int(f[1])))
+	rows = rows[:int(sys.argv[2]) + 1]
+	def fmt(m):
+	    return "%.0f" % m if m >= 10 else "%.1f" % m if m >= 1 else "%.3f" % m
+	print(",".join(fmt((b1 - b0) * 8 / (t1 - t0) / 1e6)
+	               for (t0, b0), (t1, b1) in zip(rows, rows[1:])) or "-")
+	EOF
+}
+
+# run_iperf TUNNEL LOSS DIR DEST RX_NS RX_DEV: one measured run through a
+# tunnel that is up, RX_DEV in RX_NS being the receiver's end of it; the
+# iperf3 server is started for this run only, so an aborted run cannot
+# leave it busy for the next.
 run_iperf() {
-	local tun=$1 loss=$2 dir=$3 dest=$4 key=$1.$2.$3
+	local tun=$1 loss=$2 dir=$3 dest=$4 rx_ns=$5 rx_dev=$6 key=$1.$2.$3
+	local rx_pid
 	local name=$tun-$loss-$dir json rc out ping_pid srv_pid
 	local p_avg p_max p_loss mbit zero longest retr per
 	json=$WORK/iperf-$name.json
@@ -198,12 +230,19 @@ run_iperf() {
 		stop_pid "$srv_pid"; forget_pid "$srv_pid"
 		return 1
 	}
-	# Ping from the first second on, until one second before iperf3's end;
-	# the deadline bounds it whatever comes back.
-	(sleep 1 && exec ip netns exec "$NS_C" ping -n -i 0.1 -W 1 \
-		-w $((BENCH_TIME > 3 ? BENCH_TIME - 2 : 1)) "$dest") >"$WORK/ping-$name.log" 2>&1 &
+	# Pings from the first second on, sent until a second before iperf3's
+	# end. A count rather than a deadline ends the sending, so that the
+	# last echoes still in flight are waited for instead of counted as
+	# lost; the deadline (-w, two seconds after the last is sent) bounds
+	# the wait whatever comes back.
+	local pings=$(((BENCH_TIME > 3 ? BENCH_TIME - 2 : 1) * 10))
+	(sleep 1 && exec ip netns exec "$NS_C" ping -n -i 0.1 -c "$pings" \
+		-w $((pings / 10 + 2)) "$dest") >"$WORK/ping-$name.log" 2>&1 &
 	ping_pid=$!
 	E2E_PIDS+=("$ping_pid")
+	rx_sampler "$rx_ns" "$rx_dev" $((BENCH_TIME + 16)) >"$WORK/rx-$name.log" &
+	rx_pid=$!
+	E2E_PIDS+=("$rx_pid")
 	local rev=()
 	[ "$dir" = down ] && rev=(-R)
 	nsx "$NS_C" timeout -k 5 $((BENCH_TIME + 15)) iperf3 -c "$dest" -p "$IPERF_PORT" \
@@ -211,6 +250,8 @@ run_iperf() {
 		"${rev[@]}" >"$json" 2>"$WORK/iperf-$name.err"
 	rc=$?
 	wait_exit "$ping_pid" 10
+	stop_pid "$rx_pid"
+	forget_pid "$rx_pid"
 	stop_pid "$srv_pid"
 	forget_pid "$srv_pid"
 	read -r p_avg p_max p_loss < <(ping_stats "$WORK/ping-$name.log")
@@ -224,8 +265,10 @@ run_iperf() {
 		R[$key.mbit]=stall
 		R[$key.stall]="iperf3 cut off after $((BENCH_TIME + 15)) s"
 		mbit=stall zero=- longest=- retr=- per=-
+		per="(receiving interface) $(rx_rates "$WORK/rx-$name.log" "$BENCH_TIME")"
 	else
 		mbit=failed zero=- longest=- retr=- per=-
+		per="(receiving interface) $(rx_rates "$WORK/rx-$name.log" "$BENCH_TIME")"
 		log "iperf3 ($name) failed (exit $rc): $(head -c 300 "$WORK/iperf-$name.err" "$json")"
 	fi
 	case $mbit in [0-9]*) mbit="$mbit Mbit/s" ;; esac
@@ -240,7 +283,11 @@ measure() {
 	case $tun in
 	rove)
 		if rove_up; then
-			run_iperf rove "$loss" "$dir" "$SRV_TUN4"
+			if [ "$dir" = up ]; then
+				run_iperf rove "$loss" "$dir" "$SRV_TUN4" "$NS_S" rove0
+			else
+				run_iperf rove "$loss" "$dir" "$SRV_TUN4" "$NS_C" rove0
+			fi
 			local st
 			st=$(status "$NS_S" "$ROVED_SOCK" 2>/dev/null)
 			RAW+=("$(printf 'rove  %4s%% %-4s  roved: datagrams lost %s, drops %s' "$loss" "$dir" \
@@ -254,7 +301,11 @@ measure() {
 		;;
 	wg)
 		if wg_up n "$WG_NEW_BIN" "$NS_S" "$NS_C" "$S_ADDR"; then
-			run_iperf wg "$loss" "$dir" "$WG_S_ADDR"
+			if [ "$dir" = up ]; then
+				run_iperf wg "$loss" "$dir" "$WG_S_ADDR" "$NS_S" "$WG_IF_S"
+			else
+				run_iperf wg "$loss" "$dir" "$WG_S_ADDR" "$NS_C" "$WG_IF_C"
+			fi
 		else
 			log "wireguard-go's tunnel did not come up ($loss% loss, $dir)"
 			R[$key.mbit]=failed R[$key.stall]=- R[$key.ping]=-
