@@ -76,6 +76,9 @@ struct quic_conn {
 	bool early_ready;      /* client: 0-RTT keys installed */
 	bool early_rx;         /* server: 0-RTT keys installed */
 	uint64_t last_rx;      /* clock_now() of the last packet read */
+	/* clock_now() when the peer last acknowledged something, or when
+	 * nothing of ours was in flight: the stall detector's reference. */
+	uint64_t last_ack;
 	bool stateless_reset;
 	struct quic_close_info close_info;
 
@@ -166,8 +169,10 @@ quic_tls_new_session(WOLFSSL *ssl, WOLFSSL_SESSION *session)
 	if (qc->cbs->new_session == NULL ||
 	    (rp = ngtcp2_conn_get_remote_transport_params(qc->conn)) == NULL)
 		return 0;
-	plen = ngtcp2_encode_transport_params(params, sizeof params,
-	    NGTCP2_TRANSPORT_PARAMS_TYPE_ENCRYPTED_EXTENSIONS, rp);
+	(void)rp;
+	/* Only what 0-RTT needs to remember (RFC 9000, 7.4.1). */
+	plen = ngtcp2_conn_encode_0rtt_transport_params(qc->conn, params,
+	    sizeof params);
 	len = wolfSSL_i2d_SSL_SESSION(session, NULL);
 	log_debug("%s: session %d bytes, parameters %zd bytes", __func__, len,
 	    (ssize_t)plen);
@@ -234,7 +239,7 @@ handshake_completed_cb(ngtcp2_conn *conn, void *user_data)
 		    wolfSSL_get_early_data_status(qc->ssl) == SSL_EARLY_DATA_ACCEPTED;
 		/* wolfSSL tells only now; ngtcp2 must drop what 0-RTT queued. */
 		if (!qc->stats.early_accepted)
-			(void)ngtcp2_conn_early_data_rejected(conn);
+			(void)ngtcp2_conn_tls_early_data_rejected(conn);
 	} else if (qc->role == QUIC_ROLE_SERVER)
 		qc->stats.early_accepted = qc->early_rx;
 	if (qc->cbs->handshake_done != NULL)
@@ -422,13 +427,18 @@ stream_reset_cb(ngtcp2_conn *conn, int64_t stream_id, uint64_t final_size,
 
 static int
 path_validation_cb(ngtcp2_conn *conn, uint32_t flags, const ngtcp2_path *path,
-    ngtcp2_path_validation_result res, void *user_data)
+    const ngtcp2_path *fallback_path, ngtcp2_path_validation_result res,
+    void *user_data)
 {
 	struct quic_conn *qc = user_data;
 	enum quic_path_result r;
 
 	(void)conn;
 	(void)flags;
+	/* A failed migration falls back to the path in use before it
+	 * (fallback_path); batch_for picks the socket by path, so nothing
+	 * here needs it. */
+	(void)fallback_path;
 	switch (res) {
 	case NGTCP2_PATH_VALIDATION_RESULT_SUCCESS:
 		r = QUIC_PATH_OK;
@@ -450,23 +460,23 @@ path_validation_cb(ngtcp2_conn *conn, uint32_t flags, const ngtcp2_path *path,
 }
 
 static int
-recv_tx_key_cb(ngtcp2_conn *conn, ngtcp2_crypto_level level, void *user_data)
+recv_tx_key_cb(ngtcp2_conn *conn, ngtcp2_encryption_level level, void *user_data)
 {
 	struct quic_conn *qc = user_data;
 
 	(void)conn;
-	if (level == NGTCP2_CRYPTO_LEVEL_EARLY && qc->role == QUIC_ROLE_CLIENT)
+	if (level == NGTCP2_ENCRYPTION_LEVEL_0RTT && qc->role == QUIC_ROLE_CLIENT)
 		qc->early_ready = true;
 	return 0;
 }
 
 static int
-recv_rx_key_cb(ngtcp2_conn *conn, ngtcp2_crypto_level level, void *user_data)
+recv_rx_key_cb(ngtcp2_conn *conn, ngtcp2_encryption_level level, void *user_data)
 {
 	struct quic_conn *qc = user_data;
 
 	(void)conn;
-	if (level == NGTCP2_CRYPTO_LEVEL_EARLY && qc->role == QUIC_ROLE_SERVER)
+	if (level == NGTCP2_ENCRYPTION_LEVEL_0RTT && qc->role == QUIC_ROLE_SERVER)
 		qc->early_rx = true;
 	return 0;
 }
@@ -550,16 +560,31 @@ decrypt_cb(uint8_t *dest, const ngtcp2_crypto_aead *aead,
 	return 0;
 }
 
-/* AES header protection: the mask is the sample encrypted as one block
- * (the first block of CTR mode with the sample as counter). */
+/* AES header protection: the mask is the sample encrypted as one block.
+ * ngtcp2 keys it as AES-ECB (1.22 and later) or as AES-CTR with the sample
+ * as counter (before), whose first block is the same thing; both contexts
+ * hold an encryption key schedule. */
+static bool
+ctx_is_aes_hp(const WOLFSSL_EVP_CIPHER_CTX *ctx)
+{
+	switch (ctx->cipherType) {
+	case AES_128_ECB_TYPE:
+	case AES_256_ECB_TYPE:
+	case AES_128_CTR_TYPE:
+	case AES_256_CTR_TYPE:
+		return true;
+	default:
+		return false;
+	}
+}
+
 static int
 hp_mask_cb(uint8_t *dest, const ngtcp2_crypto_cipher *hp,
     const ngtcp2_crypto_cipher_ctx *hp_ctx, const uint8_t *sample)
 {
 	WOLFSSL_EVP_CIPHER_CTX *ctx = hp_ctx->native_handle;
 
-	if (ctx->cipherType != AES_128_CTR_TYPE &&
-	    ctx->cipherType != AES_256_CTR_TYPE)
+	if (!ctx_is_aes_hp(ctx))
 		return ngtcp2_crypto_hp_mask_cb(dest, hp, hp_ctx, sample);
 	if (wc_AesEncryptDirect(&ctx->cipher.aes, dest, sample) != 0)
 		return NGTCP2_ERR_CALLBACK_FAILURE;
@@ -668,6 +693,7 @@ conn_alloc(struct event_base *base, const struct quic_settings *qs,
 	qc->max_udp_payload = qs->max_udp_payload;
 	qc->conn_ref.get_conn = get_conn;
 	qc->last_rx = clock_now();
+	qc->last_ack = qc->last_rx;
 	qc->conn_ref.user_data = qc;
 	memcpy(&qc->local, &batch->sock->local, batch->sock->locallen);
 	memcpy(&qc->remote, remote, remotelen);
@@ -691,18 +717,15 @@ resume_session(struct quic_conn *qc, const struct quic_resume *r)
 {
 	const unsigned char *p = r->session;
 	WOLFSSL_SESSION *sess;
-	ngtcp2_transport_params params;
 
 	sess = wolfSSL_d2i_SSL_SESSION(NULL, &p, (long)r->sessionlen);
 	if (sess == NULL)
 		return;
 	if (wolfSSL_set_session(qc->ssl, sess) == WOLFSSL_SUCCESS && r->early_data &&
 	    wolfSSL_SESSION_get_max_early_data(sess) == UINT32_MAX &&
-	    ngtcp2_decode_transport_params(&params,
-	    NGTCP2_TRANSPORT_PARAMS_TYPE_ENCRYPTED_EXTENSIONS, r->params,
-	    r->paramslen) == 0) {
+	    ngtcp2_conn_decode_and_set_0rtt_transport_params(qc->conn,
+	    r->params, r->paramslen) == 0) {
 		wolfSSL_set_quic_early_data_enabled(qc->ssl, 1);
-		ngtcp2_conn_set_early_remote_transport_params(qc->conn, &params);
 		qc->stats.early_attempted = true;
 	}
 	wolfSSL_SESSION_free(sess);
@@ -762,6 +785,7 @@ quic_conn_server_create(struct event_base *base, const struct quic_settings *qs,
 	fill_settings(&settings, qs);
 	fill_params(&params, qs);
 	params.original_dcid = hd->dcid;
+	params.original_dcid_present = 1;
 	scid.datalen = QUIC_SCID_LEN;
 	quic_random(scid.data, scid.datalen);
 	if (ngtcp2_crypto_generate_stateless_reset_token(
@@ -843,15 +867,15 @@ closed_event_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 static void
-send_close(struct quic_conn *qc, const ngtcp2_connection_close_error *ccerr)
+send_close(struct quic_conn *qc, const ngtcp2_ccerr *ccerr)
 {
 	ngtcp2_path_storage ps;
 	ngtcp2_pkt_info pi;
 	uint8_t *dst;
 	ngtcp2_ssize n;
 
-	if (ngtcp2_conn_is_in_closing_period(qc->conn) ||
-	    ngtcp2_conn_is_in_draining_period(qc->conn))
+	if (ngtcp2_conn_in_closing_period(qc->conn) ||
+	    ngtcp2_conn_in_draining_period(qc->conn))
 		return;
 	ngtcp2_path_storage_zero(&ps);
 	dst = udp_batch_slot(qc->batch);
@@ -869,14 +893,14 @@ send_close(struct quic_conn *qc, const ngtcp2_connection_close_error *ccerr)
 static void
 fail(struct quic_conn *qc, int liberr)
 {
-	ngtcp2_connection_close_error ccerr;
+	ngtcp2_ccerr ccerr;
 
-	ngtcp2_connection_close_error_default(&ccerr);
+	ngtcp2_ccerr_default(&ccerr);
 	if (liberr == NGTCP2_ERR_CRYPTO)
-		ngtcp2_connection_close_error_set_transport_error_tls_alert(&ccerr,
+		ngtcp2_ccerr_set_tls_alert(&ccerr,
 		    ngtcp2_conn_get_tls_alert(qc->conn), NULL, 0);
 	else
-		ngtcp2_connection_close_error_set_transport_error_liberr(&ccerr,
+		ngtcp2_ccerr_set_liberr(&ccerr,
 		    liberr, NULL, 0);
 	qc->close_info.transport = true;
 	qc->close_info.code = ccerr.error_code;
@@ -897,6 +921,15 @@ mark_dirty(struct quic_conn *qc)
 	}
 }
 
+static uint64_t
+bytes_in_flight(struct quic_conn *qc)
+{
+	ngtcp2_conn_info ci;
+
+	ngtcp2_conn_get_conn_info(qc->conn, &ci);
+	return ci.bytes_in_flight;
+}
+
 static void
 flush_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -913,7 +946,8 @@ quic_conn_read(struct quic_conn *qc, const struct udp_socket *sock,
 {
 	ngtcp2_path path = qc->path;
 	ngtcp2_pkt_info pi = { .ecn = ecn };
-	ngtcp2_connection_close_error ccerr;
+	ngtcp2_ccerr ccerr;
+	uint64_t inflight;
 	int rv;
 
 	if (qc->state == QUIC_STATE_CLOSED)
@@ -925,8 +959,13 @@ quic_conn_read(struct quic_conn *qc, const struct udp_socket *sock,
 	path.local.addr = (ngtcp2_sockaddr *)(uintptr_t)&sock->local;
 	path.local.addrlen = sock->locallen;
 	qc->last_rx = clock_now();
-	rv = ngtcp2_conn_read_pkt(qc->conn, &path, &pi, pkt, len, clock_now());
+	inflight = bytes_in_flight(qc);
+	rv = ngtcp2_conn_read_pkt(qc->conn, &path, &pi, pkt, len, qc->last_rx);
 	if (rv == 0) {
+		/* Fewer bytes in flight: the packet acknowledged some (or
+		 * its acknowledgements showed some lost). */
+		if (bytes_in_flight(qc) < inflight)
+			qc->last_ack = qc->last_rx;
 		/* Follow the peer to a new address once ngtcp2 accepted it. */
 		const ngtcp2_path *cur = ngtcp2_conn_get_path(qc->conn);
 		if (cur->remote.addrlen <= sizeof qc->remote &&
@@ -940,10 +979,10 @@ quic_conn_read(struct quic_conn *qc, const struct udp_socket *sock,
 	}
 	switch (rv) {
 	case NGTCP2_ERR_DRAINING:
-		ngtcp2_conn_get_connection_close_error(qc->conn, &ccerr);
+		ccerr = *ngtcp2_conn_get_ccerr(qc->conn);
 		qc->close_info.remote = !qc->stateless_reset;
 		qc->close_info.transport =
-		    ccerr.type == NGTCP2_CONNECTION_CLOSE_ERROR_CODE_TYPE_TRANSPORT;
+		    ccerr.type == NGTCP2_CCERR_TYPE_TRANSPORT;
 		qc->close_info.code = ccerr.error_code;
 		log_escape(qc->close_info.reason, sizeof qc->close_info.reason,
 		    ccerr.reason, ccerr.reasonlen);
@@ -982,9 +1021,12 @@ rearm_timer(struct quic_conn *qc)
 		evtimer_del(qc->timer);
 		return;
 	}
-	d = expiry > now ? expiry - now : 0;
-	tv.tv_sec = (time_t)(d / NGTCP2_SECONDS);
-	tv.tv_usec = (suseconds_t)((d % NGTCP2_SECONDS) / 1000);
+	/* Round up to the timer's microseconds: ngtcp2 paces in nanoseconds,
+	 * and a timer that fires before the expiry finds nothing to do and
+	 * is re-armed for the same instant, spinning the loop. */
+	d = expiry > now ? (expiry - now + 999) / 1000 : 0;
+	tv.tv_sec = (time_t)(d / 1000000);
+	tv.tv_usec = (suseconds_t)(d % 1000000);
 	evtimer_add(qc->timer, &tv);
 }
 
@@ -1115,6 +1157,9 @@ quic_conn_write(struct quic_conn *qc)
 	}
 	if (npkts > 0)
 		ngtcp2_conn_update_pkt_tx_time(qc->conn, ts);
+	/* Nothing outstanding: nothing can be overdue either. */
+	if (bytes_in_flight(qc) == 0)
+		qc->last_ack = ts;
 	if (other != NULL)
 		udp_batch_flush(other);
 	if (qc->dq_waiter && qc->dq_len <= QUIC_DGRAM_QUEUE / 2) {
@@ -1348,7 +1393,7 @@ quic_conn_stream_reset(struct quic_conn *qc, int64_t id, uint64_t code)
 		s->reset = true;
 		stream_set_pending(qc, s);
 	}
-	ngtcp2_conn_shutdown_stream(qc->conn, id, code);
+	ngtcp2_conn_shutdown_stream(qc->conn, 0, id, code);
 	mark_dirty(qc);
 }
 
@@ -1357,7 +1402,7 @@ quic_conn_stream_stop_reading(struct quic_conn *qc, int64_t id, uint64_t code)
 {
 	if (qc->state == QUIC_STATE_CLOSED)
 		return;
-	ngtcp2_conn_shutdown_stream_read(qc->conn, id, code);
+	ngtcp2_conn_shutdown_stream_read(qc->conn, 0, id, code);
 	mark_dirty(qc);
 }
 
@@ -1388,19 +1433,19 @@ quic_conn_streams_left(struct quic_conn *qc)
 void
 quic_conn_close(struct quic_conn *qc, uint64_t app_error, const char *reason)
 {
-	ngtcp2_connection_close_error ccerr;
+	ngtcp2_ccerr ccerr;
 
 	if (qc->state == QUIC_STATE_CLOSED)
 		return;
-	ngtcp2_connection_close_error_default(&ccerr);
-	ngtcp2_connection_close_error_set_application_error(&ccerr, app_error,
+	ngtcp2_ccerr_default(&ccerr);
+	ngtcp2_ccerr_set_application_error(&ccerr, app_error,
 	    (const uint8_t *)reason, reason != NULL ? strlen(reason) : 0);
 	qc->close_info.code = app_error;
 	snprintf(qc->close_info.reason, sizeof qc->close_info.reason, "%s",
 	    reason != NULL ? reason : "");
 	/* Before the handshake completes, only a transport close can be sent. */
 	if (qc->state == QUIC_STATE_HANDSHAKING)
-		ngtcp2_connection_close_error_set_transport_error(&ccerr,
+		ngtcp2_ccerr_set_transport_error(&ccerr,
 		    NGTCP2_APPLICATION_ERROR, (const uint8_t *)reason,
 		    reason != NULL ? strlen(reason) : 0);
 	send_close(qc, &ccerr);
@@ -1420,12 +1465,15 @@ quic_conn_rx_idle_ms(const struct quic_conn *qc)
 }
 
 bool
-quic_conn_stalled(const struct quic_conn *qc)
+quic_conn_stalled(struct quic_conn *qc)
 {
-	ngtcp2_conn_stat cs;
+	uint64_t now = clock_now();
 
-	ngtcp2_conn_get_conn_stat(qc->conn, &cs);
-	return cs.pto_count > 0 || quic_conn_rx_idle_ms(qc) > 1000;
+	/* A probe timeout's worth of silence about packets in flight is
+	 * what makes ngtcp2 send probes. */
+	return (bytes_in_flight(qc) > 0 &&
+	    now - qc->last_ack > ngtcp2_conn_get_pto(qc->conn)) ||
+	    quic_conn_rx_idle_ms(qc) > 1000;
 }
 
 bool
@@ -1480,12 +1528,12 @@ quic_conn_local(const struct quic_conn *qc, socklen_t *len)
 void
 quic_conn_get_stats(struct quic_conn *qc, struct quic_conn_stats *st)
 {
-	ngtcp2_conn_stat cs;
+	ngtcp2_conn_info cs;
 
 	*st = qc->stats;
 	if (qc->conn == NULL)
 		return;
-	ngtcp2_conn_get_conn_stat(qc->conn, &cs);
+	ngtcp2_conn_get_conn_info(qc->conn, &cs);
 	st->rtt_ms = (double)cs.smoothed_rtt / (double)NGTCP2_MILLISECONDS;
 	st->min_rtt_ms = cs.min_rtt == UINT64_MAX ? 0 :
 	    (double)cs.min_rtt / (double)NGTCP2_MILLISECONDS;

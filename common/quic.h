@@ -147,11 +147,12 @@ void quic_conn_free(struct quic_conn *);
 void quic_conn_read(struct quic_conn *, const struct udp_socket *sock,
     const struct sockaddr *remote, socklen_t remotelen, const uint8_t *pkt,
     size_t len, uint8_t ecn);
-/* Our packets seem to go nowhere: a probe timeout has fired since the peer
- * last acknowledged anything, or nothing at all arrived for a second.
+/* Our packets seem to go nowhere: packets have been in flight for a probe
+ * timeout without the peer acknowledging any, or nothing at all arrived
+ * for a second.
  * (Packets arriving alone prove little: after an outage the peer's probes
  * may get through before our own route is back.) */
-bool quic_conn_stalled(const struct quic_conn *);
+bool quic_conn_stalled(struct quic_conn *);
 /* Milliseconds since the last packet arrived. */
 uint64_t quic_conn_rx_idle_ms(const struct quic_conn *);
 
