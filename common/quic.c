@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "dgramq.h"
 #include "log.h"
 #include "quic.h"
 #include "xmalloc.h"
@@ -49,11 +50,6 @@ struct quic_stream {
 	bool fin, fin_sent, blocked, reset;
 };
 
-struct dgram_slot {
-	size_t len;
-	uint8_t data[];
-};
-
 struct quic_conn {
 	ngtcp2_crypto_conn_ref conn_ref;
 	ngtcp2_conn *conn;
@@ -82,9 +78,7 @@ struct quic_conn {
 	bool stateless_reset;
 	struct quic_close_info close_info;
 
-	struct dgram_slot *dq[QUIC_DGRAM_QUEUE];
-	size_t dq_head, dq_len;
-	bool dq_waiter;        /* someone waits for dgram_room */
+	struct dgramq dq;      /* DATAGRAMs waiting for the congestion window */
 
 	LIST_HEAD(, quic_stream) streams;
 	TAILQ_HEAD(, quic_stream) pending_streams;
@@ -703,6 +697,7 @@ conn_alloc(struct event_base *base, const struct quic_settings *qs,
 	qc->path.remote.addrlen = remotelen;
 	LIST_INIT(&qc->streams);
 	TAILQ_INIT(&qc->pending_streams);
+	dgramq_init(&qc->dq, QUIC_DGRAM_QUEUE);
 	qc->timer = evtimer_new(base, timer_cb, qc);
 	if (flush_ev == NULL)
 		flush_ev = event_new(base, -1, 0, flush_cb, NULL);
@@ -829,8 +824,7 @@ quic_conn_free(struct quic_conn *qc)
 		TAILQ_REMOVE(&dirty_conns, qc, dirty_entry);
 	while ((s = LIST_FIRST(&qc->streams)) != NULL)
 		stream_free(qc, s);
-	for (size_t i = 0; i < qc->dq_len; i++)
-		free(qc->dq[(qc->dq_head + i) % QUIC_DGRAM_QUEUE]);
+	dgramq_clear(&qc->dq);
 	if (qc->timer != NULL)
 		event_free(qc->timer);
 	if (qc->closed_ev != NULL)
@@ -1039,10 +1033,11 @@ write_one(struct quic_conn *qc, uint8_t *dst, ngtcp2_path_storage *ps,
 	ngtcp2_pkt_info pi;
 	ngtcp2_ssize n;
 	struct quic_stream *s;
+	const struct dgramq_item *d;
 
-	if (qc->dq_len > 0 && (qc->state == QUIC_STATE_ESTABLISHED || qc->early_ready)) {
-		struct dgram_slot *d = qc->dq[qc->dq_head];
-		ngtcp2_vec v = { d->data, d->len };
+	if ((d = dgramq_peek(&qc->dq)) != NULL &&
+	    (qc->state == QUIC_STATE_ESTABLISHED || qc->early_ready)) {
+		ngtcp2_vec v = { (uint8_t *)(uintptr_t)d->data, d->len };
 		int accepted = 0;
 
 		n = ngtcp2_conn_writev_datagram(qc->conn, &ps->path, &pi, dst,
@@ -1053,10 +1048,7 @@ write_one(struct quic_conn *qc, uint8_t *dst, ngtcp2_path_storage *ps,
 				qc->stats.tx_dgram_bytes += d->len;
 			} else
 				qc->stats.dgram_too_big++;
-			qc->dq[qc->dq_head] = NULL;
-			qc->dq_head = (qc->dq_head + 1) % QUIC_DGRAM_QUEUE;
-			qc->dq_len--;
-			free(d);
+			dgramq_pop(&qc->dq);
 			if (n == NGTCP2_ERR_INVALID_ARGUMENT)
 				return write_one(qc, dst, ps, ts);
 		}
@@ -1108,6 +1100,25 @@ write_one(struct quic_conn *qc, uint8_t *dst, ngtcp2_path_storage *ps,
 	return ngtcp2_conn_write_pkt(qc->conn, &ps->path, &pi, dst, UDP_MAX_PAYLOAD, ts);
 }
 
+/* A DATAGRAM that has waited a round trip for the congestion window is
+ * worth less than the queueing delay it adds to everything behind it: the
+ * inner sender would by then rather learn of a loss. The floor keeps short
+ * paths from dropping what a single pacing gap delays. */
+static void
+expire_datagrams(struct quic_conn *qc, ngtcp2_tstamp now)
+{
+	ngtcp2_conn_info ci;
+	uint64_t max_age;
+
+	if (dgramq_len(&qc->dq) == 0)
+		return;
+	ngtcp2_conn_get_conn_info(qc->conn, &ci);
+	max_age = ci.smoothed_rtt;
+	if (max_age < QUIC_DGRAM_MIN_AGE)
+		max_age = QUIC_DGRAM_MIN_AGE;
+	qc->stats.dgram_stale += dgramq_expire(&qc->dq, now, max_age);
+}
+
 void
 quic_conn_write(struct quic_conn *qc)
 {
@@ -1122,6 +1133,7 @@ quic_conn_write(struct quic_conn *qc)
 	}
 	if (qc->state == QUIC_STATE_CLOSED)
 		return;
+	expire_datagrams(qc, ts);
 	ngtcp2_path_storage_zero(&ps);
 	/* Pacing: send at most one send quantum now; ngtcp2's expiry then
 	 * tells when the next may go. */
@@ -1162,11 +1174,6 @@ quic_conn_write(struct quic_conn *qc)
 		qc->last_ack = ts;
 	if (other != NULL)
 		udp_batch_flush(other);
-	if (qc->dq_waiter && qc->dq_len <= QUIC_DGRAM_QUEUE / 2) {
-		qc->dq_waiter = false;
-		if (qc->cbs->dgram_room != NULL)
-			qc->cbs->dgram_room(qc, qc->arg);
-	}
 	/* More is waiting than the quantum allowed: the timer brings us back. */
 	rearm_timer(qc);
 }
@@ -1225,7 +1232,7 @@ timer_cb(evutil_socket_t fd, short what, void *arg)
 int
 quic_conn_send_datagram(struct quic_conn *qc, const uint8_t *data, size_t len)
 {
-	struct dgram_slot *d;
+	size_t dropped;
 
 	if (qc->state != QUIC_STATE_ESTABLISHED && !qc->early_ready)
 		return -ENOTCONN;
@@ -1235,26 +1242,10 @@ quic_conn_send_datagram(struct quic_conn *qc, const uint8_t *data, size_t len)
 		qc->stats.dgram_too_big++;
 		return -EMSGSIZE;
 	}
-	if (qc->dq_len == QUIC_DGRAM_QUEUE) {
-		qc->stats.dgram_queue_full++;
-		return -ENOBUFS;
-	}
-	d = xmalloc(sizeof *d + len);
-	d->len = len;
-	memcpy(d->data, data, len);
-	qc->dq[(qc->dq_head + qc->dq_len) % QUIC_DGRAM_QUEUE] = d;
-	qc->dq_len++;
+	dropped = dgramq_push(&qc->dq, data, len, clock_now());
+	qc->stats.dgram_queue_full += dropped;
 	mark_dirty(qc);
-	return 0;
-}
-
-bool
-quic_conn_dgram_full(struct quic_conn *qc)
-{
-	if (qc->dq_len < QUIC_DGRAM_QUEUE)
-		return false;
-	qc->dq_waiter = true;
-	return true;
+	return (int)dropped;
 }
 
 size_t

@@ -17,7 +17,11 @@
 
 #define QUIC_SCID_LEN 16
 #define QUIC_RESET_SECRET_LEN 32
-#define QUIC_DGRAM_QUEUE 128 /* DATAGRAMs held while congestion-limited */
+/* DATAGRAMs held while the congestion window is full: at most this many,
+ * for at most one smoothed RTT (but QUIC_DGRAM_MIN_AGE at least); the
+ * oldest are dropped beyond either bound. */
+#define QUIC_DGRAM_QUEUE 256
+#define QUIC_DGRAM_MIN_AGE (5 * NGTCP2_MILLISECONDS)
 
 enum quic_role { QUIC_ROLE_SERVER, QUIC_ROLE_CLIENT };
 
@@ -81,9 +85,6 @@ struct quic_conn_cbs {
 	 * `params` the server's transport parameters (for 0-RTT). */
 	void (*new_session)(struct quic_conn *, const uint8_t *der, size_t derlen,
 	    const uint8_t *params, size_t paramslen, void *arg);
-	/* The DATAGRAM queue has room again after quic_conn_dgram_full said
-	 * it was full (a sender that paused its input resumes here). */
-	void (*dgram_room)(struct quic_conn *, void *arg);
 	/* Pick the batch (socket) for packets on `path`: the client may hold
 	 * two sockets while it migrates. NULL: the connection's own batch. */
 	struct udp_batch *(*batch_for)(struct quic_conn *, const ngtcp2_path *, void *arg);
@@ -105,7 +106,10 @@ struct quic_settings {
 /* Counters kept per connection. */
 struct quic_conn_stats {
 	uint64_t rx_dgrams, tx_dgrams, rx_dgram_bytes, tx_dgram_bytes;
-	uint64_t dgram_queue_full, dgram_too_big, dgram_lost;
+	/* dropped from the queue: pushed out by newer ones (queue_full),
+	 * waited too long (stale); refused as larger than a packet; sent and
+	 * declared lost by ngtcp2 */
+	uint64_t dgram_queue_full, dgram_stale, dgram_too_big, dgram_lost;
 	uint64_t path_validated, path_failed, path_aborted;
 	bool early_attempted, early_accepted;
 	double rtt_ms;
@@ -167,14 +171,12 @@ void quic_conn_write(struct quic_conn *);
 void quic_write_dirty(void);
 
 /* Queue one DATAGRAM for the next write loop (quic_write_dirty), which
- * sends it as the congestion window allows. Returns 0, -EMSGSIZE if it can
- * never fit (see quic_conn_dgram_max), -ENOBUFS if the queue is full
- * (dropped, like a router's full queue), -ENOTCONN before the handshake. */
+ * sends it as the congestion window allows. Never blocks the caller: a
+ * full queue drops its oldest packet (counted in dgram_queue_full), as a
+ * router does. Returns how many older DATAGRAMs were dropped to make room
+ * (0 or 1), -EMSGSIZE if it can never fit (see quic_conn_dgram_max),
+ * -ENOTCONN before the handshake. */
 int quic_conn_send_datagram(struct quic_conn *, const uint8_t *, size_t);
-
-/* True when the DATAGRAM queue is full; the connection then calls
- * dgram_room once it has drained to half. */
-bool quic_conn_dgram_full(struct quic_conn *);
 
 /* The largest DATAGRAM payload that fits in one packet on this path. */
 size_t quic_conn_dgram_max(struct quic_conn *);

@@ -388,40 +388,88 @@ test_datagram_small_path(void **state)
 	pair_free(p);
 }
 
+/* A queued test DATAGRAM: fill()'s pattern, its number in the first two
+ * bytes. */
+static void
+mk_numbered(uint8_t *buf, size_t len, unsigned id)
+{
+	fill(buf, len, id);
+	buf[0] = (uint8_t)(id >> 8);
+	buf[1] = (uint8_t)id;
+}
+
 static void
 test_datagram_queue(void **state)
 {
 	struct pair *p = connected_pair();
 	struct quic_conn_stats cs;
 	uint8_t buf[200];
+	unsigned last = 1;
 
 	(void)state;
-	/* The queue holds QUIC_DGRAM_QUEUE until the next write loop. */
-	for (unsigned i = 0; i < QUIC_DGRAM_QUEUE; i++) {
-		fill(buf, sizeof buf, i);
-		buf[0] = (uint8_t)i;
-		assert_int_equal(quic_conn_send_datagram(p->c.qc, buf, sizeof buf), 0);
+	/* The queue holds QUIC_DGRAM_QUEUE until the next write loop; two
+	 * more push the two oldest out, and the caller is never refused. */
+	for (unsigned i = 0; i < QUIC_DGRAM_QUEUE + 2; i++) {
+		mk_numbered(buf, sizeof buf, i);
+		assert_int_equal(quic_conn_send_datagram(p->c.qc, buf, sizeof buf),
+		    i < QUIC_DGRAM_QUEUE ? 0 : 1);
 	}
-	assert_int_equal(quic_conn_send_datagram(p->c.qc, buf, sizeof buf), -ENOBUFS);
-	assert_int_equal(quic_conn_send_datagram(p->c.qc, buf, 1), -ENOBUFS);
 	quic_conn_get_stats(p->c.qc, &cs);
 	assert_int_equal(cs.dgram_queue_full, 2);
+	assert_int_equal(cs.dgram_stale, 0);
 	assert_true(pair_run(p, ROUNDS) > 0);
 
-	/* Everything queued arrives, in order, congestion window or not. */
-	assert_int_equal(p->s.ndgrams, QUIC_DGRAM_QUEUE);
-	for (unsigned i = 0; i < QUIC_DGRAM_QUEUE; i++) {
-		fill(buf, sizeof buf, i);
-		buf[0] = (uint8_t)i;
+	/* Of the newest QUIC_DGRAM_QUEUE, a congestion window's worth goes at
+	 * once; what then waits longer than the age bound for the window to
+	 * open is dropped as stale. Each is either delivered, intact and in
+	 * order, or counted; the first flight is the oldest that remained. */
+	quic_conn_get_stats(p->c.qc, &cs);
+	assert_true(p->s.ndgrams >= 10);
+	assert_int_equal(p->s.ndgrams + cs.dgram_stale, QUIC_DGRAM_QUEUE);
+	assert_int_equal(cs.tx_dgrams, p->s.ndgrams);
+	for (unsigned i = 0; i < p->s.ndgrams; i++) {
+		unsigned id = (unsigned)p->s.dgram[i][0] << 8 | p->s.dgram[i][1];
+
+		assert_true(id > last);
+		assert_true(id < QUIC_DGRAM_QUEUE + 2);
+		if (i < 10)
+			assert_int_equal(id, i + 2);
+		mk_numbered(buf, sizeof buf, id);
 		assert_int_equal(p->s.dgram_len[i], sizeof buf);
 		assert_memory_equal(p->s.dgram[i], buf, sizeof buf);
+		last = id;
 	}
-	quic_conn_get_stats(p->c.qc, &cs);
-	assert_int_equal(cs.tx_dgrams, QUIC_DGRAM_QUEUE);
-	/* With room again, the queue takes more. */
+	/* Afterwards the queue takes more. */
 	assert_int_equal(quic_conn_send_datagram(p->c.qc, buf, 1), 0);
 	assert_true(pair_run(p, ROUNDS) > 0);
-	assert_int_equal(p->s.ndgrams, QUIC_DGRAM_QUEUE + 1);
+	assert_int_equal(p->s.ndgrams, QUIC_DGRAM_QUEUE - cs.dgram_stale + 1);
+	pair_free(p);
+}
+
+/* A DATAGRAM that waited longer than the age bound is dropped, not sent. */
+static void
+test_datagram_stale(void **state)
+{
+	struct pair *p = connected_pair();
+	struct quic_conn_stats cs;
+	uint8_t buf[100];
+
+	(void)state;
+	for (unsigned i = 0; i < 5; i++) {
+		mk_numbered(buf, sizeof buf, i);
+		assert_int_equal(quic_conn_send_datagram(p->c.qc, buf, sizeof buf), 0);
+	}
+	/* Far beyond one RTT (2 ms here) and the 5 ms floor. */
+	pair_now += 50 * QUIC_DGRAM_MIN_AGE;
+	mk_numbered(buf, sizeof buf, 5);
+	assert_int_equal(quic_conn_send_datagram(p->c.qc, buf, sizeof buf), 0);
+	assert_true(pair_run(p, ROUNDS) > 0);
+	quic_conn_get_stats(p->c.qc, &cs);
+	assert_int_equal(cs.dgram_stale, 5);
+	assert_int_equal(cs.dgram_queue_full, 0);
+	assert_int_equal(cs.tx_dgrams, 1);
+	assert_int_equal(p->s.ndgrams, 1);
+	assert_memory_equal(p->s.dgram[0], buf, sizeof buf);
 	pair_free(p);
 }
 
@@ -1344,6 +1392,7 @@ main(void)
 		cmocka_unit_test_teardown(test_datagram_small_path,
 		    test_teardown),
 		cmocka_unit_test_teardown(test_datagram_queue, test_teardown),
+		cmocka_unit_test_teardown(test_datagram_stale, test_teardown),
 		cmocka_unit_test_teardown(test_stream_flow_control,
 		    test_teardown),
 		cmocka_unit_test_teardown(test_stream_chunks, test_teardown),
