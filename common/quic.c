@@ -66,6 +66,7 @@ struct quic_conn {
 	void *arg;
 	const uint8_t *reset_secret;
 	size_t max_udp_payload;
+	size_t path_udp_best;  /* largest packet the current path has taken */
 
 	uint8_t peer_key[KEY_LEN];
 	bool peer_key_set;
@@ -92,6 +93,8 @@ struct quic_conn {
 #define QUIC_AEAD_TAG_LEN 16
 
 static void mark_dirty(struct quic_conn *);
+static size_t dgram_max_for(struct quic_conn *, size_t udp);
+static size_t path_udp_now(struct quic_conn *);
 
 static bool (*pin_check)(struct quic_conn *, const uint8_t *, void *);
 static TAILQ_HEAD(, quic_conn) dirty_conns = TAILQ_HEAD_INITIALIZER(dirty_conns);
@@ -623,8 +626,20 @@ fill_callbacks(ngtcp2_callbacks *cb, enum quic_role role)
 	cb->recv_rx_key = recv_rx_key_cb;
 }
 
+/* UDP payloads to probe below the configured one, largest first: probing
+ * stops at the first that gets through. A probe above what the peer takes
+ * (its max_udp_payload_size, unknown until the handshake) is skipped at no
+ * cost, so the usual peer limits are listed too: Ethernet over IPv4 and
+ * IPv6, a 1280-byte IPv6 path; then PPPoE, fibre services, tunnels and
+ * IPv6's minimum MTU, with IPv6 headers. */
+static const uint16_t common_mtus[] = { 1500 - 28, 1500 - 48, 1492 - 48,
+    1454 - 48, 1390 - 48, 1280, 1280 - 48 };
+
+/* `probes` holds 1 + nitems(common_mtus) entries and must live as long
+ * as the call that creates the connection (ngtcp2 copies it). */
 static void
-fill_settings(ngtcp2_settings *s, const struct quic_settings *qs)
+fill_settings(ngtcp2_settings *s, const struct quic_settings *qs,
+    uint16_t *probes)
 {
 	ngtcp2_settings_default(s);
 	s->initial_ts = clock_now();
@@ -633,11 +648,20 @@ fill_settings(ngtcp2_settings *s, const struct quic_settings *qs)
 	if (qs->initial_rtt_ns != 0)
 		s->initial_rtt = qs->initial_rtt_ns;
 	s->cc_algo = qs->cc;
+	/* Packets start at QUIC's 1200 bytes and grow by DPLPMTUD (RFC 8899)
+	 * up to the configured outer size, which is probed first (most paths
+	 * take it at once), then the common smaller ones. */
 	s->max_tx_udp_payload_size = qs->max_udp_payload;
-	/* The outer path is configured, not discovered: send full-sized packets
-	 * from the start so DATAGRAMs up to the inner MTU fit at once. */
-	s->no_tx_udp_payload_size_shaping = 1;
-	s->no_pmtud = 1;
+	s->no_pmtud = 0;
+	s->pmtud_probes = probes;
+	s->pmtud_probeslen = 0;
+	if (qs->max_udp_payload > NGTCP2_MAX_UDP_PAYLOAD_SIZE)
+		probes[s->pmtud_probeslen++] = (uint16_t)qs->max_udp_payload;
+	for (size_t i = 0; i < sizeof common_mtus / sizeof common_mtus[0]; i++) {
+		if (common_mtus[i] < qs->max_udp_payload &&
+		    common_mtus[i] > NGTCP2_MAX_UDP_PAYLOAD_SIZE)
+			probes[s->pmtud_probeslen++] = common_mtus[i];
+	}
 	s->max_window = 64 * 1024 * 1024;
 	/* A stream's window is also the bound on what a forward buffers
 	 * toward a slow reader, so it does not auto-grow beyond it. */
@@ -736,11 +760,12 @@ quic_conn_client_create(struct event_base *base, const struct quic_settings *qs,
 	ngtcp2_callbacks cb;
 	ngtcp2_settings settings;
 	ngtcp2_transport_params params;
+	uint16_t probes[1 + sizeof common_mtus / sizeof common_mtus[0]];
 	ngtcp2_cid dcid, scid;
 	int rv;
 
 	fill_callbacks(&cb, QUIC_ROLE_CLIENT);
-	fill_settings(&settings, qs);
+	fill_settings(&settings, qs, probes);
 	fill_params(&params, qs);
 	dcid.datalen = QUIC_SCID_LEN;
 	quic_random(dcid.data, dcid.datalen);
@@ -773,11 +798,12 @@ quic_conn_server_create(struct event_base *base, const struct quic_settings *qs,
 	ngtcp2_callbacks cb;
 	ngtcp2_settings settings;
 	ngtcp2_transport_params params;
+	uint16_t probes[1 + sizeof common_mtus / sizeof common_mtus[0]];
 	ngtcp2_cid scid;
 	int rv;
 
 	fill_callbacks(&cb, QUIC_ROLE_SERVER);
-	fill_settings(&settings, qs);
+	fill_settings(&settings, qs, probes);
 	fill_params(&params, qs);
 	params.original_dcid = hd->dcid;
 	params.original_dcid_present = 1;
@@ -877,7 +903,8 @@ send_close(struct quic_conn *qc, const ngtcp2_ccerr *ccerr)
 	    UDP_MAX_PAYLOAD, ccerr, clock_now());
 	if (n > 0) {
 		udp_batch_commit(qc->batch, (size_t)n,
-		    (const struct sockaddr *)ps.path.remote.addr, ps.path.remote.addrlen);
+		    (const struct sockaddr *)ps.path.remote.addr, ps.path.remote.addrlen,
+		    pi.ecn);
 		/* Out now: the owner may be about to close the socket. */
 		udp_batch_flush(qc->batch);
 	}
@@ -953,6 +980,10 @@ quic_conn_read(struct quic_conn *qc, const struct udp_socket *sock,
 	path.local.addr = (ngtcp2_sockaddr *)(uintptr_t)&sock->local;
 	path.local.addrlen = sock->locallen;
 	qc->last_rx = clock_now();
+	if (ecn == NGTCP2_ECN_CE)
+		qc->stats.rx_ecn_ce++;
+	else if (ecn != NGTCP2_ECN_NOT_ECT)
+		qc->stats.rx_ecn_ect++;
 	inflight = bytes_in_flight(qc);
 	rv = ngtcp2_conn_read_pkt(qc->conn, &path, &pi, pkt, len, qc->last_rx);
 	if (rv == 0) {
@@ -967,6 +998,8 @@ quic_conn_read(struct quic_conn *qc, const struct udp_socket *sock,
 		    memcmp(cur->remote.addr, &qc->remote, cur->remote.addrlen) != 0)) {
 			memcpy(&qc->remote, cur->remote.addr, cur->remote.addrlen);
 			qc->path.remote.addrlen = cur->remote.addrlen;
+			/* A new path's size is discovered anew. */
+			qc->path_udp_best = 0;
 		}
 		mark_dirty(qc);
 		return;
@@ -1028,19 +1061,27 @@ rearm_timer(struct quic_conn *qc)
  * nothing more can be sent now, or a negative ngtcp2 error. */
 static ngtcp2_ssize
 write_one(struct quic_conn *qc, uint8_t *dst, ngtcp2_path_storage *ps,
-    ngtcp2_tstamp ts)
+    ngtcp2_pkt_info *pi, ngtcp2_tstamp ts)
 {
-	ngtcp2_pkt_info pi;
 	ngtcp2_ssize n;
 	struct quic_stream *s;
 	const struct dgramq_item *d;
 
 	if ((d = dgramq_peek(&qc->dq)) != NULL &&
+	    (qc->state == QUIC_STATE_ESTABLISHED || qc->early_ready) &&
+	    d->len > dgram_max_for(qc, path_udp_now(qc))) {
+		/* Larger than the path takes yet (discovery still running):
+		 * waiting would hold up everything behind it. */
+		qc->stats.dgram_too_big++;
+		dgramq_pop(&qc->dq);
+		return write_one(qc, dst, ps, pi, ts);
+	}
+	if (d != NULL &&
 	    (qc->state == QUIC_STATE_ESTABLISHED || qc->early_ready)) {
 		ngtcp2_vec v = { (uint8_t *)(uintptr_t)d->data, d->len };
 		int accepted = 0;
 
-		n = ngtcp2_conn_writev_datagram(qc->conn, &ps->path, &pi, dst,
+		n = ngtcp2_conn_writev_datagram(qc->conn, &ps->path, pi, dst,
 		    UDP_MAX_PAYLOAD, &accepted, 0, 0, &v, d->len > 0 ? 1 : 0, ts);
 		if (accepted || n == NGTCP2_ERR_INVALID_ARGUMENT) {
 			if (accepted) {
@@ -1050,7 +1091,7 @@ write_one(struct quic_conn *qc, uint8_t *dst, ngtcp2_path_storage *ps,
 				qc->stats.dgram_too_big++;
 			dgramq_pop(&qc->dq);
 			if (n == NGTCP2_ERR_INVALID_ARGUMENT)
-				return write_one(qc, dst, ps, ts);
+				return write_one(qc, dst, ps, pi, ts);
 		}
 		return n;
 	}
@@ -1068,7 +1109,7 @@ write_one(struct quic_conn *qc, uint8_t *dst, ngtcp2_path_storage *ps,
 		}
 		if (s->fin)
 			flags |= NGTCP2_WRITE_STREAM_FLAG_FIN;
-		n = ngtcp2_conn_writev_stream(qc->conn, &ps->path, &pi, dst,
+		n = ngtcp2_conn_writev_stream(qc->conn, &ps->path, pi, dst,
 		    UDP_MAX_PAYLOAD, &datalen, flags, s->id, v, nv, ts);
 		if (n == NGTCP2_ERR_STREAM_DATA_BLOCKED) {
 			s->blocked = true;
@@ -1097,7 +1138,7 @@ write_one(struct quic_conn *qc, uint8_t *dst, ngtcp2_path_storage *ps,
 		stream_set_pending(qc, s);
 		return n;
 	}
-	return ngtcp2_conn_write_pkt(qc->conn, &ps->path, &pi, dst, UDP_MAX_PAYLOAD, ts);
+	return ngtcp2_conn_write_pkt(qc->conn, &ps->path, pi, dst, UDP_MAX_PAYLOAD, ts);
 }
 
 /* A DATAGRAM that has waited a round trip for the congestion window is
@@ -1148,7 +1189,8 @@ quic_conn_write(struct quic_conn *qc)
 		 * default batch. */
 		struct udp_batch *b = qc->batch;
 		uint8_t *dst = udp_batch_slot(b);
-		ngtcp2_ssize n = write_one(qc, dst, &ps, ts);
+		ngtcp2_pkt_info pi;
+		ngtcp2_ssize n = write_one(qc, dst, &ps, &pi, ts);
 
 		if (n < 0) {
 			fail(qc, (int)n);
@@ -1165,7 +1207,8 @@ quic_conn_write(struct quic_conn *qc)
 			}
 		}
 		udp_batch_commit(b, (size_t)n,
-		    (const struct sockaddr *)ps.path.remote.addr, ps.path.remote.addrlen);
+		    (const struct sockaddr *)ps.path.remote.addr, ps.path.remote.addrlen,
+		    pi.ecn);
 	}
 	if (npkts > 0)
 		ngtcp2_conn_update_pkt_tx_time(qc->conn, ts);
@@ -1248,11 +1291,12 @@ quic_conn_send_datagram(struct quic_conn *qc, const uint8_t *data, size_t len)
 	return (int)dropped;
 }
 
-size_t
-quic_conn_dgram_max(struct quic_conn *qc)
+/* The largest DATAGRAM payload a packet of `udp` bytes can carry. */
+static size_t
+dgram_max_for(struct quic_conn *qc, size_t udp)
 {
 	const ngtcp2_transport_params *rp;
-	size_t udp = qc->max_udp_payload, overhead, max;
+	size_t overhead, max;
 
 	rp = ngtcp2_conn_get_remote_transport_params(qc->conn);
 	if (rp == NULL || rp->max_datagram_frame_size == 0)
@@ -1269,6 +1313,34 @@ quic_conn_dgram_max(struct quic_conn *qc)
 	if (max + 3 > rp->max_datagram_frame_size)
 		max = (size_t)rp->max_datagram_frame_size - 3;
 	return max;
+}
+
+/* The UDP payload size that packets on the current path may use now, as
+ * ngtcp2's path MTU discovery has confirmed it. */
+static size_t
+path_udp_now(struct quic_conn *qc)
+{
+	size_t cur = ngtcp2_conn_get_path_max_tx_udp_payload_size(qc->conn);
+
+	if (cur > qc->path_udp_best)
+		qc->path_udp_best = cur;
+	return cur;
+}
+
+size_t
+quic_conn_dgram_max(struct quic_conn *qc)
+{
+	size_t cur = path_udp_now(qc);
+
+	/* A path starts at QUIC's 1200 bytes and grows as discovery confirms
+	 * larger packets: until then the configured size stands (what does
+	 * not fit yet is dropped, not answered with "packet too big", which
+	 * the inner hosts would remember for ten minutes). Only a path that
+	 * shrank below what it had carried (ngtcp2 found a black hole) makes
+	 * the inner MTU follow it. */
+	if (cur < qc->path_udp_best && cur < qc->max_udp_payload)
+		return dgram_max_for(qc, cur);
+	return dgram_max_for(qc, qc->max_udp_payload);
 }
 
 int
@@ -1495,6 +1567,7 @@ quic_conn_migrate(struct quic_conn *qc, struct udp_batch *batch, bool immediate)
 	}
 	/* Reads on the new socket carry its local address from now on. */
 	quic_conn_set_batch(qc, batch);
+	qc->path_udp_best = 0;
 	return 0;
 }
 

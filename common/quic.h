@@ -111,6 +111,9 @@ struct quic_conn_stats {
 	 * declared lost by ngtcp2 */
 	uint64_t dgram_queue_full, dgram_stale, dgram_too_big, dgram_lost;
 	uint64_t path_validated, path_failed, path_aborted;
+	/* packets received with ECT(0) or ECT(1), and with CE (congestion
+	 * experienced on the way) */
+	uint64_t rx_ecn_ect, rx_ecn_ce;
 	bool early_attempted, early_accepted;
 	double rtt_ms;
 	double min_rtt_ms;

@@ -388,6 +388,41 @@ test_datagram_small_path(void **state)
 	pair_free(p);
 }
 
+/* Packets start at 1200 bytes; path MTU discovery must grow them to the
+ * configured size soon after the handshake, so DATAGRAMs up to the inner
+ * MTU get through both ways. ECN is validated on the way: loopback passes
+ * the codepoint, so both ends see ECT-marked packets and no CE. */
+static void
+test_pmtud_and_ecn(void **state)
+{
+	struct pair *p = connected_pair();
+	struct quic_conn_stats cs, ss;
+	uint8_t buf[1500];
+	size_t max = quic_conn_dgram_max(p->c.qc);
+
+	(void)state;
+	assert_int_equal(max, UDP_MAX_PAYLOAD - 40);
+	assert_int_equal(quic_conn_dgram_max(p->s.qc), max);
+	fill(buf, sizeof buf, 9);
+	assert_int_equal(quic_conn_send_datagram(p->c.qc, buf, max), 0);
+	assert_int_equal(quic_conn_send_datagram(p->s.qc, buf, max), 0);
+	assert_true(pair_run(p, ROUNDS) > 0);
+	assert_int_equal(p->s.ndgrams, 1);
+	assert_int_equal(p->s.dgram_len[0], max);
+	assert_memory_equal(p->s.dgram[0], buf, max);
+	assert_int_equal(p->c.ndgrams, 1);
+	assert_int_equal(p->c.dgram_len[0], max);
+	quic_conn_get_stats(p->c.qc, &cs);
+	quic_conn_get_stats(p->s.qc, &ss);
+	assert_int_equal(cs.dgram_too_big, 0);
+	assert_int_equal(ss.dgram_too_big, 0);
+	assert_true(cs.rx_ecn_ect > 0);
+	assert_true(ss.rx_ecn_ect > 0);
+	assert_int_equal(cs.rx_ecn_ce, 0);
+	assert_int_equal(ss.rx_ecn_ce, 0);
+	pair_free(p);
+}
+
 /* A queued test DATAGRAM: fill()'s pattern, its number in the first two
  * bytes. */
 static void
@@ -1393,6 +1428,7 @@ main(void)
 		    test_teardown),
 		cmocka_unit_test_teardown(test_datagram_queue, test_teardown),
 		cmocka_unit_test_teardown(test_datagram_stale, test_teardown),
+		cmocka_unit_test_teardown(test_pmtud_and_ecn, test_teardown),
 		cmocka_unit_test_teardown(test_stream_flow_control,
 		    test_teardown),
 		cmocka_unit_test_teardown(test_stream_chunks, test_teardown),
