@@ -2,8 +2,6 @@
  * a bounded DATAGRAM queue and acknowledged-until-freed stream buffers. */
 #include <wolfssl/options.h>
 #include <wolfssl/ssl.h>
-#include <wolfssl/openssl/evp.h>
-#include <wolfssl/wolfcrypt/aes.h>
 #include <wolfssl/wolfcrypt/random.h>
 
 #include <ngtcp2/ngtcp2.h>
@@ -22,6 +20,7 @@
 #include "dgramq.h"
 #include "log.h"
 #include "quic.h"
+#include "quic-crypto.h"
 #include "xmalloc.h"
 
 /* Stream bytes we sent, kept until the peer acknowledges them (ngtcp2 keeps
@@ -88,9 +87,6 @@ struct quic_conn {
 	struct quic_conn_stats stats;
 };
 
-/* Every cipher QUIC v1 negotiates (AES-GCM, ChaCha20-Poly1305) has a
- * 16-byte tag. */
-#define QUIC_AEAD_TAG_LEN 16
 
 static void mark_dirty(struct quic_conn *);
 static size_t dgram_max_for(struct quic_conn *, size_t udp);
@@ -501,93 +497,6 @@ ngtcp2_log_cb(void *user_data, const char *fmt, ...)
 	va_end(ap);
 }
 
-/*
- * Packet protection, the per-packet cost of every byte. ngtcp2's wolfSSL
- * glue goes through the EVP layer, which (without wolfSSL's streaming GCM)
- * copies the header and the payload into freshly allocated buffers for
- * every packet before one wc_AesGcmEncrypt call. The contexts it keys are
- * ordinary AES contexts: for AES-GCM (and AES-CTR header protection) call
- * wolfCrypt on them directly, in place; anything else takes the generic
- * path.
- */
-static bool
-ctx_is_gcm(const WOLFSSL_EVP_CIPHER_CTX *ctx)
-{
-	return ctx->cipherType == AES_128_GCM_TYPE ||
-	    ctx->cipherType == AES_256_GCM_TYPE;
-}
-
-static int
-encrypt_cb(uint8_t *dest, const ngtcp2_crypto_aead *aead,
-    const ngtcp2_crypto_aead_ctx *aead_ctx, const uint8_t *plaintext,
-    size_t plaintextlen, const uint8_t *nonce, size_t noncelen,
-    const uint8_t *aad, size_t aadlen)
-{
-	WOLFSSL_EVP_CIPHER_CTX *ctx = aead_ctx->native_handle;
-
-	if (!ctx_is_gcm(ctx) || plaintextlen > UINT32_MAX || aadlen > UINT32_MAX)
-		return ngtcp2_crypto_encrypt_cb(dest, aead, aead_ctx, plaintext,
-		    plaintextlen, nonce, noncelen, aad, aadlen);
-	if (wc_AesGcmEncrypt(&ctx->cipher.aes, dest, plaintext,
-	    (word32)plaintextlen, nonce, (word32)noncelen, dest + plaintextlen,
-	    QUIC_AEAD_TAG_LEN, aad, (word32)aadlen) != 0)
-		return NGTCP2_ERR_CALLBACK_FAILURE;
-	return 0;
-}
-
-static int
-decrypt_cb(uint8_t *dest, const ngtcp2_crypto_aead *aead,
-    const ngtcp2_crypto_aead_ctx *aead_ctx, const uint8_t *ciphertext,
-    size_t ciphertextlen, const uint8_t *nonce, size_t noncelen,
-    const uint8_t *aad, size_t aadlen)
-{
-	WOLFSSL_EVP_CIPHER_CTX *ctx = aead_ctx->native_handle;
-	size_t len;
-
-	if (!ctx_is_gcm(ctx) || ciphertextlen > UINT32_MAX || aadlen > UINT32_MAX)
-		return ngtcp2_crypto_decrypt_cb(dest, aead, aead_ctx, ciphertext,
-		    ciphertextlen, nonce, noncelen, aad, aadlen);
-	if (ciphertextlen < QUIC_AEAD_TAG_LEN)
-		return NGTCP2_ERR_DECRYPT;
-	len = ciphertextlen - QUIC_AEAD_TAG_LEN;
-	if (wc_AesGcmDecrypt(&ctx->cipher.aes, dest, ciphertext, (word32)len,
-	    nonce, (word32)noncelen, ciphertext + len, QUIC_AEAD_TAG_LEN, aad,
-	    (word32)aadlen) != 0)
-		return NGTCP2_ERR_DECRYPT;
-	return 0;
-}
-
-/* AES header protection: the mask is the sample encrypted as one block.
- * ngtcp2 keys it as AES-ECB (1.22 and later) or as AES-CTR with the sample
- * as counter (before), whose first block is the same thing; both contexts
- * hold an encryption key schedule. */
-static bool
-ctx_is_aes_hp(const WOLFSSL_EVP_CIPHER_CTX *ctx)
-{
-	switch (ctx->cipherType) {
-	case AES_128_ECB_TYPE:
-	case AES_256_ECB_TYPE:
-	case AES_128_CTR_TYPE:
-	case AES_256_CTR_TYPE:
-		return true;
-	default:
-		return false;
-	}
-}
-
-static int
-hp_mask_cb(uint8_t *dest, const ngtcp2_crypto_cipher *hp,
-    const ngtcp2_crypto_cipher_ctx *hp_ctx, const uint8_t *sample)
-{
-	WOLFSSL_EVP_CIPHER_CTX *ctx = hp_ctx->native_handle;
-
-	if (!ctx_is_aes_hp(ctx))
-		return ngtcp2_crypto_hp_mask_cb(dest, hp, hp_ctx, sample);
-	if (wc_AesEncryptDirect(&ctx->cipher.aes, dest, sample) != 0)
-		return NGTCP2_ERR_CALLBACK_FAILURE;
-	return 0;
-}
-
 static void
 fill_callbacks(ngtcp2_callbacks *cb, enum quic_role role)
 {
@@ -598,9 +507,9 @@ fill_callbacks(ngtcp2_callbacks *cb, enum quic_role role)
 	} else
 		cb->recv_client_initial = ngtcp2_crypto_recv_client_initial_cb;
 	cb->recv_crypto_data = ngtcp2_crypto_recv_crypto_data_cb;
-	cb->encrypt = encrypt_cb;
-	cb->decrypt = decrypt_cb;
-	cb->hp_mask = hp_mask_cb;
+	cb->encrypt = quic_crypto_encrypt;
+	cb->decrypt = quic_crypto_decrypt;
+	cb->hp_mask = quic_crypto_hp_mask;
 	cb->update_key = ngtcp2_crypto_update_key_cb;
 	cb->delete_crypto_aead_ctx = ngtcp2_crypto_delete_crypto_aead_ctx_cb;
 	cb->delete_crypto_cipher_ctx = ngtcp2_crypto_delete_crypto_cipher_ctx_cb;
