@@ -1,7 +1,9 @@
 /* delay-relay: holds every packet between two TUN devices for a fixed time,
- * which gives the roaming tests and benchmark a wide-area round trip.
+ * and optionally loses some at random, which gives the roaming and lossy
+ * tests and the benchmark a wide-area path.
  *
- * usage: delay-relay [-q SLOTS] [-t SECONDS] TUN_A TUN_B DELAY_MS
+ * usage: delay-relay [-l PERCENT] [-s SEED] [-q SLOTS] [-t SECONDS]
+ *                    TUN_A TUN_B DELAY_MS
  *
  * Creates TUN_A and TUN_B (IFF_TUN, no packet information) and brings both
  * up. Whatever the kernel routes into TUN_A comes out of TUN_B DELAY_MS
@@ -13,9 +15,19 @@
  * direction queues at most SLOTS packets (default 8192); more are dropped
  * and counted, as a router would. Exits 0 on SIGTERM, SIGINT or after
  * SECONDS (default 3600), printing its counters on stderr.
+ *
+ * -l PERCENT drops each packet with that probability (a decimal from 0 to
+ * 100, such as 1 or 0.5), decided independently per packet and applied to
+ * each direction on its own; these losses are counted apart from the
+ * queue-full drops. The decisions come from a PRNG seeded with SEED (an
+ * unsigned 64-bit decimal), or from the clock and PID without -s; the
+ * seed in use is printed on stderr, so a run can be repeated. Each
+ * direction draws from its own stream, so the fate of its Nth packet
+ * depends only on the seed, not on how the two directions interleave.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/if.h>
 #include <linux/if_tun.h>
 #include <poll.h>
@@ -32,6 +44,7 @@
 
 #define SLOT_SIZE 2048    /* above the 1500-byte MTU of the test links */
 #define READ_BURST 64     /* packets per device per loop, so neither starves */
+#define LOSS_BITS 53      /* resolution of the loss draw: a double's mantissa */
 
 /* One direction: a FIFO of packets; with one fixed delay, arrival order
  * is also the order in which they fall due. */
@@ -42,7 +55,9 @@ struct queue {
 	uint16_t *len;
 	uint64_t *due;
 	size_t slots, head, count;
-	uint64_t forwarded, dropped, write_errors;
+	uint64_t rng;        /* splitmix64 state of this direction */
+	uint64_t loss_below; /* drop when a LOSS_BITS-bit draw is below this */
+	uint64_t forwarded, dropped, lost, write_errors;
 };
 
 static volatile sig_atomic_t stopping;
@@ -63,11 +78,23 @@ now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* splitmix64 (Steele, Lea, Flood): every seed, 0 included, gives a
+ * well-mixed stream, and the state is a single word. */
+static uint64_t
+splitmix64(uint64_t *state)
+{
+	uint64_t z = (*state += 0x9e3779b97f4a7c15u);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+	return z ^ (z >> 31);
+}
+
 static void
 usage(void)
 {
-	fprintf(stderr, "usage: delay-relay [-q SLOTS] [-t SECONDS] TUN_A TUN_B "
-	    "DELAY_MS\n");
+	fprintf(stderr, "usage: delay-relay [-l PERCENT] [-s SEED] [-q SLOTS] "
+	    "[-t SECONDS] TUN_A TUN_B DELAY_MS\n");
 	exit(2);
 }
 
@@ -84,6 +111,36 @@ number(const char *s, unsigned long min, unsigned long max, const char *what)
 	    v > max) {
 		fprintf(stderr, "delay-relay: %s must be %lu to %lu: %s\n", what, min,
 		    max, s);
+		exit(2);
+	}
+	return v;
+}
+
+/* A percentage from 0 to 100 in plain decimal notation, or exit with a
+ * message. The digits are checked first because strtod also takes
+ * "inf", "nan", hex and exponents, none of which belong on this command
+ * line. */
+static double
+percent(const char *s)
+{
+	size_t digits = 0, dots = 0, others = 0;
+	double v;
+	char *end;
+
+	for (const char *p = s; *p != '\0'; p++) {
+		if (*p >= '0' && *p <= '9')
+			digits++;
+		else if (*p == '.')
+			dots++;
+		else
+			others++;
+	}
+	errno = 0;
+	v = strtod(s, &end);
+	if (digits == 0 || dots > 1 || others > 0 || errno != 0 || *end != '\0' ||
+	    v > 100.0) {
+		fprintf(stderr, "delay-relay: PERCENT must be a decimal from 0 to "
+		    "100: %s\n", s);
 		exit(2);
 	}
 	return v;
@@ -165,7 +222,17 @@ queue_read(struct queue *q, uint64_t due)
 
 		if (n < 0)
 			break;   /* EAGAIN: drained; anything else: try later */
-		if (full || n == 0 || (size_t)n > SLOT_SIZE) {
+		if (n == 0 || (size_t)n > SLOT_SIZE) {
+			q->dropped++;
+			continue;
+		}
+		/* Drawn for every packet, before the queue-full check, so that
+		 * a full queue does not shift the sequence of decisions. */
+		if ((splitmix64(&q->rng) >> (64 - LOSS_BITS)) < q->loss_below) {
+			q->lost++;
+			continue;
+		}
+		if (full) {
 			q->dropped++;
 			continue;
 		}
@@ -197,11 +264,22 @@ main(int argc, char **argv)
 	struct sigaction sa;
 	sigset_t block, orig;
 	unsigned long slots = 8192, max_s = 3600, delay_ms;
-	uint64_t delay, deadline;
+	uint64_t delay, deadline, seed = 0, loss_below;
+	double loss = 0.0;
+	const char *loss_arg = "0";
+	bool seeded = false;
 	int fa, fb, ch;
 
-	while ((ch = getopt(argc, argv, "q:t:")) != -1) {
+	while ((ch = getopt(argc, argv, "l:q:s:t:")) != -1) {
 		switch (ch) {
+		case 'l':
+			loss = percent(optarg);
+			loss_arg = optarg;
+			break;
+		case 's':
+			seed = number(optarg, 0, ULONG_MAX, "SEED");
+			seeded = true;
+			break;
 		case 'q':
 			slots = number(optarg, 1, 1u << 20, "SLOTS");
 			break;
@@ -218,6 +296,10 @@ main(int argc, char **argv)
 		usage();
 	delay_ms = number(argv[2], 0, 10000, "DELAY_MS");
 	delay = (uint64_t)delay_ms * 1000000u;
+	/* 100% maps to 2^LOSS_BITS, above every draw, so all packets go. */
+	loss_below = (uint64_t)(loss / 100.0 * (double)(UINT64_C(1) << LOSS_BITS));
+	if (!seeded)
+		seed = now_ns() ^ ((uint64_t)getpid() << 32);
 
 	/* Signals stay blocked except inside ppoll, so none is missed
 	 * between the check of `stopping` and the wait. */
@@ -237,6 +319,18 @@ main(int argc, char **argv)
 	fb = tun_create(argv[1]);
 	queue_init(&q[0], "a->b", fa, fb, slots);
 	queue_init(&q[1], "b->a", fb, fa, slots);
+	/* Two states taken from one seeding stream give the directions
+	 * separate sequences. */
+	{
+		uint64_t g = seed;
+
+		for (int i = 0; i < 2; i++) {
+			q[i].rng = splitmix64(&g);
+			q[i].loss_below = loss_below;
+		}
+	}
+	fprintf(stderr, "delay-relay: delay %lu ms, loss %s%% per direction, "
+	    "seed %llu\n", delay_ms, loss_arg, (unsigned long long)seed);
 	printf("ready %s %s\n", argv[0], argv[1]);
 	fflush(stdout);
 
@@ -268,9 +362,10 @@ main(int argc, char **argv)
 		}
 	}
 	for (int i = 0; i < 2; i++) {
-		fprintf(stderr, "delay-relay: %s: %llu forwarded, %llu dropped, "
-		    "%llu write errors, %zu still queued\n", q[i].name,
-		    (unsigned long long)q[i].forwarded, (unsigned long long)q[i].dropped,
+		fprintf(stderr, "delay-relay: %s: %llu forwarded, %llu lost, "
+		    "%llu dropped, %llu write errors, %zu still queued\n", q[i].name,
+		    (unsigned long long)q[i].forwarded, (unsigned long long)q[i].lost,
+		    (unsigned long long)q[i].dropped,
 		    (unsigned long long)q[i].write_errors, q[i].count);
 		queue_clear(&q[i]);
 	}
