@@ -24,11 +24,17 @@
 # 101` sends the de-masqueraded replies into dB and they leave dA toward the
 # client. The two passes through the router are told apart by conntrack
 # zones (zone 1 for dB and rs), so masquerading happens once, on the second.
+# A LOSS_PERCENT (roam_topo_up MS LOSS) also has the relay drop that share
+# of the packets at random, in each direction on its own; the relay is then
+# started even when MS is 0. Its PRNG seed comes from $ROAM_SEED when the
+# environment sets it (to repeat a run), else from the clock; the relay
+# logs the seed it used. roam_delay_set swaps in a relay with other
+# figures while everything else keeps running.
 #
 # Usage in a test:
 #	. "$(dirname "$0")/roam-lib.sh"
 #	roam_init "$@"            # BUILD_DIR; root and tool checks; trap
-#	roam_topo_up [DELAY_MS]
+#	roam_topo_up [DELAY_MS [LOSS_PERCENT]]
 #	roam_configs              # $RCONF_S, $RCONF_C from configs/ copies
 #	roam_start_roved; roam_start_client; roam_wait_up
 #	pass "what" / failc "what"; roam_finish   # "N passed, M failed"
@@ -59,7 +65,11 @@ ROAM_PASSED=0
 ROAM_FAILED=0
 ROAM_REPORTED=0
 RELAY=
+RELAY_PID=
+RELAY_RUNS=0
 ROAM_DELAY=0
+ROAM_LOSS=
+ROAM_SEED=${ROAM_SEED:-}
 
 pass() {
 	printf 'PASS: %s\n' "$*"
@@ -143,11 +153,12 @@ roam_relay_bin() {
 		-o "$RELAY" "$E2E_DIR/delay-relay.c" || die "cannot build delay-relay"
 }
 
-# roam_topo_up [DELAY_MS]: the namespaces of the diagram; DELAY_MS (one way)
-# puts the delay relay in the router.
+# roam_topo_up [DELAY_MS [LOSS_PERCENT]]: the namespaces of the diagram;
+# DELAY_MS (one way) or LOSS_PERCENT puts the delay relay in the router.
 roam_topo_up() {
 	local ns
 	ROAM_DELAY=${1:-0}
+	ROAM_LOSS=${2:-}
 	for ns in "$RNS_C" "$RNS_R" "$RNS_S" "$RNS_L"; do
 		ns_add "$ns"
 		nsx "$ns" sysctl -qw net.ipv4.conf.all.rp_filter=0 \
@@ -181,7 +192,9 @@ roam_topo_up() {
 		}
 	}
 	EOF
-	[ "$ROAM_DELAY" -gt 0 ] && roam_delay_up "$ROAM_DELAY"
+	if [ "$ROAM_DELAY" -gt 0 ] || [ -n "$ROAM_LOSS" ]; then
+		roam_delay_up "$ROAM_DELAY" "$ROAM_LOSS"
+	fi
 	wait_for 10 "client reaches roved's address through the NAT" \
 		quiet_ping "$RNS_C" "$S_OUT" || die "the client cannot reach $S_OUT"
 	wait_for 10 "server reaches the LAN host" \
@@ -192,15 +205,31 @@ quiet_ping() { nsx "$1" ping -c 1 -W 1 "$2" >/dev/null 2>&1; }
 
 relay_ready() { grep -q '^ready' "$WORK/delay-relay.log" 2>/dev/null; }
 
-# roam_delay_up MS: the delay relay and the policy routing that feeds it.
-roam_delay_up() {
-	roam_relay_bin
-	bg delay-relay "$RNS_R" "$RELAY" -t 3600 dA dB "$1"
+# roam_relay_start MS [LOSS_PERCENT]: delay-relay with its TUN devices dA
+# and dB, and the routes into them (which go when the devices go).
+roam_relay_start() {
+	RELAY_RUNS=$((RELAY_RUNS + 1))
+	[ -f "$WORK/delay-relay.log" ] &&
+		mv "$WORK/delay-relay.log" "$WORK/delay-relay-$((RELAY_RUNS - 1)).log"
+	bg delay-relay "$RNS_R" "$RELAY" -t 3600 ${2:+-l "$2"} \
+		${ROAM_SEED:+-s "$ROAM_SEED"} dA dB "$1"
 	RELAY_PID=$BG_PID
 	wait_for 10 "the delay relay" relay_ready || die "delay-relay did not start"
 	nsx "$RNS_R" sysctl -qw net.ipv4.conf.dA.rp_filter=0 net.ipv4.conf.dB.rp_filter=0
 	ip -n "$RNS_R" route add default dev dA table 100
 	ip -n "$RNS_R" route add default dev dB table 101
+}
+
+# roam_delay_up MS [LOSS_PERCENT]: the delay relay and the policy routing
+# that feeds it.
+roam_delay_up() {
+	roam_relay_bin
+	roam_relay_start "$1" "${2:-}"
+	# While no relay runs (roam_delay_set), these drop what would
+	# otherwise fall through to the main table and get masqueraded in
+	# the wrong conntrack zone, a mapping that would outlive the gap.
+	ip -n "$RNS_R" route add blackhole default table 100 metric 4294967295
+	ip -n "$RNS_R" route add blackhole default table 101 metric 4294967295
 	ip -n "$RNS_R" rule add iif ra lookup 100 pref 100
 	ip -n "$RNS_R" rule add iif rb lookup 100 pref 101
 	ip -n "$RNS_R" rule add iif rs lookup 101 pref 102
@@ -216,6 +245,19 @@ roam_delay_up() {
 		}
 	}
 	EOF
+}
+
+# roam_delay_set MS [LOSS_PERCENT]: replace the running relay with one
+# holding packets MS ms and losing LOSS_PERCENT. The old relay's log,
+# counters included, stays as delay-relay-N.log.
+roam_delay_set() {
+	[ -n "$RELAY_PID" ] || die "roam_delay_set: no delay relay runs"
+	stop_pid "$RELAY_PID" || log "delay-relay exited with status $?"
+	forget_pid "$RELAY_PID"
+	RELAY_PID=
+	ROAM_DELAY=$1
+	ROAM_LOSS=${2:-}
+	roam_relay_start "$ROAM_DELAY" "$ROAM_LOSS"
 }
 
 # roam_configs: $RCONF_S and $RCONF_C, the configs/ examples with this
