@@ -69,15 +69,25 @@ CLIENT_OBJ := $(call obj,$(CLIENT_SRC))
 UNIT_SRC := $(wildcard tests/unit/test-*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 
-.PHONY: all deps test check check-unit check-configs check-e2e demo bench \
+.PHONY: FORCE all deps test check check-unit check-configs check-e2e demo bench \
 	clean distclean
 
 all: $(BUILD)/roved $(BUILD)/rove
 
 deps: $(DEPS)/.complete
 
-$(DEPS)/.complete: scripts/deps.sh
+$(DEPS)/.complete: scripts/deps.sh scripts/lib-apt.sh
 	$(Q)scripts/deps.sh $(DEPS) && touch $(DEPS)/.complete
+
+# Which library build .deps points at. Rewritten only when that changes
+# (as git's Makefile does for GIT-CFLAGS), so objects compiled against
+# other headers are rebuilt: the cached headers' own times say nothing.
+$(BUILD)/deps-id: FORCE | $(DEPS)/.complete
+	@mkdir -p $(@D)
+	@readlink -f $(DEPS) >$@.new
+	@if cmp -s $@.new $@; then rm -f $@.new; else mv $@.new $@; fi
+
+FORCE:
 
 $(BUILD)/librove.a: $(LIB_OBJ)
 	$(call say,AR,$@)$(AR) rcs $@ $^
@@ -88,7 +98,7 @@ $(BUILD)/roved: $(DAEMON_OBJ) $(BUILD)/librove.a
 $(BUILD)/rove: $(CLIENT_OBJ) $(BUILD)/librove.a
 	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
 
-$(BUILD)/%.o: %.c | $(DEPS)/.complete
+$(BUILD)/%.o: %.c $(BUILD)/deps-id | $(DEPS)/.complete
 	@mkdir -p $(@D)
 	$(call say,CC,$<)$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -c -o $@ $<
 

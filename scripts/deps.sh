@@ -7,6 +7,8 @@
 #   LINK becomes a symlink to the cached install prefix (include/, lib/).
 # A second run with everything in place touches nothing and needs no network.
 set -euo pipefail
+# shellcheck source=scripts/lib-apt.sh
+. "$(dirname "$0")/lib-apt.sh"
 
 # Each library is pinned by upstream version and the sha256 of its orig
 # tarball; any Debian revision whose .dsc lists that tarball is accepted.
@@ -67,33 +69,11 @@ config_hash() {
 		sha256sum | cut -c1-12
 }
 
-cache_root() {
-	if [ -n "${ROVE_DEPS_CACHE:-}" ]; then
-		printf '%s\n' "$ROVE_DEPS_CACHE"
-	elif [ "$(id -u)" -eq 0 ]; then
-		printf '/var/cache/rove-deps\n'
-	else
-		printf '%s/.cache/rove-deps\n' "${XDG_CACHE_HOME:-$HOME}"
-	fi
-}
-
-# apt-get with a private source list and lists directory, so the host's apt
-# configuration and state are never read for sources nor written.
-private_apt() {
-	local dir=$1; shift
-	apt-get -o Dir::Etc::SourceList="$dir/sources.list" \
-		-o Dir::Etc::SourceParts="$dir/sources.list.d" \
-		-o Dir::State::Lists="$dir/lists" \
-		-o Dir::Cache="$dir/cache" \
-		-o APT::Sandbox::User=root \
-		-o Debug::NoLocking=1 "$@"
-}
-
 # The suites searched for sources: wolfSSL comes from trixie, ngtcp2 from
 # sid, with trixie-backports and trixie as the fallback's other homes.
 write_sources_list() {
 	local apt=$1
-	mkdir -p "$apt/sources.list.d" "$apt/lists/partial" "$apt/cache/archives/partial"
+	private_apt_dirs "$apt"
 	cat >"$apt/sources.list" <<-SRC
 	deb-src http://deb.debian.org/debian trixie main
 	deb-src http://deb.debian.org/debian-security trixie-security main
@@ -106,10 +86,7 @@ write_sources_list() {
 # suites serve, one per line, with the sha256 its .dsc gives the orig tarball.
 source_versions() {
 	local apt=$1 pkg=$2
-	apt-cache -o Dir::Etc::SourceList="$apt/sources.list" \
-		-o Dir::Etc::SourceParts="$apt/sources.list.d" \
-		-o Dir::State::Lists="$apt/lists" -o Dir::Cache="$apt/cache" \
-		showsrc "$pkg" 2>/dev/null | awk '
+	private_apt_cache "$apt" showsrc "$pkg" 2>/dev/null | awk '
 		/^Version: / { ver = $2; sums = 0; next }
 		/^Checksums-Sha256:/ { sums = 1; next }
 		/^[^ ]/ { sums = 0 }
@@ -202,6 +179,11 @@ main() {
 	local root hash prefix
 	root=$(cache_root)
 	hash=$(config_hash)
+	mkdir -p "$root"
+	# One build at a time per cache: two work trees building at once
+	# would otherwise share (and wipe) the same temporary prefix.
+	exec 9>"$root/.lock"
+	flock 9
 	prefix="$root/wolfssl-${WOLFSSL_UPSTREAM}_ngtcp2-${NGTCP2_UPSTREAM}_$hash"
 	if [ ! -f "$prefix/.complete" ]; then
 		# A fallback ngtcp2 built earlier serves until the mirror is asked.
