@@ -8,6 +8,8 @@
 #   BENCH_LOSS="0 1 2"   loss rates in percent, each direction on its own
 #   BENCH_DELAY=MS       one-way delay (default 25)
 #   BENCH_SEED=N         seed of the relay's loss draws (default 1)
+#   BENCH_CC=cubic|bbr   rove's congestion controller at both ends
+#                        (default: the configs' own, i.e. rove's default)
 #
 #   +-- $NS_C (client) --+      +------ $NS_R (router) ------+      +-- $NS_S (server) --+
 #   | eth0 198.18.40.2 --|------|- rc 198.18.40.1            |      | roved, wireguard-go|
@@ -75,6 +77,12 @@ ip -n "$NS_R" rule add iif rs lookup 101 pref 101
 
 conf_set "$WORK/configs/roved.conf" Listen "$S_ADDR:4433"
 conf_set "$WORK/configs/rove.conf" Server "$S_ADDR:4433"
+if [ -n "${BENCH_CC:-}" ]; then
+	conf_set "$WORK/configs/roved.conf" Congestion "$BENCH_CC"
+	# rove.conf has the one section and no Congestion line of its own.
+	echo "Congestion = $BENCH_CC" >>"$WORK/configs/rove.conf"
+	log "rove's congestion controller: $BENCH_CC"
+fi
 
 # relay_start LOSS: the delay relay with LOSS percent, and the routes into
 # it (they go with its devices when it stops).
