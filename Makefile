@@ -16,8 +16,8 @@ BUILD := build$(if $(SAN),-san)
 # ngtcp2_conn_* and the wolfSSL QUIC API come from the static libraries
 # scripts/deps.sh builds from Debian's source packages.
 DEPS_CFLAGS := -I$(DEPS)/include
-DEPS_LIBS := $(DEPS)/lib/libngtcp2_crypto_wolfssl_static.a \
-	$(DEPS)/lib/libngtcp2_static.a $(DEPS)/lib/libwolfssl.a
+DEPS_LIBS := $(DEPS)/lib/libngtcp2_crypto_wolfssl.a \
+	$(DEPS)/lib/libngtcp2.a $(DEPS)/lib/libwolfssl.a
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
 	-Wmissing-prototypes -Wmissing-declarations -Wpointer-arith \

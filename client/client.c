@@ -67,7 +67,6 @@ struct client {
 	struct tun tun;
 	int tun_clone;     /* /dev/net/tun, opened at start; -1 once attached */
 	bool tun_open;
-	bool tun_paused;   /* not reading: the DATAGRAM queue is full */
 	struct event *tun_ev;
 	struct prefix addrs[2];
 	size_t naddrs;
@@ -392,10 +391,6 @@ closed_cb(struct quic_conn *qc, const struct quic_close_info *info, void *arg)
 	}
 	/* Forwarded connections cannot survive their QUIC connection. */
 	forward_detach(c->fwd);
-	if (c->tun_paused) {
-		c->tun_paused = false;
-		event_add(c->tun_ev, NULL);
-	}
 	quic_conn_free(c->qc);
 	c->qc = NULL;
 	c->configured = false;
@@ -444,7 +439,6 @@ static void new_session_cb(struct quic_conn *, const uint8_t *, size_t,
     const uint8_t *, size_t, void *);
 static struct udp_batch *batch_for_cb(struct quic_conn *, const ngtcp2_path *,
     void *);
-static void dgram_room_cb(struct quic_conn *, void *);
 
 static const struct quic_conn_cbs client_cbs = {
 	.handshake_done = handshake_done_cb,
@@ -457,7 +451,6 @@ static const struct quic_conn_cbs client_cbs = {
 	.path_validated = path_validated_cb,
 	.new_session = new_session_cb,
 	.batch_for = batch_for_cb,
-	.dgram_room = dgram_room_cb,
 };
 
 static void
@@ -612,14 +605,6 @@ tun_read_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	for (int i = 0; i < TUN_BURST; i++) {
-		/* A full queue means the congestion window is the limit: leave
-		 * packets in the TUN queue, where the kernel's qdisc pushes back
-		 * on local TCP instead of us dropping them. */
-		if (c->qc != NULL && c->configured && quic_conn_dgram_full(c->qc)) {
-			event_del(c->tun_ev);
-			c->tun_paused = true;
-			break;
-		}
 		n = tun_read(&c->tun, buf + TUNNEL_HEADROOM, sizeof buf - TUNNEL_HEADROOM);
 		if (n <= 0)
 			break;
@@ -638,19 +623,6 @@ tun_read_cb(evutil_socket_t fd, short what, void *arg)
 		tunnel_send(c->qc, buf, &info, &c->tun, NULL, &c->counters);
 	}
 	quic_write_dirty();
-}
-
-static void
-dgram_room_cb(struct quic_conn *qc, void *arg)
-{
-	struct client *c = arg;
-
-	(void)qc;
-	if (c->tun_paused) {
-		c->tun_paused = false;
-		event_add(c->tun_ev, NULL);
-		event_active(c->tun_ev, EV_READ, 0);
-	}
 }
 
 static int

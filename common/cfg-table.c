@@ -88,7 +88,7 @@ const struct cfg_key cfg_table[CFG_KEY_COUNT] = {
 	},
 	[CFG_KEY_CONGESTION] = {
 		"Congestion", SEC_MAIN, CFG_T_CONGESTION, 0, 0, 0,
-		CFG(congestion), 0, "cubic",
+		CFG(congestion), 0, "bbr",
 		"congestion controller: cubic or bbr",
 	},
 	[CFG_KEY_LOCAL_FORWARD] = {

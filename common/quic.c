@@ -2,8 +2,6 @@
  * a bounded DATAGRAM queue and acknowledged-until-freed stream buffers. */
 #include <wolfssl/options.h>
 #include <wolfssl/ssl.h>
-#include <wolfssl/openssl/evp.h>
-#include <wolfssl/wolfcrypt/aes.h>
 #include <wolfssl/wolfcrypt/random.h>
 
 #include <ngtcp2/ngtcp2.h>
@@ -19,8 +17,10 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "dgramq.h"
 #include "log.h"
 #include "quic.h"
+#include "quic-crypto.h"
 #include "xmalloc.h"
 
 /* Stream bytes we sent, kept until the peer acknowledges them (ngtcp2 keeps
@@ -49,11 +49,6 @@ struct quic_stream {
 	bool fin, fin_sent, blocked, reset;
 };
 
-struct dgram_slot {
-	size_t len;
-	uint8_t data[];
-};
-
 struct quic_conn {
 	ngtcp2_crypto_conn_ref conn_ref;
 	ngtcp2_conn *conn;
@@ -70,18 +65,20 @@ struct quic_conn {
 	void *arg;
 	const uint8_t *reset_secret;
 	size_t max_udp_payload;
+	size_t path_udp_best;  /* largest packet the current path has taken */
 
 	uint8_t peer_key[KEY_LEN];
 	bool peer_key_set;
 	bool early_ready;      /* client: 0-RTT keys installed */
 	bool early_rx;         /* server: 0-RTT keys installed */
 	uint64_t last_rx;      /* clock_now() of the last packet read */
+	/* clock_now() when the peer last acknowledged something, or when
+	 * nothing of ours was in flight: the stall detector's reference. */
+	uint64_t last_ack;
 	bool stateless_reset;
 	struct quic_close_info close_info;
 
-	struct dgram_slot *dq[QUIC_DGRAM_QUEUE];
-	size_t dq_head, dq_len;
-	bool dq_waiter;        /* someone waits for dgram_room */
+	struct dgramq dq;      /* DATAGRAMs waiting for the congestion window */
 
 	LIST_HEAD(, quic_stream) streams;
 	TAILQ_HEAD(, quic_stream) pending_streams;
@@ -90,11 +87,10 @@ struct quic_conn {
 	struct quic_conn_stats stats;
 };
 
-/* Every cipher QUIC v1 negotiates (AES-GCM, ChaCha20-Poly1305) has a
- * 16-byte tag. */
-#define QUIC_AEAD_TAG_LEN 16
 
 static void mark_dirty(struct quic_conn *);
+static size_t dgram_max_for(struct quic_conn *, size_t udp);
+static size_t path_udp_now(struct quic_conn *);
 
 static bool (*pin_check)(struct quic_conn *, const uint8_t *, void *);
 static TAILQ_HEAD(, quic_conn) dirty_conns = TAILQ_HEAD_INITIALIZER(dirty_conns);
@@ -166,8 +162,10 @@ quic_tls_new_session(WOLFSSL *ssl, WOLFSSL_SESSION *session)
 	if (qc->cbs->new_session == NULL ||
 	    (rp = ngtcp2_conn_get_remote_transport_params(qc->conn)) == NULL)
 		return 0;
-	plen = ngtcp2_encode_transport_params(params, sizeof params,
-	    NGTCP2_TRANSPORT_PARAMS_TYPE_ENCRYPTED_EXTENSIONS, rp);
+	(void)rp;
+	/* Only what 0-RTT needs to remember (RFC 9000, 7.4.1). */
+	plen = ngtcp2_conn_encode_0rtt_transport_params(qc->conn, params,
+	    sizeof params);
 	len = wolfSSL_i2d_SSL_SESSION(session, NULL);
 	log_debug("%s: session %d bytes, parameters %zd bytes", __func__, len,
 	    (ssize_t)plen);
@@ -234,7 +232,7 @@ handshake_completed_cb(ngtcp2_conn *conn, void *user_data)
 		    wolfSSL_get_early_data_status(qc->ssl) == SSL_EARLY_DATA_ACCEPTED;
 		/* wolfSSL tells only now; ngtcp2 must drop what 0-RTT queued. */
 		if (!qc->stats.early_accepted)
-			(void)ngtcp2_conn_early_data_rejected(conn);
+			(void)ngtcp2_conn_tls_early_data_rejected(conn);
 	} else if (qc->role == QUIC_ROLE_SERVER)
 		qc->stats.early_accepted = qc->early_rx;
 	if (qc->cbs->handshake_done != NULL)
@@ -422,13 +420,18 @@ stream_reset_cb(ngtcp2_conn *conn, int64_t stream_id, uint64_t final_size,
 
 static int
 path_validation_cb(ngtcp2_conn *conn, uint32_t flags, const ngtcp2_path *path,
-    ngtcp2_path_validation_result res, void *user_data)
+    const ngtcp2_path *fallback_path, ngtcp2_path_validation_result res,
+    void *user_data)
 {
 	struct quic_conn *qc = user_data;
 	enum quic_path_result r;
 
 	(void)conn;
 	(void)flags;
+	/* A failed migration falls back to the path in use before it
+	 * (fallback_path); batch_for picks the socket by path, so nothing
+	 * here needs it. */
+	(void)fallback_path;
 	switch (res) {
 	case NGTCP2_PATH_VALIDATION_RESULT_SUCCESS:
 		r = QUIC_PATH_OK;
@@ -450,23 +453,23 @@ path_validation_cb(ngtcp2_conn *conn, uint32_t flags, const ngtcp2_path *path,
 }
 
 static int
-recv_tx_key_cb(ngtcp2_conn *conn, ngtcp2_crypto_level level, void *user_data)
+recv_tx_key_cb(ngtcp2_conn *conn, ngtcp2_encryption_level level, void *user_data)
 {
 	struct quic_conn *qc = user_data;
 
 	(void)conn;
-	if (level == NGTCP2_CRYPTO_LEVEL_EARLY && qc->role == QUIC_ROLE_CLIENT)
+	if (level == NGTCP2_ENCRYPTION_LEVEL_0RTT && qc->role == QUIC_ROLE_CLIENT)
 		qc->early_ready = true;
 	return 0;
 }
 
 static int
-recv_rx_key_cb(ngtcp2_conn *conn, ngtcp2_crypto_level level, void *user_data)
+recv_rx_key_cb(ngtcp2_conn *conn, ngtcp2_encryption_level level, void *user_data)
 {
 	struct quic_conn *qc = user_data;
 
 	(void)conn;
-	if (level == NGTCP2_CRYPTO_LEVEL_EARLY && qc->role == QUIC_ROLE_SERVER)
+	if (level == NGTCP2_ENCRYPTION_LEVEL_0RTT && qc->role == QUIC_ROLE_SERVER)
 		qc->early_rx = true;
 	return 0;
 }
@@ -494,78 +497,6 @@ ngtcp2_log_cb(void *user_data, const char *fmt, ...)
 	va_end(ap);
 }
 
-/*
- * Packet protection, the per-packet cost of every byte. ngtcp2's wolfSSL
- * glue goes through the EVP layer, which (without wolfSSL's streaming GCM)
- * copies the header and the payload into freshly allocated buffers for
- * every packet before one wc_AesGcmEncrypt call. The contexts it keys are
- * ordinary AES contexts: for AES-GCM (and AES-CTR header protection) call
- * wolfCrypt on them directly, in place; anything else takes the generic
- * path.
- */
-static bool
-ctx_is_gcm(const WOLFSSL_EVP_CIPHER_CTX *ctx)
-{
-	return ctx->cipherType == AES_128_GCM_TYPE ||
-	    ctx->cipherType == AES_256_GCM_TYPE;
-}
-
-static int
-encrypt_cb(uint8_t *dest, const ngtcp2_crypto_aead *aead,
-    const ngtcp2_crypto_aead_ctx *aead_ctx, const uint8_t *plaintext,
-    size_t plaintextlen, const uint8_t *nonce, size_t noncelen,
-    const uint8_t *aad, size_t aadlen)
-{
-	WOLFSSL_EVP_CIPHER_CTX *ctx = aead_ctx->native_handle;
-
-	if (!ctx_is_gcm(ctx) || plaintextlen > UINT32_MAX || aadlen > UINT32_MAX)
-		return ngtcp2_crypto_encrypt_cb(dest, aead, aead_ctx, plaintext,
-		    plaintextlen, nonce, noncelen, aad, aadlen);
-	if (wc_AesGcmEncrypt(&ctx->cipher.aes, dest, plaintext,
-	    (word32)plaintextlen, nonce, (word32)noncelen, dest + plaintextlen,
-	    QUIC_AEAD_TAG_LEN, aad, (word32)aadlen) != 0)
-		return NGTCP2_ERR_CALLBACK_FAILURE;
-	return 0;
-}
-
-static int
-decrypt_cb(uint8_t *dest, const ngtcp2_crypto_aead *aead,
-    const ngtcp2_crypto_aead_ctx *aead_ctx, const uint8_t *ciphertext,
-    size_t ciphertextlen, const uint8_t *nonce, size_t noncelen,
-    const uint8_t *aad, size_t aadlen)
-{
-	WOLFSSL_EVP_CIPHER_CTX *ctx = aead_ctx->native_handle;
-	size_t len;
-
-	if (!ctx_is_gcm(ctx) || ciphertextlen > UINT32_MAX || aadlen > UINT32_MAX)
-		return ngtcp2_crypto_decrypt_cb(dest, aead, aead_ctx, ciphertext,
-		    ciphertextlen, nonce, noncelen, aad, aadlen);
-	if (ciphertextlen < QUIC_AEAD_TAG_LEN)
-		return NGTCP2_ERR_DECRYPT;
-	len = ciphertextlen - QUIC_AEAD_TAG_LEN;
-	if (wc_AesGcmDecrypt(&ctx->cipher.aes, dest, ciphertext, (word32)len,
-	    nonce, (word32)noncelen, ciphertext + len, QUIC_AEAD_TAG_LEN, aad,
-	    (word32)aadlen) != 0)
-		return NGTCP2_ERR_DECRYPT;
-	return 0;
-}
-
-/* AES header protection: the mask is the sample encrypted as one block
- * (the first block of CTR mode with the sample as counter). */
-static int
-hp_mask_cb(uint8_t *dest, const ngtcp2_crypto_cipher *hp,
-    const ngtcp2_crypto_cipher_ctx *hp_ctx, const uint8_t *sample)
-{
-	WOLFSSL_EVP_CIPHER_CTX *ctx = hp_ctx->native_handle;
-
-	if (ctx->cipherType != AES_128_CTR_TYPE &&
-	    ctx->cipherType != AES_256_CTR_TYPE)
-		return ngtcp2_crypto_hp_mask_cb(dest, hp, hp_ctx, sample);
-	if (wc_AesEncryptDirect(&ctx->cipher.aes, dest, sample) != 0)
-		return NGTCP2_ERR_CALLBACK_FAILURE;
-	return 0;
-}
-
 static void
 fill_callbacks(ngtcp2_callbacks *cb, enum quic_role role)
 {
@@ -576,9 +507,9 @@ fill_callbacks(ngtcp2_callbacks *cb, enum quic_role role)
 	} else
 		cb->recv_client_initial = ngtcp2_crypto_recv_client_initial_cb;
 	cb->recv_crypto_data = ngtcp2_crypto_recv_crypto_data_cb;
-	cb->encrypt = encrypt_cb;
-	cb->decrypt = decrypt_cb;
-	cb->hp_mask = hp_mask_cb;
+	cb->encrypt = quic_crypto_encrypt;
+	cb->decrypt = quic_crypto_decrypt;
+	cb->hp_mask = quic_crypto_hp_mask;
 	cb->update_key = ngtcp2_crypto_update_key_cb;
 	cb->delete_crypto_aead_ctx = ngtcp2_crypto_delete_crypto_aead_ctx_cb;
 	cb->delete_crypto_cipher_ctx = ngtcp2_crypto_delete_crypto_cipher_ctx_cb;
@@ -604,8 +535,20 @@ fill_callbacks(ngtcp2_callbacks *cb, enum quic_role role)
 	cb->recv_rx_key = recv_rx_key_cb;
 }
 
+/* UDP payloads to probe below the configured one, largest first: probing
+ * stops at the first that gets through. A probe above what the peer takes
+ * (its max_udp_payload_size, unknown until the handshake) is skipped at no
+ * cost, so the usual peer limits are listed too: Ethernet over IPv4 and
+ * IPv6, a 1280-byte IPv6 path; then PPPoE, fibre services, tunnels and
+ * IPv6's minimum MTU, with IPv6 headers. */
+static const uint16_t common_mtus[] = { 1500 - 28, 1500 - 48, 1492 - 48,
+    1454 - 48, 1390 - 48, 1280, 1280 - 48 };
+
+/* `probes` holds 1 + nitems(common_mtus) entries and must live as long
+ * as the call that creates the connection (ngtcp2 copies it). */
 static void
-fill_settings(ngtcp2_settings *s, const struct quic_settings *qs)
+fill_settings(ngtcp2_settings *s, const struct quic_settings *qs,
+    uint16_t *probes)
 {
 	ngtcp2_settings_default(s);
 	s->initial_ts = clock_now();
@@ -614,11 +557,20 @@ fill_settings(ngtcp2_settings *s, const struct quic_settings *qs)
 	if (qs->initial_rtt_ns != 0)
 		s->initial_rtt = qs->initial_rtt_ns;
 	s->cc_algo = qs->cc;
+	/* Packets start at QUIC's 1200 bytes and grow by DPLPMTUD (RFC 8899)
+	 * up to the configured outer size, which is probed first (most paths
+	 * take it at once), then the common smaller ones. */
 	s->max_tx_udp_payload_size = qs->max_udp_payload;
-	/* The outer path is configured, not discovered: send full-sized packets
-	 * from the start so DATAGRAMs up to the inner MTU fit at once. */
-	s->no_tx_udp_payload_size_shaping = 1;
-	s->no_pmtud = 1;
+	s->no_pmtud = 0;
+	s->pmtud_probes = probes;
+	s->pmtud_probeslen = 0;
+	if (qs->max_udp_payload > NGTCP2_MAX_UDP_PAYLOAD_SIZE)
+		probes[s->pmtud_probeslen++] = (uint16_t)qs->max_udp_payload;
+	for (size_t i = 0; i < sizeof common_mtus / sizeof common_mtus[0]; i++) {
+		if (common_mtus[i] < qs->max_udp_payload &&
+		    common_mtus[i] > NGTCP2_MAX_UDP_PAYLOAD_SIZE)
+			probes[s->pmtud_probeslen++] = common_mtus[i];
+	}
 	s->max_window = 64 * 1024 * 1024;
 	/* A stream's window is also the bound on what a forward buffers
 	 * toward a slow reader, so it does not auto-grow beyond it. */
@@ -668,6 +620,7 @@ conn_alloc(struct event_base *base, const struct quic_settings *qs,
 	qc->max_udp_payload = qs->max_udp_payload;
 	qc->conn_ref.get_conn = get_conn;
 	qc->last_rx = clock_now();
+	qc->last_ack = qc->last_rx;
 	qc->conn_ref.user_data = qc;
 	memcpy(&qc->local, &batch->sock->local, batch->sock->locallen);
 	memcpy(&qc->remote, remote, remotelen);
@@ -677,6 +630,7 @@ conn_alloc(struct event_base *base, const struct quic_settings *qs,
 	qc->path.remote.addrlen = remotelen;
 	LIST_INIT(&qc->streams);
 	TAILQ_INIT(&qc->pending_streams);
+	dgramq_init(&qc->dq, QUIC_DGRAM_QUEUE);
 	qc->timer = evtimer_new(base, timer_cb, qc);
 	if (flush_ev == NULL)
 		flush_ev = event_new(base, -1, 0, flush_cb, NULL);
@@ -691,18 +645,15 @@ resume_session(struct quic_conn *qc, const struct quic_resume *r)
 {
 	const unsigned char *p = r->session;
 	WOLFSSL_SESSION *sess;
-	ngtcp2_transport_params params;
 
 	sess = wolfSSL_d2i_SSL_SESSION(NULL, &p, (long)r->sessionlen);
 	if (sess == NULL)
 		return;
 	if (wolfSSL_set_session(qc->ssl, sess) == WOLFSSL_SUCCESS && r->early_data &&
 	    wolfSSL_SESSION_get_max_early_data(sess) == UINT32_MAX &&
-	    ngtcp2_decode_transport_params(&params,
-	    NGTCP2_TRANSPORT_PARAMS_TYPE_ENCRYPTED_EXTENSIONS, r->params,
-	    r->paramslen) == 0) {
+	    ngtcp2_conn_decode_and_set_0rtt_transport_params(qc->conn,
+	    r->params, r->paramslen) == 0) {
 		wolfSSL_set_quic_early_data_enabled(qc->ssl, 1);
-		ngtcp2_conn_set_early_remote_transport_params(qc->conn, &params);
 		qc->stats.early_attempted = true;
 	}
 	wolfSSL_SESSION_free(sess);
@@ -718,11 +669,12 @@ quic_conn_client_create(struct event_base *base, const struct quic_settings *qs,
 	ngtcp2_callbacks cb;
 	ngtcp2_settings settings;
 	ngtcp2_transport_params params;
+	uint16_t probes[1 + sizeof common_mtus / sizeof common_mtus[0]];
 	ngtcp2_cid dcid, scid;
 	int rv;
 
 	fill_callbacks(&cb, QUIC_ROLE_CLIENT);
-	fill_settings(&settings, qs);
+	fill_settings(&settings, qs, probes);
 	fill_params(&params, qs);
 	dcid.datalen = QUIC_SCID_LEN;
 	quic_random(dcid.data, dcid.datalen);
@@ -755,13 +707,15 @@ quic_conn_server_create(struct event_base *base, const struct quic_settings *qs,
 	ngtcp2_callbacks cb;
 	ngtcp2_settings settings;
 	ngtcp2_transport_params params;
+	uint16_t probes[1 + sizeof common_mtus / sizeof common_mtus[0]];
 	ngtcp2_cid scid;
 	int rv;
 
 	fill_callbacks(&cb, QUIC_ROLE_SERVER);
-	fill_settings(&settings, qs);
+	fill_settings(&settings, qs, probes);
 	fill_params(&params, qs);
 	params.original_dcid = hd->dcid;
+	params.original_dcid_present = 1;
 	scid.datalen = QUIC_SCID_LEN;
 	quic_random(scid.data, scid.datalen);
 	if (ngtcp2_crypto_generate_stateless_reset_token(
@@ -805,8 +759,7 @@ quic_conn_free(struct quic_conn *qc)
 		TAILQ_REMOVE(&dirty_conns, qc, dirty_entry);
 	while ((s = LIST_FIRST(&qc->streams)) != NULL)
 		stream_free(qc, s);
-	for (size_t i = 0; i < qc->dq_len; i++)
-		free(qc->dq[(qc->dq_head + i) % QUIC_DGRAM_QUEUE]);
+	dgramq_clear(&qc->dq);
 	if (qc->timer != NULL)
 		event_free(qc->timer);
 	if (qc->closed_ev != NULL)
@@ -843,15 +796,15 @@ closed_event_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 static void
-send_close(struct quic_conn *qc, const ngtcp2_connection_close_error *ccerr)
+send_close(struct quic_conn *qc, const ngtcp2_ccerr *ccerr)
 {
 	ngtcp2_path_storage ps;
 	ngtcp2_pkt_info pi;
 	uint8_t *dst;
 	ngtcp2_ssize n;
 
-	if (ngtcp2_conn_is_in_closing_period(qc->conn) ||
-	    ngtcp2_conn_is_in_draining_period(qc->conn))
+	if (ngtcp2_conn_in_closing_period(qc->conn) ||
+	    ngtcp2_conn_in_draining_period(qc->conn))
 		return;
 	ngtcp2_path_storage_zero(&ps);
 	dst = udp_batch_slot(qc->batch);
@@ -859,7 +812,8 @@ send_close(struct quic_conn *qc, const ngtcp2_connection_close_error *ccerr)
 	    UDP_MAX_PAYLOAD, ccerr, clock_now());
 	if (n > 0) {
 		udp_batch_commit(qc->batch, (size_t)n,
-		    (const struct sockaddr *)ps.path.remote.addr, ps.path.remote.addrlen);
+		    (const struct sockaddr *)ps.path.remote.addr, ps.path.remote.addrlen,
+		    pi.ecn);
 		/* Out now: the owner may be about to close the socket. */
 		udp_batch_flush(qc->batch);
 	}
@@ -869,14 +823,14 @@ send_close(struct quic_conn *qc, const ngtcp2_connection_close_error *ccerr)
 static void
 fail(struct quic_conn *qc, int liberr)
 {
-	ngtcp2_connection_close_error ccerr;
+	ngtcp2_ccerr ccerr;
 
-	ngtcp2_connection_close_error_default(&ccerr);
+	ngtcp2_ccerr_default(&ccerr);
 	if (liberr == NGTCP2_ERR_CRYPTO)
-		ngtcp2_connection_close_error_set_transport_error_tls_alert(&ccerr,
+		ngtcp2_ccerr_set_tls_alert(&ccerr,
 		    ngtcp2_conn_get_tls_alert(qc->conn), NULL, 0);
 	else
-		ngtcp2_connection_close_error_set_transport_error_liberr(&ccerr,
+		ngtcp2_ccerr_set_liberr(&ccerr,
 		    liberr, NULL, 0);
 	qc->close_info.transport = true;
 	qc->close_info.code = ccerr.error_code;
@@ -897,6 +851,15 @@ mark_dirty(struct quic_conn *qc)
 	}
 }
 
+static uint64_t
+bytes_in_flight(struct quic_conn *qc)
+{
+	ngtcp2_conn_info ci;
+
+	ngtcp2_conn_get_conn_info(qc->conn, &ci);
+	return ci.bytes_in_flight;
+}
+
 static void
 flush_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -913,7 +876,8 @@ quic_conn_read(struct quic_conn *qc, const struct udp_socket *sock,
 {
 	ngtcp2_path path = qc->path;
 	ngtcp2_pkt_info pi = { .ecn = ecn };
-	ngtcp2_connection_close_error ccerr;
+	ngtcp2_ccerr ccerr;
+	uint64_t inflight;
 	int rv;
 
 	if (qc->state == QUIC_STATE_CLOSED)
@@ -925,8 +889,17 @@ quic_conn_read(struct quic_conn *qc, const struct udp_socket *sock,
 	path.local.addr = (ngtcp2_sockaddr *)(uintptr_t)&sock->local;
 	path.local.addrlen = sock->locallen;
 	qc->last_rx = clock_now();
-	rv = ngtcp2_conn_read_pkt(qc->conn, &path, &pi, pkt, len, clock_now());
+	if (ecn == NGTCP2_ECN_CE)
+		qc->stats.rx_ecn_ce++;
+	else if (ecn != NGTCP2_ECN_NOT_ECT)
+		qc->stats.rx_ecn_ect++;
+	inflight = bytes_in_flight(qc);
+	rv = ngtcp2_conn_read_pkt(qc->conn, &path, &pi, pkt, len, qc->last_rx);
 	if (rv == 0) {
+		/* Fewer bytes in flight: the packet acknowledged some (or
+		 * its acknowledgements showed some lost). */
+		if (bytes_in_flight(qc) < inflight)
+			qc->last_ack = qc->last_rx;
 		/* Follow the peer to a new address once ngtcp2 accepted it. */
 		const ngtcp2_path *cur = ngtcp2_conn_get_path(qc->conn);
 		if (cur->remote.addrlen <= sizeof qc->remote &&
@@ -934,16 +907,18 @@ quic_conn_read(struct quic_conn *qc, const struct udp_socket *sock,
 		    memcmp(cur->remote.addr, &qc->remote, cur->remote.addrlen) != 0)) {
 			memcpy(&qc->remote, cur->remote.addr, cur->remote.addrlen);
 			qc->path.remote.addrlen = cur->remote.addrlen;
+			/* A new path's size is discovered anew. */
+			qc->path_udp_best = 0;
 		}
 		mark_dirty(qc);
 		return;
 	}
 	switch (rv) {
 	case NGTCP2_ERR_DRAINING:
-		ngtcp2_conn_get_connection_close_error(qc->conn, &ccerr);
+		ccerr = *ngtcp2_conn_get_ccerr(qc->conn);
 		qc->close_info.remote = !qc->stateless_reset;
 		qc->close_info.transport =
-		    ccerr.type == NGTCP2_CONNECTION_CLOSE_ERROR_CODE_TYPE_TRANSPORT;
+		    ccerr.type == NGTCP2_CCERR_TYPE_TRANSPORT;
 		qc->close_info.code = ccerr.error_code;
 		log_escape(qc->close_info.reason, sizeof qc->close_info.reason,
 		    ccerr.reason, ccerr.reasonlen);
@@ -982,9 +957,12 @@ rearm_timer(struct quic_conn *qc)
 		evtimer_del(qc->timer);
 		return;
 	}
-	d = expiry > now ? expiry - now : 0;
-	tv.tv_sec = (time_t)(d / NGTCP2_SECONDS);
-	tv.tv_usec = (suseconds_t)((d % NGTCP2_SECONDS) / 1000);
+	/* Round up to the timer's microseconds: ngtcp2 paces in nanoseconds,
+	 * and a timer that fires before the expiry finds nothing to do and
+	 * is re-armed for the same instant, spinning the loop. */
+	d = expiry > now ? (expiry - now + 999) / 1000 : 0;
+	tv.tv_sec = (time_t)(d / 1000000);
+	tv.tv_usec = (suseconds_t)(d % 1000000);
 	evtimer_add(qc->timer, &tv);
 }
 
@@ -992,18 +970,27 @@ rearm_timer(struct quic_conn *qc)
  * nothing more can be sent now, or a negative ngtcp2 error. */
 static ngtcp2_ssize
 write_one(struct quic_conn *qc, uint8_t *dst, ngtcp2_path_storage *ps,
-    ngtcp2_tstamp ts)
+    ngtcp2_pkt_info *pi, ngtcp2_tstamp ts)
 {
-	ngtcp2_pkt_info pi;
 	ngtcp2_ssize n;
 	struct quic_stream *s;
+	const struct dgramq_item *d;
 
-	if (qc->dq_len > 0 && (qc->state == QUIC_STATE_ESTABLISHED || qc->early_ready)) {
-		struct dgram_slot *d = qc->dq[qc->dq_head];
-		ngtcp2_vec v = { d->data, d->len };
+	if ((d = dgramq_peek(&qc->dq)) != NULL &&
+	    (qc->state == QUIC_STATE_ESTABLISHED || qc->early_ready) &&
+	    d->len > dgram_max_for(qc, path_udp_now(qc))) {
+		/* Larger than the path takes yet (discovery still running):
+		 * waiting would hold up everything behind it. */
+		qc->stats.dgram_too_big++;
+		dgramq_pop(&qc->dq);
+		return write_one(qc, dst, ps, pi, ts);
+	}
+	if (d != NULL &&
+	    (qc->state == QUIC_STATE_ESTABLISHED || qc->early_ready)) {
+		ngtcp2_vec v = { (uint8_t *)(uintptr_t)d->data, d->len };
 		int accepted = 0;
 
-		n = ngtcp2_conn_writev_datagram(qc->conn, &ps->path, &pi, dst,
+		n = ngtcp2_conn_writev_datagram(qc->conn, &ps->path, pi, dst,
 		    UDP_MAX_PAYLOAD, &accepted, 0, 0, &v, d->len > 0 ? 1 : 0, ts);
 		if (accepted || n == NGTCP2_ERR_INVALID_ARGUMENT) {
 			if (accepted) {
@@ -1011,12 +998,9 @@ write_one(struct quic_conn *qc, uint8_t *dst, ngtcp2_path_storage *ps,
 				qc->stats.tx_dgram_bytes += d->len;
 			} else
 				qc->stats.dgram_too_big++;
-			qc->dq[qc->dq_head] = NULL;
-			qc->dq_head = (qc->dq_head + 1) % QUIC_DGRAM_QUEUE;
-			qc->dq_len--;
-			free(d);
+			dgramq_pop(&qc->dq);
 			if (n == NGTCP2_ERR_INVALID_ARGUMENT)
-				return write_one(qc, dst, ps, ts);
+				return write_one(qc, dst, ps, pi, ts);
 		}
 		return n;
 	}
@@ -1034,7 +1018,7 @@ write_one(struct quic_conn *qc, uint8_t *dst, ngtcp2_path_storage *ps,
 		}
 		if (s->fin)
 			flags |= NGTCP2_WRITE_STREAM_FLAG_FIN;
-		n = ngtcp2_conn_writev_stream(qc->conn, &ps->path, &pi, dst,
+		n = ngtcp2_conn_writev_stream(qc->conn, &ps->path, pi, dst,
 		    UDP_MAX_PAYLOAD, &datalen, flags, s->id, v, nv, ts);
 		if (n == NGTCP2_ERR_STREAM_DATA_BLOCKED) {
 			s->blocked = true;
@@ -1063,7 +1047,26 @@ write_one(struct quic_conn *qc, uint8_t *dst, ngtcp2_path_storage *ps,
 		stream_set_pending(qc, s);
 		return n;
 	}
-	return ngtcp2_conn_write_pkt(qc->conn, &ps->path, &pi, dst, UDP_MAX_PAYLOAD, ts);
+	return ngtcp2_conn_write_pkt(qc->conn, &ps->path, pi, dst, UDP_MAX_PAYLOAD, ts);
+}
+
+/* A DATAGRAM that has waited a round trip for the congestion window is
+ * worth less than the queueing delay it adds to everything behind it: the
+ * inner sender would by then rather learn of a loss. The floor keeps short
+ * paths from dropping what a single pacing gap delays. */
+static void
+expire_datagrams(struct quic_conn *qc, ngtcp2_tstamp now)
+{
+	ngtcp2_conn_info ci;
+	uint64_t max_age;
+
+	if (dgramq_len(&qc->dq) == 0)
+		return;
+	ngtcp2_conn_get_conn_info(qc->conn, &ci);
+	max_age = ci.smoothed_rtt;
+	if (max_age < QUIC_DGRAM_MIN_AGE)
+		max_age = QUIC_DGRAM_MIN_AGE;
+	qc->stats.dgram_stale += dgramq_expire(&qc->dq, now, max_age);
 }
 
 void
@@ -1080,6 +1083,7 @@ quic_conn_write(struct quic_conn *qc)
 	}
 	if (qc->state == QUIC_STATE_CLOSED)
 		return;
+	expire_datagrams(qc, ts);
 	ngtcp2_path_storage_zero(&ps);
 	/* Pacing: send at most one send quantum now; ngtcp2's expiry then
 	 * tells when the next may go. */
@@ -1094,7 +1098,8 @@ quic_conn_write(struct quic_conn *qc)
 		 * default batch. */
 		struct udp_batch *b = qc->batch;
 		uint8_t *dst = udp_batch_slot(b);
-		ngtcp2_ssize n = write_one(qc, dst, &ps, ts);
+		ngtcp2_pkt_info pi;
+		ngtcp2_ssize n = write_one(qc, dst, &ps, &pi, ts);
 
 		if (n < 0) {
 			fail(qc, (int)n);
@@ -1111,17 +1116,16 @@ quic_conn_write(struct quic_conn *qc)
 			}
 		}
 		udp_batch_commit(b, (size_t)n,
-		    (const struct sockaddr *)ps.path.remote.addr, ps.path.remote.addrlen);
+		    (const struct sockaddr *)ps.path.remote.addr, ps.path.remote.addrlen,
+		    pi.ecn);
 	}
 	if (npkts > 0)
 		ngtcp2_conn_update_pkt_tx_time(qc->conn, ts);
+	/* Nothing outstanding: nothing can be overdue either. */
+	if (bytes_in_flight(qc) == 0)
+		qc->last_ack = ts;
 	if (other != NULL)
 		udp_batch_flush(other);
-	if (qc->dq_waiter && qc->dq_len <= QUIC_DGRAM_QUEUE / 2) {
-		qc->dq_waiter = false;
-		if (qc->cbs->dgram_room != NULL)
-			qc->cbs->dgram_room(qc, qc->arg);
-	}
 	/* More is waiting than the quantum allowed: the timer brings us back. */
 	rearm_timer(qc);
 }
@@ -1180,7 +1184,7 @@ timer_cb(evutil_socket_t fd, short what, void *arg)
 int
 quic_conn_send_datagram(struct quic_conn *qc, const uint8_t *data, size_t len)
 {
-	struct dgram_slot *d;
+	size_t dropped;
 
 	if (qc->state != QUIC_STATE_ESTABLISHED && !qc->early_ready)
 		return -ENOTCONN;
@@ -1190,33 +1194,18 @@ quic_conn_send_datagram(struct quic_conn *qc, const uint8_t *data, size_t len)
 		qc->stats.dgram_too_big++;
 		return -EMSGSIZE;
 	}
-	if (qc->dq_len == QUIC_DGRAM_QUEUE) {
-		qc->stats.dgram_queue_full++;
-		return -ENOBUFS;
-	}
-	d = xmalloc(sizeof *d + len);
-	d->len = len;
-	memcpy(d->data, data, len);
-	qc->dq[(qc->dq_head + qc->dq_len) % QUIC_DGRAM_QUEUE] = d;
-	qc->dq_len++;
+	dropped = dgramq_push(&qc->dq, data, len, clock_now());
+	qc->stats.dgram_queue_full += dropped;
 	mark_dirty(qc);
-	return 0;
+	return (int)dropped;
 }
 
-bool
-quic_conn_dgram_full(struct quic_conn *qc)
-{
-	if (qc->dq_len < QUIC_DGRAM_QUEUE)
-		return false;
-	qc->dq_waiter = true;
-	return true;
-}
-
-size_t
-quic_conn_dgram_max(struct quic_conn *qc)
+/* The largest DATAGRAM payload a packet of `udp` bytes can carry. */
+static size_t
+dgram_max_for(struct quic_conn *qc, size_t udp)
 {
 	const ngtcp2_transport_params *rp;
-	size_t udp = qc->max_udp_payload, overhead, max;
+	size_t overhead, max;
 
 	rp = ngtcp2_conn_get_remote_transport_params(qc->conn);
 	if (rp == NULL || rp->max_datagram_frame_size == 0)
@@ -1233,6 +1222,34 @@ quic_conn_dgram_max(struct quic_conn *qc)
 	if (max + 3 > rp->max_datagram_frame_size)
 		max = (size_t)rp->max_datagram_frame_size - 3;
 	return max;
+}
+
+/* The UDP payload size that packets on the current path may use now, as
+ * ngtcp2's path MTU discovery has confirmed it. */
+static size_t
+path_udp_now(struct quic_conn *qc)
+{
+	size_t cur = ngtcp2_conn_get_path_max_tx_udp_payload_size(qc->conn);
+
+	if (cur > qc->path_udp_best)
+		qc->path_udp_best = cur;
+	return cur;
+}
+
+size_t
+quic_conn_dgram_max(struct quic_conn *qc)
+{
+	size_t cur = path_udp_now(qc);
+
+	/* A path starts at QUIC's 1200 bytes and grows as discovery confirms
+	 * larger packets: until then the configured size stands (what does
+	 * not fit yet is dropped, not answered with "packet too big", which
+	 * the inner hosts would remember for ten minutes). Only a path that
+	 * shrank below what it had carried (ngtcp2 found a black hole) makes
+	 * the inner MTU follow it. */
+	if (cur < qc->path_udp_best && cur < qc->max_udp_payload)
+		return dgram_max_for(qc, cur);
+	return dgram_max_for(qc, qc->max_udp_payload);
 }
 
 int
@@ -1348,7 +1365,7 @@ quic_conn_stream_reset(struct quic_conn *qc, int64_t id, uint64_t code)
 		s->reset = true;
 		stream_set_pending(qc, s);
 	}
-	ngtcp2_conn_shutdown_stream(qc->conn, id, code);
+	ngtcp2_conn_shutdown_stream(qc->conn, 0, id, code);
 	mark_dirty(qc);
 }
 
@@ -1357,7 +1374,7 @@ quic_conn_stream_stop_reading(struct quic_conn *qc, int64_t id, uint64_t code)
 {
 	if (qc->state == QUIC_STATE_CLOSED)
 		return;
-	ngtcp2_conn_shutdown_stream_read(qc->conn, id, code);
+	ngtcp2_conn_shutdown_stream_read(qc->conn, 0, id, code);
 	mark_dirty(qc);
 }
 
@@ -1388,19 +1405,19 @@ quic_conn_streams_left(struct quic_conn *qc)
 void
 quic_conn_close(struct quic_conn *qc, uint64_t app_error, const char *reason)
 {
-	ngtcp2_connection_close_error ccerr;
+	ngtcp2_ccerr ccerr;
 
 	if (qc->state == QUIC_STATE_CLOSED)
 		return;
-	ngtcp2_connection_close_error_default(&ccerr);
-	ngtcp2_connection_close_error_set_application_error(&ccerr, app_error,
+	ngtcp2_ccerr_default(&ccerr);
+	ngtcp2_ccerr_set_application_error(&ccerr, app_error,
 	    (const uint8_t *)reason, reason != NULL ? strlen(reason) : 0);
 	qc->close_info.code = app_error;
 	snprintf(qc->close_info.reason, sizeof qc->close_info.reason, "%s",
 	    reason != NULL ? reason : "");
 	/* Before the handshake completes, only a transport close can be sent. */
 	if (qc->state == QUIC_STATE_HANDSHAKING)
-		ngtcp2_connection_close_error_set_transport_error(&ccerr,
+		ngtcp2_ccerr_set_transport_error(&ccerr,
 		    NGTCP2_APPLICATION_ERROR, (const uint8_t *)reason,
 		    reason != NULL ? strlen(reason) : 0);
 	send_close(qc, &ccerr);
@@ -1420,12 +1437,15 @@ quic_conn_rx_idle_ms(const struct quic_conn *qc)
 }
 
 bool
-quic_conn_stalled(const struct quic_conn *qc)
+quic_conn_stalled(struct quic_conn *qc)
 {
-	ngtcp2_conn_stat cs;
+	uint64_t now = clock_now();
 
-	ngtcp2_conn_get_conn_stat(qc->conn, &cs);
-	return cs.pto_count > 0 || quic_conn_rx_idle_ms(qc) > 1000;
+	/* A probe timeout's worth of silence about packets in flight is
+	 * what makes ngtcp2 send probes. */
+	return (bytes_in_flight(qc) > 0 &&
+	    now - qc->last_ack > ngtcp2_conn_get_pto(qc->conn)) ||
+	    quic_conn_rx_idle_ms(qc) > 1000;
 }
 
 bool
@@ -1456,6 +1476,7 @@ quic_conn_migrate(struct quic_conn *qc, struct udp_batch *batch, bool immediate)
 	}
 	/* Reads on the new socket carry its local address from now on. */
 	quic_conn_set_batch(qc, batch);
+	qc->path_udp_best = 0;
 	return 0;
 }
 
@@ -1480,12 +1501,12 @@ quic_conn_local(const struct quic_conn *qc, socklen_t *len)
 void
 quic_conn_get_stats(struct quic_conn *qc, struct quic_conn_stats *st)
 {
-	ngtcp2_conn_stat cs;
+	ngtcp2_conn_info cs;
 
 	*st = qc->stats;
 	if (qc->conn == NULL)
 		return;
-	ngtcp2_conn_get_conn_stat(qc->conn, &cs);
+	ngtcp2_conn_get_conn_info(qc->conn, &cs);
 	st->rtt_ms = (double)cs.smoothed_rtt / (double)NGTCP2_MILLISECONDS;
 	st->min_rtt_ms = cs.min_rtt == UINT64_MAX ? 0 :
 	    (double)cs.min_rtt / (double)NGTCP2_MILLISECONDS;

@@ -17,7 +17,11 @@
 
 #define QUIC_SCID_LEN 16
 #define QUIC_RESET_SECRET_LEN 32
-#define QUIC_DGRAM_QUEUE 128 /* DATAGRAMs held while congestion-limited */
+/* DATAGRAMs held while the congestion window is full: at most this many,
+ * for at most one smoothed RTT (but QUIC_DGRAM_MIN_AGE at least); the
+ * oldest are dropped beyond either bound. */
+#define QUIC_DGRAM_QUEUE 256
+#define QUIC_DGRAM_MIN_AGE (5 * NGTCP2_MILLISECONDS)
 
 enum quic_role { QUIC_ROLE_SERVER, QUIC_ROLE_CLIENT };
 
@@ -81,9 +85,6 @@ struct quic_conn_cbs {
 	 * `params` the server's transport parameters (for 0-RTT). */
 	void (*new_session)(struct quic_conn *, const uint8_t *der, size_t derlen,
 	    const uint8_t *params, size_t paramslen, void *arg);
-	/* The DATAGRAM queue has room again after quic_conn_dgram_full said
-	 * it was full (a sender that paused its input resumes here). */
-	void (*dgram_room)(struct quic_conn *, void *arg);
 	/* Pick the batch (socket) for packets on `path`: the client may hold
 	 * two sockets while it migrates. NULL: the connection's own batch. */
 	struct udp_batch *(*batch_for)(struct quic_conn *, const ngtcp2_path *, void *arg);
@@ -105,8 +106,14 @@ struct quic_settings {
 /* Counters kept per connection. */
 struct quic_conn_stats {
 	uint64_t rx_dgrams, tx_dgrams, rx_dgram_bytes, tx_dgram_bytes;
-	uint64_t dgram_queue_full, dgram_too_big, dgram_lost;
+	/* dropped from the queue: pushed out by newer ones (queue_full),
+	 * waited too long (stale); refused as larger than a packet; sent and
+	 * declared lost by ngtcp2 */
+	uint64_t dgram_queue_full, dgram_stale, dgram_too_big, dgram_lost;
 	uint64_t path_validated, path_failed, path_aborted;
+	/* packets received with ECT(0) or ECT(1), and with CE (congestion
+	 * experienced on the way) */
+	uint64_t rx_ecn_ect, rx_ecn_ce;
 	bool early_attempted, early_accepted;
 	double rtt_ms;
 	double min_rtt_ms;
@@ -147,11 +154,12 @@ void quic_conn_free(struct quic_conn *);
 void quic_conn_read(struct quic_conn *, const struct udp_socket *sock,
     const struct sockaddr *remote, socklen_t remotelen, const uint8_t *pkt,
     size_t len, uint8_t ecn);
-/* Our packets seem to go nowhere: a probe timeout has fired since the peer
- * last acknowledged anything, or nothing at all arrived for a second.
+/* Our packets seem to go nowhere: packets have been in flight for a probe
+ * timeout without the peer acknowledging any, or nothing at all arrived
+ * for a second.
  * (Packets arriving alone prove little: after an outage the peer's probes
  * may get through before our own route is back.) */
-bool quic_conn_stalled(const struct quic_conn *);
+bool quic_conn_stalled(struct quic_conn *);
 /* Milliseconds since the last packet arrived. */
 uint64_t quic_conn_rx_idle_ms(const struct quic_conn *);
 
@@ -166,14 +174,12 @@ void quic_conn_write(struct quic_conn *);
 void quic_write_dirty(void);
 
 /* Queue one DATAGRAM for the next write loop (quic_write_dirty), which
- * sends it as the congestion window allows. Returns 0, -EMSGSIZE if it can
- * never fit (see quic_conn_dgram_max), -ENOBUFS if the queue is full
- * (dropped, like a router's full queue), -ENOTCONN before the handshake. */
+ * sends it as the congestion window allows. Never blocks the caller: a
+ * full queue drops its oldest packet (counted in dgram_queue_full), as a
+ * router does. Returns how many older DATAGRAMs were dropped to make room
+ * (0 or 1), -EMSGSIZE if it can never fit (see quic_conn_dgram_max),
+ * -ENOTCONN before the handshake. */
 int quic_conn_send_datagram(struct quic_conn *, const uint8_t *, size_t);
-
-/* True when the DATAGRAM queue is full; the connection then calls
- * dgram_room once it has drained to half. */
-bool quic_conn_dgram_full(struct quic_conn *);
 
 /* The largest DATAGRAM payload that fits in one packet on this path. */
 size_t quic_conn_dgram_max(struct quic_conn *);

@@ -144,8 +144,16 @@ render_json(struct evbuffer *out, const struct status *st)
 			json_null(&j);
 		json_key(&j, "cwnd");
 		json_uint(&j, p->has_quic ? p->quic.cwnd : 0);
+		json_key(&j, "bytes_in_flight");
+		json_uint(&j, p->has_quic ? p->quic.bytes_in_flight : 0);
 		json_key(&j, "datagrams_lost");
 		json_uint(&j, p->has_quic ? p->quic.dgram_lost : 0);
+		/* Dropped before sending: the queue was full, or they waited
+		 * longer than a round trip for the congestion window. */
+		json_key(&j, "datagrams_queue_full");
+		json_uint(&j, p->has_quic ? p->quic.dgram_queue_full : 0);
+		json_key(&j, "datagrams_stale");
+		json_uint(&j, p->has_quic ? p->quic.dgram_stale : 0);
 		json_key(&j, "handshakes");
 		json_uint(&j, p->handshakes);
 		json_drops(&j, p->counters);
@@ -228,9 +236,17 @@ render_text(struct evbuffer *out, const struct status *st)
 		    (unsigned long long)p->counters->rx_packets,
 		    (unsigned long long)p->counters->tx_bytes,
 		    (unsigned long long)p->counters->tx_packets);
-		if (p->has_quic)
-			evbuffer_add_printf(out, "  rtt: %.3f ms, cwnd: %llu B\n",
-			    p->quic.rtt_ms, (unsigned long long)p->quic.cwnd);
+		if (p->has_quic) {
+			evbuffer_add_printf(out, "  rtt: %.3f ms, cwnd: %llu B, "
+			    "in flight: %llu B\n", p->quic.rtt_ms,
+			    (unsigned long long)p->quic.cwnd,
+			    (unsigned long long)p->quic.bytes_in_flight);
+			evbuffer_add_printf(out, "  datagrams: %llu lost, %llu dropped "
+			    "(queue full), %llu dropped (stale)\n",
+			    (unsigned long long)p->quic.dgram_lost,
+			    (unsigned long long)p->quic.dgram_queue_full,
+			    (unsigned long long)p->quic.dgram_stale);
+		}
 		evbuffer_add_printf(out, "  handshakes: %llu\n",
 		    (unsigned long long)p->handshakes);
 		text_drops(out, "  ", p->counters);

@@ -58,6 +58,11 @@ tunnel_send(struct quic_conn *qc, uint8_t *buf, const struct ippkt_info *info,
 
 	buf[0] = PROTO_CTX_IP;
 	rv = quic_conn_send_datagram(qc, buf, len + TUNNEL_HEADROOM);
+	/* Queued, perhaps pushing an older packet out of the full queue. */
+	for (int i = 0; i < rv; i++)
+		tunnel_drop(TUNNEL_DROP_QUEUE_FULL, peer, global);
+	if (rv > 0)
+		rv = 0;
 	switch (rv) {
 	case 0:
 		if (peer != NULL) {
@@ -75,9 +80,6 @@ tunnel_send(struct quic_conn *qc, uint8_t *buf, const struct ippkt_info *info,
 		 * own, arriving on the TUN, would be dropped as a martian. */
 		answer_too_big(qc, buf + TUNNEL_HEADROOM, len, tun, &info->dst);
 		tunnel_drop(TUNNEL_DROP_TOO_BIG, peer, global);
-		break;
-	case -ENOBUFS:
-		tunnel_drop(TUNNEL_DROP_QUEUE_FULL, peer, global);
 		break;
 	default:
 		tunnel_drop(TUNNEL_DROP_NO_ROUTE, peer, global);

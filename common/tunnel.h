@@ -42,7 +42,8 @@ void tunnel_drop(enum tunnel_drop, struct tunnel_counters *peer,
 
 /* Send the IP packet at buf[TUNNEL_HEADROOM..], described by `info`, over
  * `qc`. When it is too big for a DATAGRAM, a "packet too big" goes back into
- * `tun` instead. Counts into `peer` and `global` (may be NULL). */
+ * `tun` instead. Counts into `peer` and `global` (may be NULL); an older
+ * packet pushed out of a full DATAGRAM queue counts as a queue_full drop. */
 void tunnel_send(struct quic_conn *qc, uint8_t *buf, const struct ippkt_info *info,
     struct tun *tun, struct tunnel_counters *peer, struct tunnel_counters *global);
 

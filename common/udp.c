@@ -160,24 +160,28 @@ udp_batch_slot(struct udp_batch *b)
 
 void
 udp_batch_commit(struct udp_batch *b, size_t len, const struct sockaddr *dst,
-    socklen_t dstlen)
+    socklen_t dstlen, uint8_t ecn)
 {
 	b->len[b->n] = len;
+	b->ecn[b->n] = ecn & 0x3;
 	memcpy(&b->dst[b->n], dst, dstlen);
 	b->dstlen[b->n] = dstlen;
 	b->n++;
 }
 
 /* Send packets [first, first+count) as one GSO super-packet: they share a
- * destination and all but the last have the same size. */
+ * destination and an ECN codepoint, and all but the last have the same
+ * size. */
 static void
 send_run(struct udp_batch *b, size_t first, size_t count)
 {
 	struct iovec iov[UDP_BATCH_MAX];
 	union {
 		struct cmsghdr align;
-		uint8_t buf[CMSG_SPACE(sizeof(uint16_t))];
+		uint8_t buf[CMSG_SPACE(sizeof(uint16_t)) + CMSG_SPACE(sizeof(int))];
 	} ctl;
+	struct cmsghdr *c = NULL;
+	size_t ctllen = 0;
 	struct msghdr msg = {
 		.msg_name = &b->dst[first],
 		.msg_namelen = b->dstlen[first],
@@ -190,19 +194,34 @@ send_run(struct udp_batch *b, size_t first, size_t count)
 		iov[i].iov_base = b->buf + (first + i) * UDP_MAX_PAYLOAD;
 		iov[i].iov_len = b->len[first + i];
 	}
+	memset(&ctl, 0, sizeof ctl);
+	msg.msg_control = ctl.buf;
+	msg.msg_controllen = sizeof ctl.buf;
 	if (count > 1) {
 		uint16_t seg = (uint16_t)b->len[first];
-		struct cmsghdr *c;
 
-		memset(&ctl, 0, sizeof ctl);
-		msg.msg_control = ctl.buf;
-		msg.msg_controllen = sizeof ctl.buf;
 		c = CMSG_FIRSTHDR(&msg);
 		c->cmsg_level = SOL_UDP;
 		c->cmsg_type = UDP_SEGMENT;
 		c->cmsg_len = CMSG_LEN(sizeof seg);
 		memcpy(CMSG_DATA(c), &seg, sizeof seg);
+		ctllen += CMSG_SPACE(sizeof seg);
 	}
+	if (b->ecn[first] != 0) {
+		/* Per packet (run), not per socket: ngtcp2 decides, and
+		 * marks only once ECN has been validated on the path. */
+		int tos = b->ecn[first];
+
+		c = c == NULL ? CMSG_FIRSTHDR(&msg) : CMSG_NXTHDR(&msg, c);
+		c->cmsg_level = b->sock->family == AF_INET ? IPPROTO_IP : IPPROTO_IPV6;
+		c->cmsg_type = b->sock->family == AF_INET ? IP_TOS : IPV6_TCLASS;
+		c->cmsg_len = CMSG_LEN(sizeof tos);
+		memcpy(CMSG_DATA(c), &tos, sizeof tos);
+		ctllen += CMSG_SPACE(sizeof tos);
+	}
+	msg.msg_controllen = ctllen;
+	if (ctllen == 0)
+		msg.msg_control = NULL;
 	do {
 		n = sendmsg(b->sock->fd, &msg, 0);
 	} while (n == -1 && errno == EINTR);
@@ -234,6 +253,7 @@ udp_batch_flush(struct udp_batch *b)
 			 * 64 segments and 64 KiB. */
 			size_t total = b->len[i];
 			while (i + run < b->n && run < 64 &&
+			    b->ecn[i + run] == b->ecn[i] &&
 			    b->dstlen[i + run] == b->dstlen[i] &&
 			    memcmp(&b->dst[i + run], &b->dst[i], b->dstlen[i]) == 0 &&
 			    b->len[i + run] <= b->len[i] &&

@@ -50,6 +50,7 @@ struct udp_batch {
 	size_t len[UDP_BATCH_MAX];
 	struct sockaddr_storage dst[UDP_BATCH_MAX];
 	socklen_t dstlen[UDP_BATCH_MAX];
+	uint8_t ecn[UDP_BATCH_MAX];  /* ECN codepoint for the IP header */
 	size_t n;
 	uint64_t sent_packets, send_errors;
 };
@@ -57,9 +58,10 @@ struct udp_batch {
 void udp_batch_init(struct udp_batch *, struct udp_socket *);
 /* Space for the next packet (UDP_MAX_PAYLOAD bytes); flushes first if full. */
 uint8_t *udp_batch_slot(struct udp_batch *);
-/* Commit `len` bytes written into the last slot, destined for `dst`. */
+/* Commit `len` bytes written into the last slot, destined for `dst`, with
+ * ECN codepoint `ecn` (the low two bits of IP_TOS / IPV6_TCLASS). */
 void udp_batch_commit(struct udp_batch *, size_t len, const struct sockaddr *dst,
-    socklen_t dstlen);
+    socklen_t dstlen, uint8_t ecn);
 /* Send everything queued. Packets the kernel refuses are dropped and
  * counted (QUIC recovers them like any loss). */
 void udp_batch_flush(struct udp_batch *);

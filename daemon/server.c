@@ -506,7 +506,7 @@ send_version_negotiation(struct listener *l, const ngtcp2_version_cid *vc,
 	n = ngtcp2_pkt_write_version_negotiation(dst, UDP_MAX_PAYLOAD, r,
 	    vc->scid, vc->scidlen, vc->dcid, vc->dcidlen, versions, 1);
 	if (n > 0)
-		udp_batch_commit(&l->batch, (size_t)n, to, tolen);
+		udp_batch_commit(&l->batch, (size_t)n, to, tolen, 0);
 }
 
 static void
@@ -536,7 +536,7 @@ send_stateless_reset(struct listener *l, const ngtcp2_version_cid *vc,
 	n = ngtcp2_pkt_write_stateless_reset(udp_batch_slot(&l->batch),
 	    UDP_MAX_PAYLOAD, token, rnd, randlen);
 	if (n > 0) {
-		udp_batch_commit(&l->batch, (size_t)n, to, tolen);
+		udp_batch_commit(&l->batch, (size_t)n, to, tolen, 0);
 		srv->stateless_resets++;
 	}
 }

@@ -8,8 +8,22 @@
 # A second run with everything in place touches nothing and needs no network.
 set -euo pipefail
 
-WOLFSSL_UPSTREAM=5.5.4
-NGTCP2_UPSTREAM=0.12.1
+# Each library is pinned by upstream version and the sha256 of its orig
+# tarball; any Debian revision whose .dsc lists that tarball is accepted.
+# ngtcp2 comes from sid, which moves on: when 1.24.0 has left the mirror the
+# newest 1.x of NGTCP2_FALLBACK that the suites still serve is used instead
+# (the code is written against APIs present since 1.11).
+WOLFSSL_UPSTREAM=5.7.2
+WOLFSSL_SHA256=0f2ed82e345b833242705bbc4b08a2a2037a33f7bf9c610efae6464f6b10e305
+NGTCP2_UPSTREAM=1.24.0
+NGTCP2_SHA256=7fa5ec2be0f0cbed8bc4ec89c0787dfa9d8ce678f1ed9477c52f30eb1a591207
+NGTCP2_FALLBACK_MIN=1.11.0
+# Known orig tarballs of fallback versions; a version not listed here is
+# checked against the sha256 its .dsc states (the signed Sources index).
+declare -A NGTCP2_KNOWN=(
+	[1.24.0]=7fa5ec2be0f0cbed8bc4ec89c0787dfa9d8ce678f1ed9477c52f30eb1a591207
+	[1.11.0]=382c15bf66b630f26021631b25b7eb1feac42c67c1d6826189d61091dfaa4d09
+)
 WOLFSSL_CONFIGURE=(--enable-quic --enable-earlydata --enable-session-ticket
 	--enable-tls13 --enable-aesgcm --enable-chacha --enable-poly1305
 	--enable-curve25519 --enable-ed25519 --enable-certgen --enable-keygen
@@ -18,7 +32,8 @@ WOLFSSL_CONFIGURE=(--enable-quic --enable-earlydata --enable-session-ticket
 	--enable-opensslextra --enable-alpn --enable-sni --enable-static
 	--disable-shared --disable-examples --disable-crypttests)
 
-WOLFSSL_CFLAGS="-O2 -fPIC -DWOLFSSL_ALWAYS_VERIFY_CB"
+# HAVE_AES_ECB: ngtcp2 >= 1.22 protects QUIC headers with AES-ECB.
+WOLFSSL_CFLAGS="-O2 -fPIC -DWOLFSSL_ALWAYS_VERIFY_CB -DHAVE_AES_ECB"
 
 PACKAGES=(build-essential pkg-config autoconf automake libtool cmake dpkg-dev
 	libevent-dev libnl-3-dev libnl-route-3-dev libcap-ng-dev libcmocka-dev
@@ -74,15 +89,83 @@ private_apt() {
 		-o Debug::NoLocking=1 "$@"
 }
 
-fetch_sources() {
-	local work=$1 apt="$1/apt"
+# The suites searched for sources: wolfSSL comes from trixie, ngtcp2 from
+# sid, with trixie-backports and trixie as the fallback's other homes.
+write_sources_list() {
+	local apt=$1
 	mkdir -p "$apt/sources.list.d" "$apt/lists/partial" "$apt/cache/archives/partial"
 	cat >"$apt/sources.list" <<-SRC
-	deb-src http://deb.debian.org/debian bookworm main
-	deb-src http://deb.debian.org/debian-security bookworm-security main
+	deb-src http://deb.debian.org/debian trixie main
+	deb-src http://deb.debian.org/debian-security trixie-security main
+	deb-src http://deb.debian.org/debian trixie-backports main
+	deb-src http://deb.debian.org/debian sid main
 	SRC
-	private_apt "$apt" update -qq >/dev/null
-	(cd "$work" && private_apt "$apt" source -qq wolfssl ngtcp2 >/dev/null)
+}
+
+# Prints "VERSION SHA256" for every Debian revision of source package $2 the
+# suites serve, one per line, with the sha256 its .dsc gives the orig tarball.
+source_versions() {
+	local apt=$1 pkg=$2
+	apt-cache -o Dir::Etc::SourceList="$apt/sources.list" \
+		-o Dir::Etc::SourceParts="$apt/sources.list.d" \
+		-o Dir::State::Lists="$apt/lists" -o Dir::Cache="$apt/cache" \
+		showsrc "$pkg" 2>/dev/null | awk '
+		/^Version: / { ver = $2; sums = 0; next }
+		/^Checksums-Sha256:/ { sums = 1; next }
+		/^[^ ]/ { sums = 0 }
+		sums && $3 ~ /\.orig\.tar\.[a-z0-9]+$/ { print ver, $1 }'
+}
+
+# Picks the Debian revision of $2 to build: one whose orig tarball has the
+# pinned sha256 if any; else (ngtcp2 only) the newest 1.x >= the fallback
+# floor, whose tarball must match a known sha256 where one is recorded.
+# Prints "VERSION SHA256".
+choose_version() {
+	local apt=$1 pkg=$2 upstream=$3 sha=$4 floor=${5:-}
+	local versions ver osha up best=
+	versions=$(source_versions "$apt" "$pkg" | sort -u)
+	while read -r ver osha; do
+		[ -n "$ver" ] || continue
+		up=${ver%%-*}
+		if [ "$up" = "$upstream" ] && [ "$osha" = "$sha" ]; then
+			printf '%s %s\n' "$ver" "$osha"
+			return 0
+		fi
+	done <<<"$versions"
+	[ -n "$floor" ] || die "$pkg $upstream (orig sha256 $sha) is not on the mirror"
+	while read -r ver osha; do
+		[ -n "$ver" ] || continue
+		up=${ver%%-*}
+		case $up in 1.*) ;; *) continue ;; esac
+		dpkg --compare-versions "$up" ge "$floor" || continue
+		if [ -n "${NGTCP2_KNOWN[$up]:-}" ] && [ "${NGTCP2_KNOWN[$up]}" != "$osha" ]; then
+			log "skipping $pkg $ver: orig tarball sha256 differs from the known one"
+			continue
+		fi
+		if [ -z "$best" ] || dpkg --compare-versions "$ver" gt "${best%% *}"; then
+			best="$ver $osha"
+		fi
+	done <<<"$versions"
+	[ -n "$best" ] || die "no $pkg 1.x >= $floor on the mirror"
+	log "$pkg $upstream is gone from the mirror; falling back to ${best%% *}"
+	printf '%s\n' "$best"
+}
+
+# Downloads source package $3=$4 into the tarball cache $2 (once), checks the
+# orig tarball against $5, and unpacks it (Debian's patches applied) in $6.
+fetch_source() {
+	local apt=$1 tarballs=$2 pkg=$3 ver=$4 sha=$5 work=$6
+	local dsc="$tarballs/${pkg}_${ver#*:}.dsc" orig
+	if [ ! -f "$dsc" ]; then
+		log "fetching $pkg $ver"
+		(cd "$tarballs" && private_apt "$apt" source -qq --download-only \
+			"$pkg=$ver" >/dev/null)
+	fi
+	orig=$(find "$tarballs" -maxdepth 1 -name "${pkg}_${ver%%-*}.orig.tar.*" ! -name '*.asc' | head -n1)
+	[ -n "$orig" ] || die "$pkg $ver: no orig tarball after download"
+	echo "$sha  $orig" | sha256sum -c --quiet - ||
+		die "$pkg $ver: $orig does not match sha256 $sha"
+	dpkg-source --no-check -x "$dsc" "$work/$pkg" >/dev/null
 }
 
 build_wolfssl() {
@@ -116,33 +199,51 @@ main() {
 	[ $packages_only -eq 1 ] && return 0
 
 	local link=${1:?usage: deps.sh [--packages-only] LINK}
-	local root key prefix
+	local root hash prefix
 	root=$(cache_root)
-	key="wolfssl-${WOLFSSL_UPSTREAM}_ngtcp2-${NGTCP2_UPSTREAM}_$(config_hash)"
-	prefix="$root/$key"
+	hash=$(config_hash)
+	prefix="$root/wolfssl-${WOLFSSL_UPSTREAM}_ngtcp2-${NGTCP2_UPSTREAM}_$hash"
 	if [ ! -f "$prefix/.complete" ]; then
-		mkdir -p "$root"
-		BUILD_DIR=$(mktemp -d "$root/build.XXXXXX")
-		trap 'rm -rf "$BUILD_DIR"' EXIT
-		local work=$BUILD_DIR
-		fetch_sources "$work"
-		local wsrc nsrc
-		wsrc=$(find "$work" -maxdepth 1 -type d -name "wolfssl-${WOLFSSL_UPSTREAM}*" | head -n1)
-		nsrc=$(find "$work" -maxdepth 1 -type d -name "ngtcp2-${NGTCP2_UPSTREAM}*" | head -n1)
-		[ -n "$wsrc" ] || die "wolfssl $WOLFSSL_UPSTREAM source not found"
-		[ -n "$nsrc" ] || die "ngtcp2 $NGTCP2_UPSTREAM source not found"
-		rm -rf "$prefix.tmp"
-		build_wolfssl "$wsrc" "$prefix.tmp"
-		build_ngtcp2 "$nsrc" "$prefix.tmp"
-		# Record exactly which Debian revisions went in.
-		(cd "$work" && ls ./*.dsc) >"$prefix.tmp/SOURCES"
-		touch "$prefix.tmp/.complete"
-		rm -rf "$prefix"
-		mv "$prefix.tmp" "$prefix"
-		# The prefix baked into pkg-config files is the .tmp path; nothing
-		# reads them, the Makefile uses the prefix directly.
+		# A fallback ngtcp2 built earlier serves until the mirror is asked.
+		local cached
+		cached=$(ls -d "$root"/wolfssl-"${WOLFSSL_UPSTREAM}"_ngtcp2-1.*_"$hash" 2>/dev/null |
+			sort -V | tail -n1 || true)
+		if [ -n "$cached" ] && [ -f "$cached/.complete" ]; then
+			prefix=$cached
+		else
+			prefix=$(build_all "$root" "$hash")
+		fi
 	fi
 	ln -sfn "$prefix" "$link"
+}
+
+# Fetches, verifies and builds both libraries; prints the install prefix.
+build_all() {
+	local root=$1 hash=$2
+	local tarballs="$root/sources" work apt wver wsha nver nsha prefix
+	mkdir -p "$root" "$tarballs"
+	BUILD_DIR=$(mktemp -d "$root/build.XXXXXX")
+	trap 'rm -rf "$BUILD_DIR"' EXIT
+	work=$BUILD_DIR
+	apt="$work/apt"
+	write_sources_list "$apt"
+	private_apt "$apt" update -qq >/dev/null
+	read -r wver wsha < <(choose_version "$apt" wolfssl "$WOLFSSL_UPSTREAM" "$WOLFSSL_SHA256")
+	read -r nver nsha < <(choose_version "$apt" ngtcp2 "$NGTCP2_UPSTREAM" "$NGTCP2_SHA256" "$NGTCP2_FALLBACK_MIN")
+	[ -n "$wver" ] && [ -n "$nver" ] || die "no usable source versions"
+	fetch_source "$apt" "$tarballs" wolfssl "$wver" "$wsha" "$work"
+	fetch_source "$apt" "$tarballs" ngtcp2 "$nver" "$nsha" "$work"
+	prefix="$root/wolfssl-${WOLFSSL_UPSTREAM}_ngtcp2-${nver%%-*}_$hash"
+	rm -rf "$prefix.tmp"
+	build_wolfssl "$work/wolfssl" "$prefix.tmp"
+	build_ngtcp2 "$work/ngtcp2" "$prefix.tmp"
+	# Record exactly which Debian revisions and tarballs went in.
+	printf 'wolfssl %s %s\nngtcp2 %s %s\n' "$wver" "$wsha" "$nver" "$nsha" \
+		>"$prefix.tmp/SOURCES"
+	touch "$prefix.tmp/.complete"
+	rm -rf "$prefix"
+	mv "$prefix.tmp" "$prefix"
+	printf '%s\n' "$prefix"
 }
 
 main "$@"

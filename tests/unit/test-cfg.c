@@ -374,7 +374,7 @@ test_defaults(void **state)
 	free(sock);
 	assert_int_equal(cfg.keepalive, CFG_DEFAULT_KEEPALIVE);
 	assert_int_equal(cfg.idle_timeout, CFG_DEFAULT_IDLE_TIMEOUT);
-	assert_int_equal(cfg.congestion, CFG_CC_CUBIC);
+	assert_int_equal(cfg.congestion, CFG_CC_BBR);
 	assert_int_equal(cfg.peers[0].naddrs, 0);
 	assert_int_equal(cfg.peers[0].allowed_ips.n, 0);
 	cfg_clear(&cfg);
@@ -395,7 +395,7 @@ test_defaults(void **state)
 	free(sock);
 	assert_int_equal(cfg.keepalive, 15);
 	assert_int_equal(cfg.idle_timeout, 120);
-	assert_int_equal(cfg.congestion, CFG_CC_CUBIC);
+	assert_int_equal(cfg.congestion, CFG_CC_BBR);
 	assert_int_equal(cfg.nlocal_forward, 0);
 	assert_int_equal(cfg.mtu, 0); /* a server key */
 	cfg_clear(&cfg);

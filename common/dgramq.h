@@ -1,0 +1,51 @@
+/* The queue of DATAGRAMs waiting for the congestion window: bounded in
+ * count and in age, and never refusing a new packet. It behaves like a
+ * router's queue with head drop: when full, or when a packet has waited
+ * too long, the oldest go, and every drop is counted. Pure: time is passed
+ * in, so tests drive it without a clock. */
+#ifndef ROVE_DGRAMQ_H
+#define ROVE_DGRAMQ_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* One queued DATAGRAM payload. */
+struct dgramq_item {
+	uint64_t queued;  /* the time it was pushed (nanoseconds) */
+	size_t len;
+	uint8_t data[];
+};
+
+struct dgramq {
+	struct dgramq_item **ring;
+	size_t cap, head, len;
+	uint64_t dropped_full;  /* pushed out by a newer packet */
+	uint64_t dropped_stale; /* waited longer than the age bound */
+};
+
+/* Storage for `cap` packets (at least 1); the items are allocated as
+ * they are pushed. */
+void dgramq_init(struct dgramq *, size_t cap);
+/* Frees every queued item and the ring. */
+void dgramq_clear(struct dgramq *);
+
+/* Appends a copy of `data`. Never fails: a full queue first drops its
+ * oldest packet. Returns the number dropped to make room (0 or 1). */
+size_t dgramq_push(struct dgramq *, const uint8_t *data, size_t len,
+    uint64_t now);
+/* Drops, from the head, every packet queued before now - max_age.
+ * Returns the number dropped. */
+size_t dgramq_expire(struct dgramq *, uint64_t now, uint64_t max_age);
+/* The oldest packet, or NULL when empty. It stays queued. */
+const struct dgramq_item *dgramq_peek(const struct dgramq *);
+/* Removes and frees the oldest packet (no-op when empty); not a drop. */
+void dgramq_pop(struct dgramq *);
+
+static inline size_t
+dgramq_len(const struct dgramq *q)
+{
+	return q->len;
+}
+
+#endif

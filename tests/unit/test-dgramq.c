@@ -1,0 +1,145 @@
+/* The DATAGRAM queue's policy: bounded, head drop, age bound, counted. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "dgramq.h"
+
+static void
+push_id(struct dgramq *q, uint8_t id, uint64_t now, size_t expect_dropped)
+{
+	uint8_t pkt[3] = { id, (uint8_t)~id, id };
+
+	assert_int_equal(dgramq_push(q, pkt, sizeof pkt, now), expect_dropped);
+}
+
+static uint8_t
+pop_id(struct dgramq *q)
+{
+	const struct dgramq_item *it = dgramq_peek(q);
+	uint8_t id;
+
+	assert_non_null(it);
+	assert_int_equal(it->len, 3);
+	id = it->data[0];
+	assert_int_equal(it->data[1], (uint8_t)~id);
+	assert_int_equal(it->data[2], id);
+	dgramq_pop(q);
+	return id;
+}
+
+static void
+test_fifo(void **state)
+{
+	struct dgramq q;
+
+	(void)state;
+	dgramq_init(&q, 4);
+	assert_null(dgramq_peek(&q));
+	for (uint8_t i = 0; i < 3; i++)
+		push_id(&q, i, 100, 0);
+	assert_int_equal(dgramq_len(&q), 3);
+	assert_int_equal(pop_id(&q), 0);
+	push_id(&q, 3, 100, 0);
+	push_id(&q, 4, 100, 0);
+	assert_int_equal(pop_id(&q), 1);
+	assert_int_equal(pop_id(&q), 2);
+	assert_int_equal(pop_id(&q), 3);
+	assert_int_equal(pop_id(&q), 4);
+	assert_int_equal(dgramq_len(&q), 0);
+	dgramq_pop(&q); /* empty: nothing happens */
+	assert_int_equal(q.dropped_full + q.dropped_stale, 0);
+	dgramq_clear(&q);
+}
+
+/* A full queue never refuses: the oldest goes, and is counted. */
+static void
+test_full_drops_oldest(void **state)
+{
+	struct dgramq q;
+
+	(void)state;
+	dgramq_init(&q, 3);
+	for (uint8_t i = 0; i < 3; i++)
+		push_id(&q, i, 100, 0);
+	for (uint8_t i = 3; i < 10; i++)
+		push_id(&q, i, 100, 1);
+	assert_int_equal(dgramq_len(&q), 3);
+	assert_int_equal(q.dropped_full, 7);
+	assert_int_equal(q.dropped_stale, 0);
+	assert_int_equal(pop_id(&q), 7);
+	assert_int_equal(pop_id(&q), 8);
+	assert_int_equal(pop_id(&q), 9);
+	dgramq_clear(&q);
+}
+
+static void
+test_expire(void **state)
+{
+	struct dgramq q;
+
+	(void)state;
+	dgramq_init(&q, 8);
+	push_id(&q, 0, 1000, 0);
+	push_id(&q, 1, 2000, 0);
+	push_id(&q, 2, 3000, 0);
+	/* Exactly max_age old stays; older goes. */
+	assert_int_equal(dgramq_expire(&q, 2500, 1500), 0);
+	assert_int_equal(dgramq_expire(&q, 2501, 1500), 1);
+	assert_int_equal(dgramq_len(&q), 2);
+	assert_int_equal(dgramq_expire(&q, 10000, 1500), 2);
+	assert_int_equal(dgramq_len(&q), 0);
+	assert_int_equal(q.dropped_stale, 3);
+	assert_int_equal(q.dropped_full, 0);
+	assert_int_equal(dgramq_expire(&q, 20000, 0), 0);
+	dgramq_clear(&q);
+}
+
+/* A clock that seems to go back (a virtual one, say) drops nothing. */
+static void
+test_expire_clock_behind(void **state)
+{
+	struct dgramq q;
+
+	(void)state;
+	dgramq_init(&q, 2);
+	push_id(&q, 5, 5000, 0);
+	assert_int_equal(dgramq_expire(&q, 1000, 0), 0);
+	assert_int_equal(pop_id(&q), 5);
+	dgramq_clear(&q);
+}
+
+/* Zero-length payloads are legal; a zero capacity means one. */
+static void
+test_edges(void **state)
+{
+	struct dgramq q;
+	const struct dgramq_item *it;
+
+	(void)state;
+	dgramq_init(&q, 0);
+	assert_int_equal(dgramq_push(&q, NULL, 0, 1), 0);
+	assert_int_equal(dgramq_push(&q, NULL, 0, 2), 1);
+	it = dgramq_peek(&q);
+	assert_non_null(it);
+	assert_int_equal(it->len, 0);
+	assert_int_equal(it->queued, 2);
+	dgramq_clear(&q);
+	dgramq_clear(&q); /* twice is harmless */
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_fifo),
+		cmocka_unit_test(test_full_drops_oldest),
+		cmocka_unit_test(test_expire),
+		cmocka_unit_test(test_expire_clock_behind),
+		cmocka_unit_test(test_edges),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
