@@ -34,6 +34,22 @@ relay_counters() {
 	grep -E '^delay-relay: (delay|a->b|b->a)' "$1" | sed 's/^/    /'
 }
 
+# tunnel_counters WHO NS SOCKET: what one end says of its connection, for
+# reading a failure (or a slow direction): path figures, DATAGRAM losses and
+# queue drops, and its nonzero drop counters. Cumulative over the test.
+tunnel_counters() {
+	status_try "$2" "$3" 2>/dev/null | "$PY" -c '
+import json, sys
+d = json.load(sys.stdin)
+p = d["peers"][0] if d.get("peers") else {}
+keys = ("state", "rtt_ms", "min_rtt_ms", "cwnd", "tx_packets", "rx_packets",
+        "datagrams_lost", "datagrams_queue_full", "datagrams_stale")
+drops = {k: v for k, v in dict(d.get("drops", {}), **p.get("drops", {})).items() if v}
+print("    %s: %s, drops %s" % (sys.argv[1],
+      ", ".join("%s %s" % (k, p.get(k, "-")) for k in keys), drops or "none"))
+' "$1" || log "no status from $1"
+}
+
 # lossy_run TAG PORT: one setting's bulk transfer, ping and checks.
 lossy_run() {
 	local tag=$1 port=$2 srv ping_pid rc out what n empty
@@ -122,6 +138,9 @@ lossy_run() {
 	EOF
 	) || { failc "$tag: cannot analyse the ping and iperf3 output"; return; }
 	printf '%s\n' "$out" | sed "s/^/    $tag /"
+
+	tunnel_counters rove "$RNS_C" "$LAP_SOCK"
+	tunnel_counters roved "$RNS_S" "$ROVED_SOCK"
 
 	# field KEY: one value of the analysis.
 	field() { printf '%s\n' "$out" | sed -n "s/^$1=//p"; }
