@@ -8,6 +8,9 @@
 #   BENCH_LOSS="0 1 2"   loss rates in percent, each direction on its own
 #   BENCH_DELAY=MS       one-way delay (default 25)
 #   BENCH_SEED=N         seed of the relay's loss draws (default 1)
+#   BENCH_RUNS=N         runs per tunnel, loss rate and direction, rove and
+#                        wireguard-go alternating; the table shows medians
+#                        (default 1)
 #   BENCH_CC=cubic|bbr   rove's congestion controller at both ends
 #                        (default: the configs' own, i.e. rove's default)
 #
@@ -40,6 +43,7 @@ BENCH_TIME=${BENCH_TIME:-10}
 BENCH_LOSS=${BENCH_LOSS:-0 1 2}
 BENCH_DELAY=${BENCH_DELAY:-25}
 BENCH_SEED=${BENCH_SEED:-1}
+BENCH_RUNS=${BENCH_RUNS:-1}
 IPERF_PORT=5201
 
 e2e_init "$@"
@@ -323,6 +327,30 @@ measure() {
 	esac
 }
 
+# keep_run KEY: add the run just measured to KEY's list of runs (a stalled
+# or failed run counts as 0 Mbit/s for the median).
+keep_run() {
+	local v=${R[$1.mbit]}
+	case $v in [0-9]*) ;; *) v=0 ;; esac
+	R[$1.runs]="${R[$1.runs]:-}${R[$1.runs]:+ }$v"
+	R[$1.pings]="${R[$1.pings]:-}${R[$1.pings]:+ }${R[$1.ping]}"
+	[ "${R[$1.stall]}" = - ] ||
+		R[$1.stalls]="${R[$1.stalls]:-}${R[$1.stalls]:+; }${R[$1.stall]}"
+}
+
+# settle_runs KEY: KEY's figures become the median run's, every stall kept.
+settle_runs() {
+	local med
+	med=$(printf '%s\n' ${R[$1.runs]} | sort -g | awk '{ v[NR] = $1 }
+		END { if (NR % 2) print v[(NR + 1) / 2];
+		      else printf "%.1f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
+	R[$1.mbit]=$med
+	R[$1.stall]=${R[$1.stalls]:--}
+	[ "$BENCH_RUNS" -gt 1 ] &&
+		RAW+=("$(printf '%-5s %s: runs %s Mbit/s, median %s' "${1%%.*}" "${1#*.}" "${R[$1.runs]}" "$med")")
+	return 0
+}
+
 START=$(date +%s)
 OUTER=()
 for loss in $BENCH_LOSS; do
@@ -340,8 +368,15 @@ for loss in $BENCH_LOSS; do
 	OUTER+=("$loss% loss: outer ping $(printf '%s\n' "$out" | sed -n 's/.* \([0-9.]*%\) packet loss.*/lost \1/p'), rtt min/avg/max $(printf '%s\n' "$out" | sed -n 's|^rtt min/avg/max/mdev = \([^/]*\)/\([^/]*\)/\([^/]*\)/.*|\1/\2/\3|p') ms")
 	log "${OUTER[-1]}"
 	for dir in up down; do
-		measure rove "$loss" "$dir"
-		measure wg "$loss" "$dir"
+		for ((run = 1; run <= BENCH_RUNS; run++)); do
+			for tun in rove wg; do
+				measure "$tun" "$loss" "$dir"
+				keep_run "$tun.$loss.$dir"
+			done
+		done
+		for tun in rove wg; do
+			settle_runs "$tun.$loss.$dir"
+		done
 	done
 	relay_stop
 done
@@ -356,7 +391,8 @@ ratio() {
 row() { printf '%-6s %-9s %12s %16s %11s %18s %18s\n' "$@"; }
 
 echo
-echo "lossy link: $((2 * BENCH_DELAY)) ms RTT, random loss per direction (seed $BENCH_SEED), one iperf3 TCP stream for $BENCH_TIME s per run; $(nproc) CPUs, kernel $(uname -r)"
+echo "lossy link: $((2 * BENCH_DELAY)) ms RTT, random loss per direction (seed $BENCH_SEED), one iperf3 TCP stream for $BENCH_TIME s per run, median of $BENCH_RUNS run(s); $(nproc) CPUs, kernel $(uname -r)"
+echo "rove: congestion control ${BENCH_CC:-bbr (default)}"
 echo "wireguard-go: ${WG_NEW_VER:-missing} (trixie, offloads); Mbit/s as the receiver counts them; ping through the tunnel during the run"
 row loss direction "rove" "wireguard-go" "rove / wg" "rove ping" "wg-go ping"
 row "" "" "Mbit/s" "Mbit/s" "" "avg/max ms" "avg/max ms"
