@@ -22,6 +22,9 @@ enum cfg_congestion { CFG_CC_CUBIC, CFG_CC_BBR };
 #define CFG_DEFAULT_IDLE_TIMEOUT 120
 #define CFG_DEFAULT_FORWARD_BUFFER 8388608
 #define CFG_DEFAULT_MAX_FORWARDS 256
+/* Half-open handshakes beyond which clients must first answer a Retry. */
+#define CFG_DEFAULT_RETRY_THRESHOLD 16
+#define CFG_MAX_RETRY_THRESHOLD 256
 #define CFG_MAX_LISTEN 8
 #define CFG_MAX_REMOTE_FORWARDS 16 /* listeners roved keeps per session */
 #define CFG_MAX_ADDRS 2 /* at most one IPv4 and one IPv6 */
@@ -75,6 +78,7 @@ struct cfg {
 	enum cfg_congestion congestion;
 	uint32_t forward_buffer; /* bytes per direction per forward */
 	uint32_t max_forwards;   /* concurrent forwards per peer */
+	uint32_t retry_threshold; /* server: see CFG_DEFAULT_RETRY_THRESHOLD */
 	bool zero_rtt;           /* send / accept 0-RTT on resumption */
 	char *user;              /* User: run as this after setup; NULL = stay */
 	char *group;             /* Group as given; NULL = User's primary group */

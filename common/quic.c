@@ -475,6 +475,18 @@ recv_rx_key_cb(ngtcp2_conn *conn, ngtcp2_encryption_level level, void *user_data
 }
 
 static int
+recv_new_token_cb(ngtcp2_conn *conn, const uint8_t *token, size_t len,
+    void *user_data)
+{
+	struct quic_conn *qc = user_data;
+
+	(void)conn;
+	if (qc->cbs->new_token != NULL)
+		qc->cbs->new_token(qc, token, len, qc->arg);
+	return 0;
+}
+
+static int
 recv_stateless_reset_cb(ngtcp2_conn *conn, const ngtcp2_pkt_stateless_reset *sr,
     void *user_data)
 {
@@ -530,6 +542,8 @@ fill_callbacks(ngtcp2_callbacks *cb, enum quic_role role)
 	 * STOP_SENDING, not the peer's. The peer's ends our sending side,
 	 * which write_one learns as NGTCP2_ERR_STREAM_SHUT_WR. */
 	cb->recv_stateless_reset = recv_stateless_reset_cb;
+	if (role == QUIC_ROLE_CLIENT)
+		cb->recv_new_token = recv_new_token_cb;
 	cb->path_validation = path_validation_cb;
 	cb->recv_tx_key = recv_tx_key_cb;
 	cb->recv_rx_key = recv_rx_key_cb;
@@ -578,9 +592,19 @@ fill_settings(ngtcp2_settings *s, const struct quic_settings *qs,
 	if (qs->verbose)
 		s->log_printf = ngtcp2_log_cb;
 	/* A client facing a dead server gives up and backs off instead of
-	 * retrying its Initial for a whole idle timeout. */
+	 * retrying its Initial for a whole idle timeout; a server drops a
+	 * handshake that does not finish soon (admit.c caps how many run). */
 	if (qs->role == QUIC_ROLE_CLIENT)
 		s->handshake_timeout = 10 * NGTCP2_SECONDS;
+	else
+		s->handshake_timeout = QUIC_SERVER_HANDSHAKE_TIMEOUT;
+	if (qs->tokenlen > 0) {
+		s->token = qs->token;
+		s->tokenlen = qs->tokenlen;
+		if (qs->role == QUIC_ROLE_SERVER)
+			s->token_type = qs->token_retry ? NGTCP2_TOKEN_TYPE_RETRY :
+			    NGTCP2_TOKEN_TYPE_NEW_TOKEN;
+	}
 }
 
 static void
@@ -716,6 +740,13 @@ quic_conn_server_create(struct event_base *base, const struct quic_settings *qs,
 	fill_params(&params, qs);
 	params.original_dcid = hd->dcid;
 	params.original_dcid_present = 1;
+	/* After a Retry the client's first DCID is the original one, and
+	 * the one it now uses is the Retry's source CID (RFC 9000, 7.3). */
+	if (qs->token_retry && qs->odcid != NULL) {
+		params.original_dcid = *qs->odcid;
+		params.retry_scid = hd->dcid;
+		params.retry_scid_present = 1;
+	}
 	scid.datalen = QUIC_SCID_LEN;
 	quic_random(scid.data, scid.datalen);
 	if (ngtcp2_crypto_generate_stateless_reset_token(
@@ -1422,6 +1453,16 @@ quic_conn_close(struct quic_conn *qc, uint64_t app_error, const char *reason)
 		    reason != NULL ? strlen(reason) : 0);
 	send_close(qc, &ccerr);
 	finish(qc);
+}
+
+void
+quic_conn_submit_new_token(struct quic_conn *qc, const uint8_t *token,
+    size_t len)
+{
+	if (qc->state == QUIC_STATE_CLOSED || len == 0)
+		return;
+	if (ngtcp2_conn_submit_new_token(qc->conn, token, len) == 0)
+		mark_dirty(qc);
 }
 
 enum quic_state

@@ -89,6 +89,9 @@ struct quic_conn_cbs {
 	 * `params` the server's transport parameters (for 0-RTT). */
 	void (*new_session)(struct quic_conn *, const uint8_t *der, size_t derlen,
 	    const uint8_t *params, size_t paramslen, void *arg);
+	/* Client: the server gave us a token for our next connection. */
+	void (*new_token)(struct quic_conn *, const uint8_t *token, size_t len,
+	    void *arg);
 	/* Pick the batch (socket) for packets on `path`: the client may hold
 	 * two sockets while it migrates. NULL: the connection's own batch. */
 	struct udp_batch *(*batch_for)(struct quic_conn *, const ngtcp2_path *, void *arg);
@@ -105,7 +108,19 @@ struct quic_settings {
 	uint64_t initial_rtt_ns;  /* 0: ngtcp2's default */
 	const uint8_t *reset_secret; /* QUIC_RESET_SECRET_LEN bytes */
 	bool verbose;             /* route ngtcp2's own log to ours */
+	/* Client: a NEW_TOKEN token to present in the Initial. Server: the
+	 * token the client's Initial carried, already verified (admit.c);
+	 * `token_retry` when it answered our Retry, whose first Initial had
+	 * DCID `odcid`. */
+	const uint8_t *token;
+	size_t tokenlen;
+	bool token_retry;
+	const ngtcp2_cid *odcid;
 };
+
+/* How long a server gives a handshake: long enough for a lossy mobile
+ * path, short enough that half-open connections do not pile up. */
+#define QUIC_SERVER_HANDSHAKE_TIMEOUT (5 * NGTCP2_SECONDS)
 
 /* Counters kept per connection. */
 struct quic_conn_stats {
@@ -215,6 +230,10 @@ int64_t quic_conn_open_stream(struct quic_conn *, void *stream_arg);
 uint64_t quic_conn_streams_left(struct quic_conn *);
 /* True for a stream this side opened. */
 bool quic_conn_stream_is_local(struct quic_conn *, int64_t stream_id);
+
+/* Server: send the client a NEW_TOKEN token for its next connection. */
+void quic_conn_submit_new_token(struct quic_conn *, const uint8_t *token,
+    size_t len);
 
 /* Close with an application error code: sends CONNECTION_CLOSE now (into
  * the batch) and reports `closed` shortly after. */

@@ -148,6 +148,7 @@ static const char server_full_printed[] =
     "ForwardBuffer = 8388608\n"
     "MaxForwards = 256\n"
     "ZeroRTT = yes\n"
+    "RetryThreshold = 16\n"
     "\n"
     "[Peer]\n"
     "Name = laptop\n"
