@@ -35,6 +35,12 @@
 #define MAX_SESSIONS 4096
 #define TUN_BURST 64
 #define UNKNOWN_LOG_SLOTS 256
+/* A client has no reason to ask for more remote forwards than it may hold,
+ * give or take a few retries; past this its control stream is abuse. */
+#define CTL_MAX_REQUESTS (4 * CFG_MAX_REMOTE_FORWARDS)
+/* Control replies the client has not acknowledged: a client that stops
+ * reading its control stream is closed before they pile up. */
+#define CTL_MAX_UNACKED 16384
 #define UNKNOWN_LOG_INTERVAL_MS 60000
 
 struct session;
@@ -80,6 +86,7 @@ struct session {
 	struct egress_listener *rlisteners[CFG_MAX_REMOTE_FORWARDS]; /* -R */
 	size_t nrlisteners;
 	bool half_open;             /* counted in server.half_open */
+	size_t ctl_requests;        /* REMOTE_FORWARD requests so far */
 };
 
 struct unknown_log {
@@ -376,6 +383,13 @@ remote_forward(struct session *sess, const uint8_t *body, size_t len)
 
 	if (!sess->configured || proto_fwd_remote_decode(body, len, &rf) != 0)
 		return -1;
+	/* Bounded: every request costs a reply we keep until it is
+	 * acknowledged. */
+	if (++sess->ctl_requests > CTL_MAX_REQUESTS ||
+	    quic_conn_stream_unacked(sess->qc, 0) > CTL_MAX_UNACKED) {
+		quic_conn_close(sess->qc, 2, "control stream abuse");
+		return 0;
+	}
 	rf.status = PROTO_FWD_OK;
 	if (sess->nrlisteners == sizeof sess->rlisteners / sizeof sess->rlisteners[0])
 		rf.status = PROTO_FWD_ERR_LIMIT;
@@ -436,6 +450,8 @@ stream_data_cb(struct quic_conn *qc, int64_t stream_id, const uint8_t *data,
 	    &bodylen)) > 0) {
 		if (control_message(sess, type, body, bodylen) != 0)
 			return -1;
+		if (quic_conn_state(qc) == QUIC_STATE_CLOSED)
+			return 0;
 		memmove(sess->ctl, sess->ctl + used, sess->ctllen - (size_t)used);
 		sess->ctllen -= (size_t)used;
 	}
