@@ -699,6 +699,7 @@ connect_server(struct client *c)
 		schedule_reconnect(c);
 		return;
 	}
+	quic_conn_set_send_limit(c->qc, c->cfg->forward_memory);
 	quic_conn_write(c->qc);
 	udp_batch_flush(&c->sock->batch);
 }

@@ -216,6 +216,19 @@ ssize_t quic_conn_stream_read_fd(struct quic_conn *, int64_t stream_id, int fd,
 /* Bytes queued on the stream and not yet acknowledged (the owner's
  * backpressure measure). */
 size_t quic_conn_stream_unacked(struct quic_conn *, int64_t stream_id);
+/* What a writer of stream `id` may queue now: what its own `cap` leaves,
+ * and no more than the connection's and the process's send limits leave.
+ * A writer that gets 0 because of a limit hears stream_acked once
+ * acknowledgements have made room again. */
+size_t quic_conn_stream_room(struct quic_conn *, int64_t stream_id, size_t cap);
+/* The most stream bytes this connection / the whole process may hold
+ * unacknowledged (0: no limit): what one peer that never acknowledges can
+ * pin, and all of them together. */
+void quic_conn_set_send_limit(struct quic_conn *, size_t);
+void quic_set_send_limit_all(size_t);
+/* Stream bytes held until acknowledged: this connection's, everyone's. */
+size_t quic_conn_unacked(const struct quic_conn *);
+size_t quic_unacked_all(void);
 /* The owner has passed `n` received bytes on: widen the peer's window. */
 void quic_conn_stream_consume(struct quic_conn *, int64_t stream_id, size_t n);
 void quic_conn_stream_set_arg(struct quic_conn *, int64_t stream_id, void *);

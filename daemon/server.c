@@ -637,6 +637,7 @@ new_session(struct listener *l, const uint8_t *pkt, size_t len,
 		session_free(sess);
 		return;
 	}
+	quic_conn_set_send_limit(sess->qc, srv->cfg->forward_memory);
 	quic_conn_read(sess->qc, &l->sock, from, fromlen, pkt, len, ecn);
 }
 
@@ -956,6 +957,7 @@ server_create(struct event_base *base, const struct cfg *cfg, int verbose,
 	the_server = srv;
 	quic_random((uint8_t *)&srv->cid_seed, sizeof srv->cid_seed);
 	admit_init(&srv->admit, cfg->retry_threshold, clock_now());
+	quic_set_send_limit_all(cfg->forward_memory_total);
 	/* Kept in StateDir, so that after a restart clients still recognise
 	 * our stateless resets and resume their sessions with 0-RTT. */
 	if ((srv->state = state_server_open(cfg->state_dir, cause)) == NULL)
