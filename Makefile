@@ -132,7 +132,14 @@ $(BUILD)/tests/delay-relay: tests/e2e/delay-relay.c
 	@mkdir -p $(@D)
 	$(call say,CC,$<)$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -o $@ $< $(LDFLAGS)
 
-check-e2e: all $(BUILD)/tests/tun-probe $(BUILD)/tests/delay-relay
+# Valid QUIC Initials at full rate, from one source or spoofed ones.
+$(BUILD)/tests/quic-flood: tests/e2e/quic-flood.c $(BUILD)/librove.a
+	@mkdir -p $(@D)
+	$(call say,CC,$<)$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -o $@ \
+		$(filter %.c %.o %.a,$^) $(LDFLAGS) $(LIBS)
+
+check-e2e: all $(BUILD)/tests/tun-probe $(BUILD)/tests/delay-relay \
+	$(BUILD)/tests/quic-flood
 	$(Q)tests/e2e/run.sh $(BUILD)
 
 test: check check-e2e
@@ -140,7 +147,7 @@ test: check check-e2e
 demo: all
 	$(Q)tests/e2e/demo.sh $(BUILD)
 
-bench: all $(BUILD)/tests/delay-relay
+bench: all $(BUILD)/tests/delay-relay $(BUILD)/tests/quic-flood
 	$(Q)bench/run.sh $(BUILD)
 	$(Q)bench/forward.sh $(BUILD)
 	$(Q)bench/roam.sh $(BUILD)

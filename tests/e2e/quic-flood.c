@@ -1,0 +1,528 @@
+/* quic-flood: a client that opens handshakes and never finishes them. It
+ * sends roved valid QUIC v1 Initials, each the first flight of a fresh
+ * connection, as fast as one sender can, and never reads an answer: the
+ * load that address validation and handshake limits must absorb.
+ *
+ * usage: quic-flood -n COUNT [-t SECONDS] [-b BATCH] [-S PREFIX/LEN] ADDR:PORT
+ *
+ * First builds COUNT Initials, each from its own ngtcp2 client connection
+ * with random destination and source connection IDs and a real ClientHello
+ * (ALPN rove/1, the TLS context rove itself uses, with a throwaway key), as
+ * rove's own client would send it: at least 1200 bytes, padded by ngtcp2.
+ * Every packet is checked with ngtcp2_accept, the server's own test for a
+ * first packet. Then sends them with sendmmsg in batches of BATCH (default
+ * 64, at most 1024):
+ *  - by default from one UDP socket connected to ADDR:PORT, so all of them
+ *    come from one source address and port;
+ *  - with -S, from a raw socket (IP_HDRINCL) that writes each packet's IPv4
+ *    and UDP headers itself, with a source address drawn at random from
+ *    PREFIX/LEN and a random source port. Needs CAP_NET_RAW.
+ * So that it can only ever load the test networks, ADDR must lie in
+ * 198.18.0.0/15 or fd00::/8, and PREFIX inside 198.18.0.0/15 (-S is IPv4
+ * only).
+ *
+ * Stops after COUNT packets or SECONDS (default 10, from the start,
+ * building included), whichever comes first. Prints "sending COUNT" on
+ * stderr once the packets are built (a script starts its measurement
+ * there), then one JSON object on stdout: mode, packets built and the
+ * seconds that took, the mean packet size, packets sent, the seconds
+ * sending took, packets/s, send errors and whether the time limit cut it
+ * short. Exits 0 if every packet was sent, 1 if not, 2 on a usage error.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <wolfssl/options.h>
+#include <wolfssl/ssl.h>
+
+#include <ngtcp2/ngtcp2.h>
+#include <ngtcp2/ngtcp2_crypto.h>
+#include <ngtcp2/ngtcp2_crypto_wolfssl.h>
+
+#include "addr.h"
+#include "key.h"
+#include "quic.h"
+#include "tls.h"
+
+#define MAX_COUNT 1000000
+#define MAX_BATCH 1024
+#define MAX_SECONDS 600
+#define CID_LEN 16           /* what rove's client uses */
+#define PKT_MAX 1452         /* an Ethernet path's UDP payload over IPv4 */
+#define IP_UDP_HDR 28
+#define SOCKBUF (4 * 1024 * 1024)
+
+struct pkt {
+	uint16_t len;
+	uint8_t *data;   /* for -S: IPv4 + UDP header, then the Initial */
+};
+
+/* What one throwaway client connection needs while it writes its Initial. */
+struct gen {
+	ngtcp2_crypto_conn_ref ref;
+	ngtcp2_conn *conn;
+};
+
+static uint64_t
+now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void
+usage(void)
+{
+	fprintf(stderr, "usage: quic-flood -n COUNT [-t SECONDS] [-b BATCH] "
+	    "[-S PREFIX/LEN] ADDR:PORT\n");
+	exit(2);
+}
+
+static bool
+num_arg(const char *s, long min, long max, long *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno != 0 || end == s || *end != '\0' || v < min || v > max)
+		return false;
+	*out = v;
+	return true;
+}
+
+/* The addresses this tool may ever send to, or pretend to come from. */
+static bool
+in_test_net(const struct ipaddr *a)
+{
+	struct prefix p;
+
+	if (a->family == AF_INET) {
+		addr_parse_prefix("198.18.0.0/15", &p, false);
+		return addr_prefix_contains(&p, a);
+	}
+	addr_parse_prefix("fd00::/8", &p, false);
+	return addr_prefix_contains(&p, a);
+}
+
+static ngtcp2_conn *
+get_conn(ngtcp2_crypto_conn_ref *ref)
+{
+	return ((struct gen *)ref->user_data)->conn;
+}
+
+static void
+rand_cb(uint8_t *dest, size_t len, const ngtcp2_rand_ctx *ctx)
+{
+	(void)ctx;
+	quic_random(dest, len);
+}
+
+static int
+new_cid_cb(ngtcp2_conn *conn, ngtcp2_cid *cid, uint8_t *token, size_t cidlen,
+    void *user_data)
+{
+	(void)conn;
+	(void)user_data;
+	quic_random(cid->data, cidlen);
+	cid->datalen = cidlen;
+	quic_random(token, NGTCP2_STATELESS_RESET_TOKENLEN);
+	return 0;
+}
+
+/* The handshake never gets far enough to check the server's key. */
+static bool
+pin_never(WOLFSSL *ssl, const uint8_t pub[static KEY_LEN])
+{
+	(void)ssl;
+	(void)pub;
+	return false;
+}
+
+/* Write the first Initial of a new client connection into buf; returns its
+ * length, or -1 with a message on stderr. */
+static ssize_t
+make_initial(WOLFSSL_CTX *ctx, const ngtcp2_path *path, uint8_t *buf, size_t len)
+{
+	ngtcp2_callbacks cb = {
+		.client_initial = ngtcp2_crypto_client_initial_cb,
+		.recv_crypto_data = ngtcp2_crypto_recv_crypto_data_cb,
+		.encrypt = ngtcp2_crypto_encrypt_cb,
+		.decrypt = ngtcp2_crypto_decrypt_cb,
+		.hp_mask = ngtcp2_crypto_hp_mask_cb,
+		.recv_retry = ngtcp2_crypto_recv_retry_cb,
+		.rand = rand_cb,
+		.get_new_connection_id = new_cid_cb,
+		.update_key = ngtcp2_crypto_update_key_cb,
+		.delete_crypto_aead_ctx = ngtcp2_crypto_delete_crypto_aead_ctx_cb,
+		.delete_crypto_cipher_ctx = ngtcp2_crypto_delete_crypto_cipher_ctx_cb,
+		.get_path_challenge_data = ngtcp2_crypto_get_path_challenge_data_cb,
+		.version_negotiation = ngtcp2_crypto_version_negotiation_cb,
+	};
+	ngtcp2_settings settings;
+	ngtcp2_transport_params params;
+	ngtcp2_pkt_info pi;
+	ngtcp2_pkt_hd hd;
+	ngtcp2_cid dcid, scid;
+	struct gen g = { .ref = { get_conn, &g } };
+	WOLFSSL *ssl;
+	ngtcp2_ssize n;
+	int rv;
+
+	ngtcp2_settings_default(&settings);
+	settings.initial_ts = now_ns();
+	/* The transport parameters rove's client offers (common/quic.c), so
+	 * that the ClientHello is the size and shape of a real one. */
+	ngtcp2_transport_params_default(&params);
+	params.initial_max_data = 16 * 1024 * 1024;
+	params.initial_max_stream_data_bidi_local = 1024 * 1024;
+	params.initial_max_stream_data_bidi_remote = 1024 * 1024;
+	params.initial_max_streams_bidi = 256;
+	params.max_idle_timeout = 120 * NGTCP2_SECONDS;
+	params.active_connection_id_limit = 8;
+	params.max_datagram_frame_size = 65535;
+	params.max_udp_payload_size = PKT_MAX;
+	dcid.datalen = CID_LEN;
+	quic_random(dcid.data, dcid.datalen);
+	scid.datalen = CID_LEN;
+	quic_random(scid.data, scid.datalen);
+	rv = ngtcp2_conn_client_new(&g.conn, &dcid, &scid, path, NGTCP2_PROTO_VER_V1,
+	    &cb, &settings, &params, NULL, &g);
+	if (rv != 0) {
+		fprintf(stderr, "quic-flood: ngtcp2_conn_client_new: %s\n",
+		    ngtcp2_strerror(rv));
+		return -1;
+	}
+	ssl = tls_session_create(ctx, TLS_ROLE_CLIENT, &g.ref);
+	ngtcp2_conn_set_tls_native_handle(g.conn, ssl);
+	n = ngtcp2_conn_write_pkt(g.conn, NULL, &pi, buf, len, now_ns());
+	ngtcp2_conn_del(g.conn);
+	wolfSSL_free(ssl);
+	if (n < 0) {
+		fprintf(stderr, "quic-flood: ngtcp2_conn_write_pkt: %s\n",
+		    ngtcp2_strerror((int)n));
+		return -1;
+	}
+	/* The server's own test: a packet it would not start a connection
+	 * for would measure nothing. */
+	if (n < 1200 || ngtcp2_accept(&hd, buf, (size_t)n) != 0 ||
+	    hd.type != NGTCP2_PKT_INITIAL) {
+		fprintf(stderr, "quic-flood: built a packet (%zd bytes) that "
+		    "ngtcp2_accept refuses\n", n);
+		return -1;
+	}
+	return n;
+}
+
+static uint16_t
+csum_add(uint32_t sum, const uint8_t *p, size_t len)
+{
+	for (size_t i = 0; i + 1 < len; i += 2)
+		sum += (uint32_t)(p[i] << 8 | p[i + 1]);
+	if (len & 1)
+		sum += (uint32_t)(p[len - 1] << 8);
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return (uint16_t)sum;
+}
+
+static void
+put16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
+
+/* A random host inside `src` (neither its network nor, for /30 and
+ * wider, its broadcast address). */
+static void
+random_source(const struct prefix *src, uint8_t out[static 4])
+{
+	uint32_t net, host, hostmask, r;
+
+	net = (uint32_t)src->addr.b[0] << 24 | (uint32_t)src->addr.b[1] << 16 |
+	    (uint32_t)src->addr.b[2] << 8 | src->addr.b[3];
+	hostmask = src->len == 0 ? UINT32_MAX :
+	    (src->len >= 32 ? 0 : (UINT32_MAX >> src->len));
+	do {
+		quic_random((uint8_t *)&r, sizeof r);
+		host = r & hostmask;
+	} while (hostmask >= 3 && (host == 0 || host == hostmask));
+	net = (net & ~hostmask) | host;
+	out[0] = (uint8_t)(net >> 24);
+	out[1] = (uint8_t)(net >> 16);
+	out[2] = (uint8_t)(net >> 8);
+	out[3] = (uint8_t)net;
+}
+
+/* Put IPv4 and UDP headers in front of the Initial at p + IP_UDP_HDR; the
+ * UDP checksum is computed, so the packet is one a host would accept. */
+static void
+add_headers(uint8_t *p, size_t qlen, const uint8_t src[static 4], uint16_t sport,
+    const struct sockaddr_in *dst)
+{
+	uint8_t *udp = p + 20;
+	uint8_t pseudo[12];
+	uint16_t id, sum;
+	size_t ulen = 8 + qlen;
+
+	memset(p, 0, IP_UDP_HDR);
+	p[0] = 0x45;
+	put16(p + 2, (uint16_t)(20 + ulen));
+	quic_random((uint8_t *)&id, sizeof id);
+	put16(p + 4, id);
+	p[6] = 0x40;                     /* DF, as a Linux UDP socket sends */
+	p[8] = 64;
+	p[9] = IPPROTO_UDP;
+	memcpy(p + 12, src, 4);
+	memcpy(p + 16, &dst->sin_addr, 4);
+	put16(p + 10, (uint16_t)~csum_add(0, p, 20));
+
+	put16(udp, sport);
+	memcpy(udp + 2, &dst->sin_port, 2);
+	put16(udp + 4, (uint16_t)ulen);
+	memcpy(pseudo, p + 12, 8);
+	pseudo[8] = 0;
+	pseudo[9] = IPPROTO_UDP;
+	put16(pseudo + 10, (uint16_t)ulen);
+	sum = (uint16_t)~csum_add(csum_add(0, pseudo, sizeof pseudo), udp, ulen);
+	put16(udp + 6, sum == 0 ? 0xffff : sum);
+}
+
+static int
+open_socket(bool spoof, const struct sockaddr_storage *dst, socklen_t dstlen,
+    struct sockaddr_storage *local, socklen_t *locallen)
+{
+	struct timeval tv = { .tv_sec = 0, .tv_usec = 100000 };
+	int size = SOCKBUF, fd;
+
+	fd = spoof ? socket(AF_INET, SOCK_RAW, IPPROTO_RAW) :
+	    socket(dst->ss_family, SOCK_DGRAM, 0);
+	if (fd == -1) {
+		fprintf(stderr, "quic-flood: socket: %s\n", strerror(errno));
+		return -1;
+	}
+	/* A full send buffer makes sendmmsg wait; the timeout lets the loop
+	 * look at the clock in between. */
+	(void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &size, sizeof size) == -1)
+		(void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
+	if (spoof) {
+		/* The kernel only routes: the headers are ours. */
+		memset(local, 0, sizeof *local);
+		local->ss_family = AF_INET;
+		*locallen = sizeof(struct sockaddr_in);
+		return fd;
+	}
+	/* Nothing is ever read: no receive buffer worth keeping. */
+	size = 4096;
+	(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
+	if (connect(fd, (const struct sockaddr *)dst, dstlen) == -1) {
+		fprintf(stderr, "quic-flood: connect: %s\n", strerror(errno));
+		close(fd);
+		return -1;
+	}
+	*locallen = sizeof *local;
+	if (getsockname(fd, (struct sockaddr *)local, locallen) == -1) {
+		fprintf(stderr, "quic-flood: getsockname: %s\n", strerror(errno));
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+int
+main(int argc, char **argv)
+{
+	static struct mmsghdr msgs[MAX_BATCH];
+	static struct iovec iovs[MAX_BATCH];
+	struct sockaddr_storage dst, local;
+	socklen_t dstlen, locallen;
+	struct prefix spoof_net, test_net;
+	uint8_t priv[KEY_LEN], src[4];
+	struct ipaddr dst_ip;
+	uint16_t dst_port, sport;
+	struct pkt *pkts;
+	WOLFSSL_CTX *ctx;
+	ngtcp2_path path;
+	long count = 0, secs = 10, batch = 64;
+	bool spoof = false, timed_out = false;
+	uint64_t start, deadline, send_start, send_end, bytes = 0;
+	size_t built = 0, sent = 0, errors = 0, off;
+	char *cause = NULL;
+	int c, fd, last_errno = 0;
+
+	while ((c = getopt(argc, argv, "n:t:b:S:")) != -1) {
+		switch (c) {
+		case 'n':
+			if (!num_arg(optarg, 1, MAX_COUNT, &count))
+				usage();
+			break;
+		case 't':
+			if (!num_arg(optarg, 1, MAX_SECONDS, &secs))
+				usage();
+			break;
+		case 'b':
+			if (!num_arg(optarg, 1, MAX_BATCH, &batch))
+				usage();
+			break;
+		case 'S':
+			if (addr_parse_prefix(optarg, &spoof_net, false) != 0) {
+				fprintf(stderr, "quic-flood: -S %s: not a prefix "
+				    "(host bits must be zero)\n", optarg);
+				exit(2);
+			}
+			spoof = true;
+			break;
+		default:
+			usage();
+		}
+	}
+	if (count == 0 || argc - optind != 1)
+		usage();
+	if (addr_parse_sockaddr(argv[optind], &dst, &dstlen) != 0 ||
+	    addr_from_sockaddr((struct sockaddr *)&dst, &dst_ip, &dst_port) != 0) {
+		fprintf(stderr, "quic-flood: %s: not a numeric ADDR:PORT\n", argv[optind]);
+		exit(2);
+	}
+	if (!in_test_net(&dst_ip)) {
+		fprintf(stderr, "quic-flood: %s: refusing a target outside "
+		    "198.18.0.0/15 and fd00::/8\n", argv[optind]);
+		exit(2);
+	}
+	if (spoof) {
+		addr_parse_prefix("198.18.0.0/15", &test_net, false);
+		if (spoof_net.addr.family != AF_INET || spoof_net.len < test_net.len ||
+		    !addr_prefix_contains(&test_net, &spoof_net.addr)) {
+			fprintf(stderr, "quic-flood: -S: the prefix must lie inside "
+			    "198.18.0.0/15\n");
+			exit(2);
+		}
+		if (dst.ss_family != AF_INET) {
+			fprintf(stderr, "quic-flood: -S needs an IPv4 target\n");
+			exit(2);
+		}
+	}
+
+	start = now_ns();
+	deadline = start + (uint64_t)secs * 1000000000u;
+	wolfSSL_Init();
+	quic_random(priv, sizeof priv);
+	ctx = tls_ctx_create(TLS_ROLE_CLIENT, priv, pin_never, &cause);
+	explicit_bzero(priv, sizeof priv);
+	if (ctx == NULL) {
+		fprintf(stderr, "quic-flood: %s\n", cause);
+		exit(1);
+	}
+	/* rove's client asks for tickets, which shows in its ClientHello. */
+	tls_ctx_enable_resumption(ctx, TLS_ROLE_CLIENT, false);
+	if ((fd = open_socket(spoof, &dst, dstlen, &local, &locallen)) == -1)
+		exit(1);
+	path.local.addr = (ngtcp2_sockaddr *)&local;
+	path.local.addrlen = locallen;
+	path.remote.addr = (ngtcp2_sockaddr *)&dst;
+	path.remote.addrlen = dstlen;
+	path.user_data = NULL;
+
+	pkts = calloc((size_t)count, sizeof *pkts);
+	if (pkts == NULL) {
+		fprintf(stderr, "quic-flood: out of memory\n");
+		exit(1);
+	}
+	off = spoof ? IP_UDP_HDR : 0;
+	for (built = 0; built < (size_t)count; built++) {
+		uint8_t *p = malloc(off + PKT_MAX);
+		ssize_t n;
+
+		if (p == NULL) {
+			fprintf(stderr, "quic-flood: out of memory\n");
+			exit(1);
+		}
+		if ((n = make_initial(ctx, &path, p + off, PKT_MAX)) < 0)
+			exit(1);
+		if (spoof) {
+			random_source(&spoof_net, src);
+			quic_random((uint8_t *)&sport, sizeof sport);
+			sport = (uint16_t)(1024 + sport % (65536 - 1024));
+			add_headers(p, (size_t)n, src, sport,
+			    (const struct sockaddr_in *)&dst);
+		}
+		pkts[built].data = p;
+		pkts[built].len = (uint16_t)(off + (size_t)n);
+		bytes += (uint64_t)n;
+		if ((built & 255) == 255 && now_ns() >= deadline) {
+			built++;
+			timed_out = true;
+			break;
+		}
+	}
+	send_start = now_ns();
+	fprintf(stderr, "sending %zu\n", built);
+	fflush(stderr);
+
+	while (sent < built && !timed_out) {
+		size_t n = built - sent < (size_t)batch ? built - sent : (size_t)batch;
+		int rv;
+
+		for (size_t i = 0; i < n; i++) {
+			iovs[i].iov_base = pkts[sent + i].data;
+			iovs[i].iov_len = pkts[sent + i].len;
+			memset(&msgs[i], 0, sizeof msgs[i]);
+			msgs[i].msg_hdr.msg_iov = &iovs[i];
+			msgs[i].msg_hdr.msg_iovlen = 1;
+			if (spoof) {
+				msgs[i].msg_hdr.msg_name = &dst;
+				msgs[i].msg_hdr.msg_namelen = dstlen;
+			}
+		}
+		rv = sendmmsg(fd, msgs, (unsigned)n, 0);
+		if (rv > 0)
+			sent += (size_t)rv;
+		else if (errno != EINTR) {
+			/* ENOBUFS, a timeout, or an ICMP error reported back
+			 * on the connected socket: go on, the clock bounds it. */
+			errors++;
+			last_errno = errno;
+		}
+		if (now_ns() >= deadline)
+			timed_out = sent < built;
+	}
+	send_end = now_ns();
+
+	{
+		double gen_s = (double)(send_start - start) / 1e9;
+		double send_s = (double)(send_end - send_start) / 1e9;
+
+		fprintf(stderr, "sent %zu Initials in %.3f s: %.0f packets/s\n", sent,
+		    send_s, send_s > 0 ? (double)sent / send_s : 0.0);
+		printf("{\"mode\": \"%s\", \"built\": %zu, \"build_seconds\": %.3f, "
+		    "\"mean_bytes\": %.0f, \"sent\": %zu, \"seconds\": %.6f, "
+		    "\"pps\": %.0f, \"send_errors\": %zu, \"last_error\": \"%s\", "
+		    "\"timed_out\": %s}\n",
+		    spoof ? "spoofed" : "one-source", built, gen_s,
+		    built ? (double)bytes / (double)built : 0.0, sent, send_s,
+		    send_s > 0 ? (double)sent / send_s : 0.0, errors,
+		    last_errno ? strerror(last_errno) : "",
+		    timed_out ? "true" : "false");
+	}
+	for (size_t i = 0; i < built; i++)
+		free(pkts[i].data);
+	free(pkts);
+	close(fd);
+	wolfSSL_CTX_free(ctx);
+	return sent == (size_t)count ? 0 : 1;
+}

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# A handshake flood: 5,000 valid QUIC Initials at full rate from a client
+# that never answers (tests/e2e/quic-flood), first from one source address
+# and port, then, on a fresh roved, from random sources in 198.19.128.0/18.
+# While each flood lands, the laptop pings roved's tunnel address every
+# 20 ms; the branch, a configured peer without a ticket, runs rove up as
+# soon as the last Initial has been sent, so that its Initial waits behind
+# all of them. Each time:
+#  - the branch's tunnel is up, its connection established, within 2 s of
+#    rove up starting;
+#  - no ping through the laptop's tunnel is lost or answered 1 s late or
+#    later (a stalled tunnel loses nothing yet serves nobody), and the
+#    laptop keeps its connection;
+#  - roved's peak resident memory (VmHWM, and VmRSS sampled every 100 ms)
+#    stays under 64 MiB. A sanitizer build instead bounds the growth over
+#    its idle VmRSS, by 64 MiB less the idle VmRSS of a plain build
+#    (FLOOD_PLAIN_IDLE_KB), times 2: ASan pads every allocation with
+#    redzones and shadows it (1 byte per 8), so the same heap weighs about
+#    1.5 times as much, and its own idle footprint (shadow and allocator
+#    regions) says nothing about roved. Its quarantine is capped at 4 MiB.
+# The figures are printed: Initials/s sent, roved's CPU seconds until it
+# idles again, Initials per CPU second, admission time, peak RSS, pings.
+# Topology: tests/e2e/flood-lib.sh.
+. "$(dirname "$0")/flood-lib.sh"
+flood_init "$@"
+flood_topo_up
+
+COUNT=5000
+ADMIT_MS=2000
+LIMIT_KB=$((64 * 1024))
+# roved's idle VmRSS in a plain build, laptop connected (measured: ~9 MiB).
+FLOOD_PLAIN_IDLE_KB=${FLOOD_PLAIN_IDLE_KB:-9216}
+
+# The laptop's tunnel is the one pinged during the flood.
+for mode in one-source spoofed; do
+	flood_phase "$mode" "$COUNT"
+	kill -0 "$ROVED_PID" 2>/dev/null || die "roved died during the $mode flood"
+	expect_eq "$mode: Initials sent" "$COUNT" "$FLOOD_SENT"
+	log "$mode: $FLOOD_PPS Initials/s sent; roved answered with" \
+		"$FLOOD_REPLY_PKTS datagrams ($FLOOD_REPLY_BYTES bytes)"
+	log "$mode: roved used $FLOOD_CPU_S CPU s (idle again after" \
+		"$FLOOD_BUSY_S s; -1: not within ${FLOOD_QUIET_MAX_S} s):" \
+		"$FLOOD_PER_CPU_S Initials per CPU second"
+	if [ "$FLOOD_ADMIT_MS" -ge 0 ] && [ "$FLOOD_ADMIT_MS" -le "$ADMIT_MS" ]; then
+		ok "$mode: branch established $FLOOD_ADMIT_MS ms after rove up (<= $ADMIT_MS)"
+	elif [ "$FLOOD_ADMIT_MS" -ge 0 ]; then
+		fail "$mode: branch established only $FLOOD_ADMIT_MS ms after rove up (> $ADMIT_MS)"
+	else
+		fail "$mode: branch not established within $FLOOD_ADMIT_MAX_S s of rove up"
+	fi
+	if [ "$FLOOD_ASAN" = 1 ]; then
+		bound=$((2 * (LIMIT_KB - FLOOD_PLAIN_IDLE_KB)))
+		growth=$((FLOOD_PEAK_KB - FLOOD_IDLE_KB))
+		if [ "$growth" -lt "$bound" ]; then
+			ok "$mode: roved's VmRSS grew by $growth kB (idle $FLOOD_IDLE_KB, peak $FLOOD_PEAK_KB; < $bound under ASan)"
+		else
+			fail "$mode: roved's VmRSS grew by $growth kB (idle $FLOOD_IDLE_KB, peak $FLOOD_PEAK_KB; >= $bound under ASan)"
+		fi
+	elif [ "$FLOOD_PEAK_KB" -lt "$LIMIT_KB" ]; then
+		ok "$mode: roved's peak RSS $FLOOD_PEAK_KB kB (idle $FLOOD_IDLE_KB; < $LIMIT_KB)"
+	else
+		fail "$mode: roved's peak RSS $FLOOD_PEAK_KB kB (idle $FLOOD_IDLE_KB; >= $LIMIT_KB)"
+	fi
+	pings="$FLOOD_PING_RX of $FLOOD_PING_TX answered ($((FLOOD_PING_TX - FLOOD_PING_RX)) lost), $FLOOD_PING_LATE after 1 s or more, max $FLOOD_PING_MAX_MS ms"
+	if [ "$FLOOD_PING_TX" -gt 0 ] && [ "$FLOOD_PING_RX" = "$FLOOD_PING_TX" ] &&
+		[ "$FLOOD_PING_LATE" = 0 ]; then
+		ok "$mode: pings through the laptop's tunnel: $pings"
+	else
+		fail "$mode: pings through the laptop's tunnel: $pings"
+	fi
+	expect_eq "$mode: laptop kept its connection" 1 "$FLOOD_LAP_OK"
+	if [ "$FLOOD_RCVBUF_DROPS" -ne 0 ]; then
+		log "$mode: roved's socket overflowed: the kernel dropped $FLOOD_RCVBUF_DROPS datagrams"
+	fi
+done
+flood_stop_all
+e2e_finish
