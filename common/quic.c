@@ -1108,8 +1108,12 @@ write_one(struct quic_conn *qc, uint8_t *dst, ngtcp2_path_storage *ps,
 
 /* A DATAGRAM that has waited a round trip for the congestion window is
  * worth less than the queueing delay it adds to everything behind it: the
- * inner sender would by then rather learn of a loss. The floor keeps short
- * paths from dropping what a single pacing gap delays. */
+ * inner sender would by then rather learn of a loss. "A round trip" is the
+ * smoothed RTT plus four deviations, as for a retransmission timeout: on a
+ * steady path that is about one RTT, and where the RTT jitters (a busy
+ * host that runs us late, a radio link) a packet is not dropped for a
+ * delay that was none of the queue's making. The floor keeps short paths
+ * from dropping what a single pacing gap delays. */
 static void
 expire_datagrams(struct quic_conn *qc, ngtcp2_tstamp now)
 {
@@ -1119,7 +1123,7 @@ expire_datagrams(struct quic_conn *qc, ngtcp2_tstamp now)
 	if (dgramq_len(&qc->dq) == 0)
 		return;
 	ngtcp2_conn_get_conn_info(qc->conn, &ci);
-	max_age = ci.smoothed_rtt;
+	max_age = ci.smoothed_rtt + 4 * ci.rttvar;
 	if (max_age < QUIC_DGRAM_MIN_AGE)
 		max_age = QUIC_DGRAM_MIN_AGE;
 	qc->stats.dgram_stale += dgramq_expire(&qc->dq, now, max_age);

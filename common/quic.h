@@ -18,14 +18,15 @@
 #define QUIC_SCID_LEN 16
 #define QUIC_RESET_SECRET_LEN 32
 /* DATAGRAMs held while the congestion window is full: at most this many,
- * for at most one smoothed RTT (but QUIC_DGRAM_MIN_AGE at least); the
+ * for at most one round trip (smoothed RTT + 4 x RTT variation, but
+ * QUIC_DGRAM_MIN_AGE at least); the
  * oldest are dropped beyond either bound. The count is sized so that at
  * the rates one connection reaches (up to ~1 Gbit/s, 1380-byte packets)
  * the age bound is what normally applies: an inner TCP burst of a few
  * hundred packets is absorbed, not cut; the worst case is ~1.5 MB per
  * connection. */
 #define QUIC_DGRAM_QUEUE 1024
-#define QUIC_DGRAM_MIN_AGE (5 * NGTCP2_MILLISECONDS)
+#define QUIC_DGRAM_MIN_AGE (10 * NGTCP2_MILLISECONDS)
 
 enum quic_role { QUIC_ROLE_SERVER, QUIC_ROLE_CLIENT };
 

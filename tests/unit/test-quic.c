@@ -544,7 +544,7 @@ test_datagram_stale(void **state)
 		mk_numbered(buf, sizeof buf, i);
 		assert_int_equal(quic_conn_send_datagram(p->c.qc, buf, sizeof buf), 0);
 	}
-	/* Far beyond one RTT (2 ms here) and the 5 ms floor. */
+	/* Far beyond one round trip (a few ms here) and the floor. */
 	pair_now += 50 * QUIC_DGRAM_MIN_AGE;
 	mk_numbered(buf, sizeof buf, 5);
 	assert_int_equal(quic_conn_send_datagram(p->c.qc, buf, sizeof buf), 0);
