@@ -1,4 +1,5 @@
 /* A bounded, head-dropping DATAGRAM queue (see dgramq.h). */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -61,6 +62,69 @@ dgramq_push(struct dgramq *q, const uint8_t *data, size_t len, uint64_t now)
 		memcpy(it->data, data, len);
 	q->ring[(q->head + q->len) % q->cap] = it;
 	q->len++;
+	return dropped;
+}
+
+static uint64_t
+sojourn(const struct dgramq *q, uint64_t now)
+{
+	const struct dgramq_item *it = dgramq_peek(q);
+
+	return it != NULL && now > it->queued ? now - it->queued : 0;
+}
+
+/* RFC 8289's control law: drops come closer together, as 1/sqrt(count),
+ * for as long as the delay stays above target. */
+static uint64_t
+control_law(uint64_t t, uint64_t interval, uint32_t count)
+{
+	return t + (uint64_t)((double)interval / sqrt((double)count));
+}
+
+size_t
+dgramq_codel(struct dgramq *q, uint64_t now, uint64_t interval)
+{
+	uint64_t target = interval / 10;
+	size_t dropped = 0;
+	bool ok_to_drop = false;
+
+	/* One packet never makes a standing queue. */
+	if (q->len <= 1 || sojourn(q, now) < target)
+		q->first_above = 0;
+	else if (q->first_above == 0)
+		q->first_above = now + interval;
+	else if (now >= q->first_above)
+		ok_to_drop = true;
+	if (q->dropping) {
+		if (!ok_to_drop) {
+			q->dropping = false;
+			return 0;
+		}
+		while (q->dropping && now >= q->drop_next) {
+			dgramq_pop(q);
+			dropped++;
+			q->count++;
+			if (q->len <= 1 || sojourn(q, now) < target) {
+				q->dropping = false;
+				q->first_above = 0;
+			} else
+				q->drop_next = control_law(q->drop_next, interval,
+				    q->count);
+		}
+	} else if (ok_to_drop) {
+		uint32_t delta = q->count - q->last_count;
+
+		dgramq_pop(q);
+		dropped++;
+		q->dropping = true;
+		/* Back into dropping soon after leaving it: carry on near
+		 * the rate that was reached, not from the start. */
+		q->count = delta > 1 && now - q->drop_next < 16 * interval ?
+		    delta : 1;
+		q->last_count = q->count;
+		q->drop_next = control_law(now, interval, q->count);
+	}
+	q->dropped_stale += dropped;
 	return dropped;
 }
 

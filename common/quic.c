@@ -1126,7 +1126,11 @@ expire_datagrams(struct quic_conn *qc, ngtcp2_tstamp now)
 	max_age = ci.smoothed_rtt + 4 * ci.rttvar;
 	if (max_age < QUIC_DGRAM_MIN_AGE)
 		max_age = QUIC_DGRAM_MIN_AGE;
-	qc->stats.dgram_stale += dgramq_expire(&qc->dq, now, max_age);
+	/* Spaced drops keep a standing queue short; only what has waited
+	 * several round trips goes at once. */
+	qc->stats.dgram_stale += dgramq_codel(&qc->dq, now, max_age);
+	qc->stats.dgram_stale += dgramq_expire(&qc->dq, now,
+	    QUIC_DGRAM_MAX_RTTS * max_age);
 }
 
 void

@@ -17,16 +17,17 @@
 
 #define QUIC_SCID_LEN 16
 #define QUIC_RESET_SECRET_LEN 32
-/* DATAGRAMs held while the congestion window is full: at most this many,
- * for at most one round trip (smoothed RTT + 4 x RTT variation, but
- * QUIC_DGRAM_MIN_AGE at least); the
+/* DATAGRAMs held while the congestion window is full: at most this many;
+ * CoDel (dgramq.c) with an interval of one round trip (smoothed RTT + 4 x
+ * RTT variation, QUIC_DGRAM_MIN_AGE at least) keeps a standing queue
+ * short, and nothing waits more than QUIC_DGRAM_MAX_RTTS round trips; the
  * oldest are dropped beyond either bound. The count is sized so that at
  * the rates one connection reaches (up to ~1 Gbit/s, 1380-byte packets)
- * the age bound is what normally applies: an inner TCP burst of a few
- * hundred packets is absorbed, not cut; the worst case is ~1.5 MB per
- * connection. */
+ * an inner TCP burst of a few hundred packets is absorbed, not cut; the
+ * worst case is ~1.5 MB per connection. */
 #define QUIC_DGRAM_QUEUE 1024
 #define QUIC_DGRAM_MIN_AGE (10 * NGTCP2_MILLISECONDS)
+#define QUIC_DGRAM_MAX_RTTS 4
 
 enum quic_role { QUIC_ROLE_SERVER, QUIC_ROLE_CLIENT };
 
