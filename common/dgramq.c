@@ -41,17 +41,43 @@ dgramq_pop(struct dgramq *q)
 	q->len--;
 }
 
+/* Drops the oldest packet larger than DGRAMQ_SMALL among the first
+ * DGRAMQ_SCAN, else the oldest. Head drop: the packet that has waited
+ * longest is the one the inner sender can best do without, and losing it
+ * tells that sender about the congestion soonest. Small packets (TCP
+ * acknowledgements, pings, DNS) are spared: they cost the queue little,
+ * and losing a bulk flow's acknowledgements in a burst stalls the flow
+ * going the other way. */
+static void
+drop_oldest(struct dgramq *q)
+{
+	size_t scan = q->len < DGRAMQ_SCAN ? q->len : DGRAMQ_SCAN, i;
+
+	for (i = 0; i < scan; i++) {
+		if (q->ring[(q->head + i) % q->cap]->len > DGRAMQ_SMALL)
+			break;
+	}
+	if (i == scan || i == 0) {
+		dgramq_pop(q);
+		return;
+	}
+	free(q->ring[(q->head + i) % q->cap]);
+	/* Close the gap: the small ones ahead of it move up one slot. */
+	for (; i > 0; i--)
+		q->ring[(q->head + i) % q->cap] = q->ring[(q->head + i - 1) % q->cap];
+	q->ring[q->head] = NULL;
+	q->head = (q->head + 1) % q->cap;
+	q->len--;
+}
+
 size_t
 dgramq_push(struct dgramq *q, const uint8_t *data, size_t len, uint64_t now)
 {
 	struct dgramq_item *it;
 	size_t dropped = 0;
 
-	/* Head drop: the packet that has waited longest is the one the
-	 * inner sender can best do without, and losing it tells that
-	 * sender about the congestion soonest. */
 	if (q->len == q->cap) {
-		dgramq_pop(q);
+		drop_oldest(q);
 		q->dropped_full++;
 		dropped = 1;
 	}
@@ -101,7 +127,7 @@ dgramq_codel(struct dgramq *q, uint64_t now, uint64_t interval)
 			return 0;
 		}
 		while (q->dropping && now >= q->drop_next) {
-			dgramq_pop(q);
+			drop_oldest(q);
 			dropped++;
 			q->count++;
 			if (q->len <= 1 || sojourn(q, now) < target) {
@@ -114,7 +140,7 @@ dgramq_codel(struct dgramq *q, uint64_t now, uint64_t interval)
 	} else if (ok_to_drop) {
 		uint32_t delta = q->count - q->last_count;
 
-		dgramq_pop(q);
+		drop_oldest(q);
 		dropped++;
 		q->dropping = true;
 		/* Back into dropping soon after leaving it: carry on near

@@ -13,6 +13,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Drops spare packets of at most DGRAMQ_SMALL bytes when a larger one is
+ * among the DGRAMQ_SCAN oldest. */
+#define DGRAMQ_SMALL 200
+#define DGRAMQ_SCAN 64
+
 /* One queued DATAGRAM payload. */
 struct dgramq_item {
 	uint64_t queued;  /* the time it was pushed (nanoseconds) */
@@ -39,7 +44,8 @@ void dgramq_init(struct dgramq *, size_t cap);
 void dgramq_clear(struct dgramq *);
 
 /* Appends a copy of `data`. Never fails: a full queue first drops its
- * oldest packet. Returns the number dropped to make room (0 or 1). */
+ * oldest packet (sparing small ones, see DGRAMQ_SMALL). Returns the
+ * number dropped to make room (0 or 1). */
 size_t dgramq_push(struct dgramq *, const uint8_t *data, size_t len,
     uint64_t now);
 /* Drops, from the head, every packet queued before now - max_age.

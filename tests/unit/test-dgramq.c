@@ -111,6 +111,44 @@ test_expire_clock_behind(void **state)
 	dgramq_clear(&q);
 }
 
+/* Drops spare small packets: the oldest large one goes instead, and the
+ * order of the rest stays. */
+static void
+test_drop_spares_small(void **state)
+{
+	static uint8_t big[1200];
+	struct dgramq q;
+	const struct dgramq_item *it;
+
+	(void)state;
+	dgramq_init(&q, 5);
+	push_id(&q, 1, 10, 0);
+	push_id(&q, 2, 10, 0);
+	big[0] = 3;
+	assert_int_equal(dgramq_push(&q, big, sizeof big, 10), 0);
+	push_id(&q, 4, 10, 0);
+	big[0] = 5;
+	assert_int_equal(dgramq_push(&q, big, sizeof big, 10), 0);
+	/* Full: the large packet 3 goes, not the small 1. */
+	push_id(&q, 6, 10, 1);
+	assert_int_equal(q.dropped_full, 1);
+	assert_int_equal(pop_id(&q), 1);
+	assert_int_equal(pop_id(&q), 2);
+	assert_int_equal(pop_id(&q), 4);
+	it = dgramq_peek(&q);
+	assert_int_equal(it->len, sizeof big);
+	assert_int_equal(it->data[0], 5);
+	dgramq_pop(&q);
+	assert_int_equal(pop_id(&q), 6);
+	assert_int_equal(dgramq_len(&q), 0);
+	/* Nothing but small ones: the oldest goes. */
+	for (uint8_t i = 0; i < 5; i++)
+		push_id(&q, i, 20, 0);
+	push_id(&q, 9, 20, 1);
+	assert_int_equal(pop_id(&q), 1);
+	dgramq_clear(&q);
+}
+
 /* CoDel: a queue whose head has waited longer than the target (a tenth
  * of the interval) for a whole interval loses one packet, then one more
  * each interval / sqrt(drops); a short queue or a short delay loses
@@ -192,6 +230,7 @@ main(void)
 		cmocka_unit_test(test_expire),
 		cmocka_unit_test(test_expire_clock_behind),
 		cmocka_unit_test(test_codel),
+		cmocka_unit_test(test_drop_spares_small),
 		cmocka_unit_test(test_edges),
 	};
 
