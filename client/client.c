@@ -320,9 +320,17 @@ stream_data_cb(struct quic_conn *qc, int64_t stream_id, const uint8_t *data,
 				return -1;
 		} else if (type == PROTO_MSG_ERROR) {
 			struct proto_error e;
-			if (proto_decode_error(body, bodylen, &e) == 0)
-				log_error("server: %s (code %llu)", e.text,
-				    (unsigned long long)e.code);
+			char text[4 * sizeof e.text];
+
+			/* The text is the server's to choose: escaped, it
+			 * can neither drive the terminal nor forge lines.
+			 * The code goes first so a long text cannot cut
+			 * it off the line. */
+			if (proto_decode_error(body, bodylen, &e) == 0) {
+				log_escape(text, sizeof text, e.text, strlen(e.text));
+				log_error("server error %llu: %s",
+				    (unsigned long long)e.code, text);
+			}
 		}
 		memmove(c->ctl, c->ctl + used, c->ctllen - (size_t)used);
 		c->ctllen -= (size_t)used;

@@ -253,6 +253,63 @@ addr_equal(const struct ipaddr *a, const struct ipaddr *b)
 	return a->family == b->family && memcmp(a->b, b->b, nbytes) == 0;
 }
 
+static const uint8_t v4mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+
+/* True if `a` is IPv6 and its first 96 bits are those of `head`. */
+static bool
+v6_head_is(const struct ipaddr *a, const uint8_t head[static 12])
+{
+	return a->family == AF_INET6 && memcmp(a->b, head, 12) == 0;
+}
+
+/* ::ffff:a.b.c.d -> a.b.c.d */
+static void
+unmap(struct ipaddr *a)
+{
+	memmove(a->b, a->b + 12, 4);
+	memset(a->b + 4, 0, sizeof a->b - 4);
+	a->family = AF_INET;
+}
+
+const char *
+addr_target_normalise(struct ipaddr *a)
+{
+	static const uint8_t zero[16];
+
+	if (v6_head_is(a, v4mapped))
+		unmap(a);
+	if (a->family == AF_INET) {
+		if (a->b[0] == 0)
+			return "unspecified";
+		if ((a->b[0] & 0xf0) == 0xe0)
+			return "multicast";
+		if (memcmp(a->b, "\xff\xff\xff\xff", 4) == 0)
+			return "broadcast";
+		return NULL;
+	}
+	if (a->family != AF_INET6)
+		return "not IP";
+	if (a->b[0] == 0xff)
+		return "multicast";
+	if (memcmp(a->b, zero, 12) == 0) {
+		/* ::/96 holds ::, ::1 and the IPv4-compatible rest. */
+		if (memcmp(a->b + 12, zero, 4) == 0)
+			return "unspecified";
+		if (memcmp(a->b + 12, "\0\0\0\1", 4) != 0)
+			return "IPv4-compatible";
+	}
+	return NULL;
+}
+
+void
+addr_prefix_normalise(struct prefix *p)
+{
+	if (p->len >= 96 && v6_head_is(&p->addr, v4mapped)) {
+		unmap(&p->addr);
+		p->len -= 96;
+	}
+}
+
 const char *
 addr_ip_str(const struct ipaddr *a, char buf[static ADDR_STRLEN])
 {
@@ -311,6 +368,16 @@ addr_sockaddr_str(const struct sockaddr *sa, char buf[static ADDR_STRLEN])
 			    (unsigned)port);
 	}
 	return copy_out(buf, tmp);
+}
+
+const char *
+addr_hostport_str(char *buf, size_t len, const char *host, uint16_t port)
+{
+	bool v6 = strchr(host, ':') != NULL;
+
+	snprintf(buf, len, "%s%s%s:%u", v6 ? "[" : "", host, v6 ? "]" : "",
+	    (unsigned)port);
+	return buf;
 }
 
 void

@@ -45,10 +45,28 @@ bool addr_prefix_contains(const struct prefix *p, const struct ipaddr *a);
 void addr_prefix_mask(struct prefix *p);
 bool addr_equal(const struct ipaddr *, const struct ipaddr *);
 
+/* Prepare an address a forward is about to connect to. An IPv4-mapped
+ * address (::ffff:a.b.c.d) becomes plain IPv4, since that is the host a
+ * connection to it reaches. Returns NULL if the result is a usable target,
+ * else why not: "unspecified" (0.0.0.0/8, ::; Linux connects them to the
+ * local host), "multicast", "broadcast" (255.255.255.255) or
+ * "IPv4-compatible" (::a.b.c.d, deprecated, and whether it reaches the IPv4
+ * host through an automatic tunnel depends on the host's modules). */
+const char *addr_target_normalise(struct ipaddr *);
+/* A prefix written in IPv4-mapped form (::ffff:a.b.c.d/96+n) becomes the
+ * IPv4 prefix a.b.c.d/n, so it matches what addr_target_normalise makes of
+ * the addresses inside it. Any other prefix is left as it is. */
+void addr_prefix_normalise(struct prefix *);
+
 /* Formatting into caller buffers of ADDR_STRLEN; return `buf`. */
 const char *addr_ip_str(const struct ipaddr *, char buf[static ADDR_STRLEN]);
 const char *addr_prefix_str(const struct prefix *, char buf[static ADDR_STRLEN]);
 const char *addr_sockaddr_str(const struct sockaddr *, char buf[static ADDR_STRLEN]);
+
+/* "host:port", with brackets around a host holding ':' (an IPv6
+ * literal), cut to fit `len` bytes; returns `buf`. */
+const char *addr_hostport_str(char *buf, size_t len, const char *host,
+    uint16_t port);
 
 /* Convert between struct ipaddr (+port) and sockaddr. */
 void addr_to_sockaddr(const struct ipaddr *, uint16_t port,

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "addr.h"
+#include "clock.h"
 #include "dial.h"
 #include "log.h"
 #include "proto-fwd.h"
@@ -76,14 +77,64 @@ connect_to(struct dial *d, const struct sockaddr *sa, socklen_t salen)
 {
 	uint64_t err;
 
-	if (d->check != NULL && (err = d->check(sa, d->arg)) != 0) {
-		finish(d, -1, err);
-		return;
-	}
 	d->conn = tcp_connect_start(d->base, sa, salen, TCP_CONNECT_TIMEOUT_MS,
 	    connected_cb, d, &err);
 	if (d->conn == NULL)
 		finish(d, -1, err);
+}
+
+/* Whether the dial may connect to `sa`: 0 with the address to use in
+ * `out` (IPv4-mapped made IPv4, so the check and the socket see the host
+ * the connection would really reach), else the code that ends the dial if
+ * no other address passes. */
+static uint64_t
+vet(struct dial *d, const struct sockaddr *sa, struct sockaddr_storage *out,
+    socklen_t *outlen)
+{
+	static struct log_ratelimit rl = LOG_RATELIMIT_INIT(10000, 5);
+	char buf[ADDR_STRLEN], target[PROTO_FWD_MAX_HOST + 16];
+	const char *why;
+	struct ipaddr a, orig;
+	uint16_t port;
+
+	if (addr_from_sockaddr(sa, &a, &port) != 0)
+		return PROTO_FWD_ERR_UNREACHABLE;
+	orig = a;
+	if ((why = addr_target_normalise(&a)) != NULL) {
+		if (log_ratelimit_ok(&rl, clock_now_ms()))
+			log_warn("forward to %s: %s address %s refused",
+			    addr_hostport_str(target, sizeof target, d->host,
+			    d->port), why, addr_ip_str(&orig, buf));
+		return PROTO_FWD_ERR_DENIED;
+	}
+	addr_to_sockaddr(&a, port, out, outlen);
+	return d->check != NULL ? d->check((struct sockaddr *)out, d->arg) : 0;
+}
+
+/*
+ * Connect to the first address of the list that passes vet; the others
+ * are never tried. A name may resolve to addresses the policy allows and
+ * others it refuses (a dual-stack name where the rules list one family, or
+ * records the peer controls): skipping the refused ones keeps the name
+ * usable and still reaches only allowed hosts, since every address is
+ * vetted after resolution and the one vetted is the one connected to.
+ */
+static void
+connect_first(struct dial *d, const struct evutil_addrinfo *ai)
+{
+	struct sockaddr_storage ss;
+	socklen_t sslen;
+	uint64_t err = 0, e;
+
+	for (; ai != NULL; ai = ai->ai_next) {
+		if ((e = vet(d, ai->ai_addr, &ss, &sslen)) == 0) {
+			connect_to(d, (struct sockaddr *)&ss, sslen);
+			return;
+		}
+		if (err == 0)
+			err = e;
+	}
+	finish(d, -1, err != 0 ? err : PROTO_FWD_ERR_NAME);
 }
 
 static void
@@ -104,7 +155,7 @@ lookup_cb(int result, struct evutil_addrinfo *res, void *arg)
 		finish(d, -1, PROTO_FWD_ERR_NAME);
 		return;
 	}
-	connect_to(d, res->ai_addr, (socklen_t)res->ai_addrlen);
+	connect_first(d, res);
 	evutil_freeaddrinfo(res);
 }
 
@@ -127,8 +178,12 @@ start_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	if (addr_parse_ip(d->host, &a) == 0) {
+		struct evutil_addrinfo literal = { 0 };
+
 		addr_to_sockaddr(&a, d->port, &ss, &sslen);
-		connect_to(d, (struct sockaddr *)&ss, sslen);
+		literal.ai_addr = (struct sockaddr *)&ss;
+		literal.ai_addrlen = sslen;
+		connect_first(d, &literal);
 		return;
 	}
 	snprintf(port, sizeof port, "%u", d->port);

@@ -13,16 +13,20 @@ struct dial;
 /* The outcome: `fd` >= 0 connected (now the callee's), or -1 with `err` a
  * PROTO_FWD_ERR_* code (NAME when the lookup failed). */
 typedef void (*dial_cb)(int fd, uint64_t err, void *arg);
-/* Before connecting to the address a lookup gave: 0 to go on, else the
- * error code that ends the dial (DENIED for a policy refusal). */
+/* Before connecting to an address the target resolved to (IPv4-mapped
+ * already made IPv4; unspecified, multicast, broadcast and IPv4-compatible
+ * addresses already refused): 0 to connect to it, else an error code
+ * (DENIED for a policy refusal), and the dial moves on to the next address.
+ * The dial ends with the first such code if no address passes. */
 typedef uint64_t (*dial_check_cb)(const struct sockaddr *, void *arg);
 
 /* A resolver reading /etc/resolv.conf and /etc/hosts, with short
  * timeouts, since a forward waits on it. NULL with *cause on failure. */
 struct evdns_base *dial_resolver_new(struct event_base *, char **cause);
 
-/* Resolve `host` (an address literal needs no lookup), check the address
- * with `check` (may be NULL) and connect to it. `cb` runs exactly once,
+/* Resolve `host` (an address literal needs no lookup) and connect to the
+ * first of its addresses that is a usable target and passes `check` (may
+ * be NULL); the rest are not tried. `cb` runs exactly once,
  * from the event loop, never inside this call; the dial is then gone. */
 struct dial *dial_start(struct event_base *, struct evdns_base *, const char *host,
     uint16_t port, dial_check_cb check, dial_cb cb, void *arg);

@@ -565,12 +565,15 @@ fwd_status_text(const struct fwd_set *set, const struct fwd_counters *c,
 	if (set == NULL)
 		return;
 	LIST_FOREACH(f, &set->list, entry) {
+		/* Text status goes to a terminal: escaped, as in status.c. */
+		char target[4 * sizeof f->target];
 		struct relay_stats st;
 
 		stats_of(f, &st);
+		log_escape(target, sizeof target, f->target, strlen(f->target));
 		evbuffer_add_printf(out, "    %s %s %s: %s, %llu B out, %llu B in, "
 		    "%llu s\n", kind_names[f->kind], f->opener ? "to" : "from peer to",
-		    f->target, state_name(f), (unsigned long long)st.tcp_to_quic,
+		    target, state_name(f), (unsigned long long)st.tcp_to_quic,
 		    (unsigned long long)st.quic_to_tcp,
 		    (unsigned long long)((now - f->started_ms) / 1000));
 	}

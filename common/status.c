@@ -1,8 +1,10 @@
 /* Rendering of status as JSON or text. */
 #include <event2/buffer.h>
+#include <string.h>
 
 #include "json.h"
 #include "key.h"
+#include "log.h"
 #include "state.h"
 #include "status.h"
 
@@ -187,6 +189,17 @@ render_json(struct evbuffer *out, const struct status *st)
 	evbuffer_add(out, "\n", 1);
 }
 
+/* Text output is for a terminal: every string in it goes through
+ * log_escape, so none can carry a control character or an escape
+ * sequence, whatever was let into a name upstream. Returns `buf`. */
+#define TEXT_STRLEN (4 * 64 + 1)
+static const char *
+text_str(char buf[static TEXT_STRLEN], const char *s)
+{
+	log_escape(buf, TEXT_STRLEN, s, strlen(s));
+	return buf;
+}
+
 static void
 text_prefixes(struct evbuffer *out, const struct prefix *p, size_t n)
 {
@@ -218,10 +231,12 @@ static void
 render_text(struct evbuffer *out, const struct status *st)
 {
 	char buf[ADDR_STRLEN], key[KEY_B64_LEN + 1];
+	char role[TEXT_STRLEN], tun[TEXT_STRLEN], name[TEXT_STRLEN];
+	char state[TEXT_STRLEN];
 
 	evbuffer_add_printf(out, "%s: interface %s, mtu %u (datagram fits %zu)\n",
-	    st->role, st->tun != NULL ? st->tun : "none (forward-only)", st->mtu,
-	    st->datagram_mtu);
+	    text_str(role, st->role), st->tun != NULL ? text_str(tun, st->tun) :
+	    "none (forward-only)", st->mtu, st->datagram_mtu);
 	if (st->addrs != NULL) {
 		evbuffer_add_printf(out, "  address: ");
 		text_prefixes(out, st->addrs, st->naddrs);
@@ -232,8 +247,8 @@ render_text(struct evbuffer *out, const struct status *st)
 		const struct status_peer *p = &st->peers[i];
 
 		key_encode(p->public_key, key);
-		evbuffer_add_printf(out, "\npeer %s (%s)\n  state: %s\n", p->name, key,
-		    p->state);
+		evbuffer_add_printf(out, "\npeer %s (%s)\n  state: %s\n",
+		    text_str(name, p->name), key, text_str(state, p->state));
 		if (p->remote != NULL)
 			evbuffer_add_printf(out, "  endpoint: %s\n",
 			    addr_sockaddr_str(p->remote, buf));

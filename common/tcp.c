@@ -80,10 +80,19 @@ tcp_connect_start(struct event_base *base, const struct sockaddr *sa,
 {
 	struct tcp_connect *tc;
 	struct timeval tv = { timeout_ms / 1000, (timeout_ms % 1000) * 1000 };
-	int fd;
+	int fd, one = 1;
 
 	fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd == -1) {
+		*err = PROTO_FWD_ERR_RESET;
+		return NULL;
+	}
+	/* An IPv6 socket that is not V6ONLY connects to ::ffff:a.b.c.d over
+	 * IPv4: targets arrive already checked, and must reach exactly the
+	 * family they were checked in. */
+	if (sa->sa_family == AF_INET6 &&
+	    setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one) == -1) {
+		close(fd);
 		*err = PROTO_FWD_ERR_RESET;
 		return NULL;
 	}

@@ -16,8 +16,10 @@ struct tcp_connect;
 typedef void (*tcp_connect_cb)(int fd, uint64_t err, void *arg);
 
 /* Start connecting; `cb` runs once, later, from the event loop (never from
- * inside this call). Returns NULL only when out of descriptors, after
- * which `cb` is not called (and *err says why). */
+ * inside this call). An IPv6 socket is V6ONLY, so an IPv4-mapped address
+ * fails (UNREACHABLE) instead of reaching an IPv4 host. Returns NULL only
+ * when no socket can be made, after which `cb` is not called (and *err
+ * says why). */
 struct tcp_connect *tcp_connect_start(struct event_base *, const struct sockaddr *,
     socklen_t, unsigned timeout_ms, tcp_connect_cb, void *arg, uint64_t *err);
 /* Give up on a pending connect; `cb` is not called. */

@@ -3,6 +3,7 @@
 #include <event2/event.h>
 #include <event2/util.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -30,6 +31,8 @@ struct egress_req {
 	bool name_allowed;        /* a name rule matched: any address is fine */
 	uint16_t port;
 	struct dial *dial;
+	char host[PROTO_FWD_MAX_HOST + 1];
+	char denied[ADDR_STRLEN]; /* the first address the rules refused */
 };
 
 struct egress_listener {
@@ -74,8 +77,13 @@ address_allowed(const struct cfg_peer *peer, const struct ipaddr *a, uint16_t po
 {
 	for (size_t i = 0; i < peer->nallow_forward; i++) {
 		const struct cfg_forward_rule *r = &peer->allow_forward[i];
+		struct prefix p = r->prefix;
+
+		/* Targets are matched with IPv4-mapped made IPv4; so are
+		 * rules written that way. */
+		addr_prefix_normalise(&p);
 		if (!r->is_name && port_ok(r->port, port) &&
-		    addr_prefix_contains(&r->prefix, a))
+		    addr_prefix_contains(&p, a))
 			return true;
 	}
 	return false;
@@ -93,13 +101,14 @@ name_allowed(const struct cfg_peer *peer, const char *name, uint16_t port)
 	return false;
 }
 
-/* The address a name resolved to (or the literal asked for) must be
- * allowed, unless a rule allowed the name itself. */
+/* Each address the target resolved to (or the literal asked for), already
+ * normalised by dial.c, must be allowed, unless a rule allowed the name
+ * itself. A refusal is logged once the dial has ended, and only if no
+ * address passed. */
 static uint64_t
 check_target(const struct sockaddr *sa, void *arg)
 {
 	struct egress_req *req = arg;
-	char buf[ADDR_STRLEN];
 	struct ipaddr a;
 	uint16_t port;
 
@@ -107,9 +116,8 @@ check_target(const struct sockaddr *sa, void *arg)
 		return PROTO_FWD_ERR_UNREACHABLE;
 	if (req->name_allowed || address_allowed(req->peer, &a, req->port))
 		return 0;
-	if (log_ratelimit_ok(&deny_rl, clock_now_ms()))
-		log_warn("peer %s: forward to %s denied by AllowForward",
-		    req->peer->name, addr_sockaddr_str(sa, buf));
+	if (req->denied[0] == '\0')
+		addr_ip_str(&a, req->denied);
 	return PROTO_FWD_ERR_DENIED;
 }
 
@@ -119,6 +127,17 @@ dialed_cb(int fd, uint64_t err, void *arg)
 	struct egress_req *req = arg;
 	struct fwd *f = req->fwd;
 
+	if (err == PROTO_FWD_ERR_DENIED && req->denied[0] != '\0' &&
+	    log_ratelimit_ok(&deny_rl, clock_now_ms())) {
+		char target[PROTO_FWD_MAX_HOST + 16];
+		/* A name (or another spelling) shows the address refused. */
+		bool other = strcmp(req->host, req->denied) != 0;
+
+		log_warn("peer %s: forward to %s%s%s%s denied by AllowForward",
+		    req->peer->name, addr_hostport_str(target, sizeof target,
+		    req->host, req->port), other ? " (" : "",
+		    other ? req->denied : "", other ? ")" : "");
+	}
 	free(req);
 	fwd_dialed(fd, err, f);
 }
@@ -138,6 +157,7 @@ egress_request(struct egress *eg, const struct cfg_peer *peer, struct fwd *f,
 	req->peer = peer;
 	req->port = hdr->port;
 	req->name_allowed = name_allowed(peer, hdr->host, hdr->port);
+	snprintf(req->host, sizeof req->host, "%s", hdr->host);
 	req->dial = dial_start(eg->base, eg->dns, hdr->host, hdr->port,
 	    check_target, dialed_cb, req);
 	fwd_set_arg(f, req);

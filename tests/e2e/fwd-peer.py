@@ -458,8 +458,11 @@ def socks_connect(sock, target):
     try:
         req = b'\x05\x01\x00\x01' + socket.inet_aton(host)
     except OSError:
-        name = host.encode()
-        req = b'\x05\x01\x00\x03' + bytes([len(name)]) + name
+        try:
+            req = b'\x05\x01\x00\x04' + socket.inet_pton(socket.AF_INET6, host)
+        except OSError:
+            name = host.encode()
+            req = b'\x05\x01\x00\x03' + bytes([len(name)]) + name
     sock.sendall(req + struct.pack('!H', port))
     head = recv_exact(sock, 4)
     rest = {1: 4, 4: 16}.get(head[3], 0)

@@ -6,6 +6,7 @@
 #include <cmocka.h>
 
 #include <arpa/inet.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "addr.h"
@@ -329,6 +330,131 @@ test_sockaddr_convert(void **state)
 	    &port), -1);
 }
 
+/* A forward target as addr_target_normalise leaves it: "IP" if usable,
+ * "refused: WHY" otherwise. */
+static const char *
+target(const char *in, char buf[static 2 * ADDR_STRLEN])
+{
+	char ip[ADDR_STRLEN];
+	const char *why;
+	struct ipaddr a;
+
+	if (addr_parse_ip(in, &a) != 0)
+		return "ERR";
+	if ((why = addr_target_normalise(&a)) != NULL)
+		snprintf(buf, 2 * ADDR_STRLEN, "refused: %s", why);
+	else
+		snprintf(buf, 2 * ADDR_STRLEN, "%s%s", addr_ip_str(&a, ip),
+		    a.family == AF_INET ? " (v4)" : " (v6)");
+	return buf;
+}
+
+static void
+test_target_normalise(void **state)
+{
+	static const char *const cases[][2] = {
+		/* ordinary targets pass as they are */
+		{ "192.0.2.1", "192.0.2.1 (v4)" },
+		{ "127.0.0.1", "127.0.0.1 (v4)" },
+		{ "1.0.0.0", "1.0.0.0 (v4)" },
+		{ "223.255.255.255", "223.255.255.255 (v4)" },
+		{ "255.255.255.254", "255.255.255.254 (v4)" },
+		{ "2001:db8::1", "2001:db8::1 (v6)" },
+		{ "::1", "::1 (v6)" },
+		{ "fe80::1", "fe80::1 (v6)" },
+		{ "64:ff9b::7f00:1", "64:ff9b::7f00:1 (v6)" },
+		{ "::1:0:0:1", "::1:0:0:1 (v6)" },
+		{ "::fffe:7f00:1", "::fffe:7f00:1 (v6)" },
+		{ "::ffff:0:7f00:1", "::ffff:0:7f00:1 (v6)" },
+		/* IPv4-mapped: the IPv4 host it reaches */
+		{ "::ffff:127.0.0.1", "127.0.0.1 (v4)" },
+		{ "::FFFF:7f00:0001", "127.0.0.1 (v4)" },
+		{ "::ffff:192.0.2.1", "192.0.2.1 (v4)" },
+		{ "::ffff:0.0.0.0", "refused: unspecified" },
+		{ "::ffff:0.1.2.3", "refused: unspecified" },
+		{ "::ffff:224.0.0.1", "refused: multicast" },
+		{ "::ffff:255.255.255.255", "refused: broadcast" },
+		/* unspecified, "this network" */
+		{ "0.0.0.0", "refused: unspecified" },
+		{ "0.255.255.255", "refused: unspecified" },
+		{ "::", "refused: unspecified" },
+		/* multicast, broadcast */
+		{ "224.0.0.1", "refused: multicast" },
+		{ "239.255.255.255", "refused: multicast" },
+		{ "ff02::1", "refused: multicast" },
+		{ "ff0e::1", "refused: multicast" },
+		{ "255.255.255.255", "refused: broadcast" },
+		/* IPv4-compatible (deprecated) */
+		{ "::127.0.0.1", "refused: IPv4-compatible" },
+		{ "::0.0.0.2", "refused: IPv4-compatible" },
+		{ "::1.0.0.1", "refused: IPv4-compatible" },
+		{ "::255.255.255.255", "refused: IPv4-compatible" },
+	};
+	char buf[2 * ADDR_STRLEN];
+	struct ipaddr a = { .family = AF_UNIX };
+
+	(void)state;
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		if (strcmp(target(cases[i][0], buf), cases[i][1]) != 0)
+			print_message("target %s\n", cases[i][0]);
+		assert_string_equal(target(cases[i][0], buf), cases[i][1]);
+	}
+	assert_string_equal(addr_target_normalise(&a), "not IP");
+}
+
+static void
+test_prefix_normalise(void **state)
+{
+	static const char *const cases[][2] = {
+		{ "::ffff:10.0.0.0/104", "10.0.0.0/8" },
+		{ "::ffff:127.0.0.1/128", "127.0.0.1/32" },
+		{ "::ffff:0.0.0.0/96", "0.0.0.0/0" },
+		/* wider than the mapped range, or not in it: left alone */
+		{ "::ffff:0.0.0.0/95", "::ffff:0.0.0.0/95" },
+		{ "::/0", "::/0" },
+		{ "::/96", "::/96" },
+		{ "10.0.0.0/8", "10.0.0.0/8" },
+		{ "fd00::/8", "fd00::/8" },
+	};
+	char buf[ADDR_STRLEN];
+	struct prefix p;
+	struct ipaddr a;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		assert_int_equal(addr_parse_prefix(cases[i][0], &p, true), 0);
+		addr_prefix_normalise(&p);
+		assert_string_equal(addr_prefix_str(&p, buf), cases[i][1]);
+	}
+	/* A rule in mapped form matches the targets inside it once both are
+	 * normalised, and the IPv4 spelling of the same targets. */
+	assert_int_equal(addr_parse_prefix("::ffff:10.0.0.0/104", &p, false), 0);
+	addr_prefix_normalise(&p);
+	assert_int_equal(addr_parse_ip("::ffff:10.1.2.3", &a), 0);
+	assert_null(addr_target_normalise(&a));
+	assert_true(addr_prefix_contains(&p, &a));
+	assert_int_equal(addr_parse_ip("10.1.2.3", &a), 0);
+	assert_true(addr_prefix_contains(&p, &a));
+	assert_int_equal(addr_parse_ip("11.1.2.3", &a), 0);
+	assert_false(addr_prefix_contains(&p, &a));
+}
+
+static void
+test_hostport_str(void **state)
+{
+	char buf[32];
+
+	(void)state;
+	assert_string_equal(addr_hostport_str(buf, sizeof buf, "example.org", 80),
+	    "example.org:80");
+	assert_string_equal(addr_hostport_str(buf, sizeof buf, "192.0.2.1", 1),
+	    "192.0.2.1:1");
+	assert_string_equal(addr_hostport_str(buf, sizeof buf, "::1", 65535),
+	    "[::1]:65535");
+	assert_string_equal(addr_hostport_str(buf, 8, "example.org", 80),
+	    "example");
+}
+
 int
 main(void)
 {
@@ -340,6 +466,9 @@ main(void)
 		cmocka_unit_test(test_contains),
 		cmocka_unit_test(test_mask_equal),
 		cmocka_unit_test(test_sockaddr_convert),
+		cmocka_unit_test(test_target_normalise),
+		cmocka_unit_test(test_prefix_normalise),
+		cmocka_unit_test(test_hostport_str),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,4 +1,6 @@
-/* Unit tests for dial: a real event loop and real sockets on loopback. */
+/* Unit tests for dial (and tcp.c's connect): a real event loop and real
+ * sockets on loopback. */
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 
@@ -19,6 +21,7 @@
 
 #include "dial.h"
 #include "proto-fwd.h"
+#include "tcp.h"
 
 struct fixture {
 	struct event_base *base;
@@ -31,7 +34,9 @@ struct fixture {
 	int fd;
 	uint64_t err;
 	uint64_t check_answer;
-	char checked[64];
+	uint32_t deny_only;  /* if set, the check denies this address only */
+	char checked[64];   /* the last address checked */
+	char hosts[64];     /* a hosts file of the test's, removed at teardown */
 };
 
 static uint16_t
@@ -79,6 +84,8 @@ teardown(void **state)
 
 	if (fx->fd >= 0)
 		close(fx->fd);
+	if (fx->hosts[0] != '\0')
+		unlink(fx->hosts);
 	close(fx->lfd);
 	evdns_base_free(fx->dns, 0);
 	event_base_free(fx->base);
@@ -107,8 +114,22 @@ check_cb(const struct sockaddr *sa, void *arg)
 	assert_int_equal(sa->sa_family, AF_INET);
 	snprintf(fx->checked, sizeof fx->checked, "%08x:%u",
 	    ntohl(sin->sin_addr.s_addr), ntohs(sin->sin_port));
+	if (fx->deny_only != 0)
+		return ntohl(sin->sin_addr.s_addr) == fx->deny_only ?
+		    PROTO_FWD_ERR_DENIED : 0;
 	return fx->check_answer;
 }
+
+/* Nothing has connected to the listener. */
+static void
+assert_no_connection(struct fixture *fx)
+{
+	int cfd = accept(fx->lfd, NULL, NULL);
+
+	assert_int_equal(cfd, -1);
+	assert_int_equal(errno, EAGAIN);
+}
+
 
 /* Run the loop until the dial ends; bounded, so a lost callback fails. */
 static void
@@ -118,6 +139,54 @@ run(struct fixture *fx)
 
 	event_base_loopexit(fx->base, &tv);
 	event_base_dispatch(fx->base);
+}
+
+/* One connection has reached the listener; both ends are closed again. */
+static void
+assert_one_connection(struct fixture *fx)
+{
+	int cfd = accept(fx->lfd, NULL, NULL);
+
+	assert_true(cfd >= 0);
+	close(cfd);
+	assert_no_connection(fx);
+	assert_true(fx->fd >= 0);
+	close(fx->fd);
+	fx->fd = -2;
+}
+
+/* Dial `host` on the listener's port through `dns` and run the loop until
+ * the dial has ended, once. */
+static void
+dial_run(struct fixture *fx, struct evdns_base *dns, const char *host,
+    dial_check_cb check)
+{
+	fx->calls = fx->checks = 0;
+	fx->fd = -2;
+	assert_non_null(dial_start(fx->base, dns, host, fx->port, check,
+	    done_cb, fx));
+	run(fx);
+	assert_int_equal(fx->calls, 1);
+}
+
+/* The dial failed with `err` after `checks` checks; nothing connected. */
+static void
+assert_failed(struct fixture *fx, uint64_t err, unsigned checks)
+{
+	assert_int_equal(fx->checks, checks);
+	assert_int_equal(fx->fd, -1);
+	assert_int_equal(fx->err, err);
+	assert_no_connection(fx);
+}
+
+/* The check saw 127.0.0.1 and the listener's port last. */
+static void
+assert_checked_loopback(struct fixture *fx)
+{
+	char want[64];
+
+	snprintf(want, sizeof want, "7f000001:%u", fx->port);
+	assert_string_equal(fx->checked, want);
 }
 
 static void
@@ -169,20 +238,130 @@ static void
 test_check_denies(void **state)
 {
 	struct fixture *fx = *state;
-	int cfd;
 
 	fx->check_answer = PROTO_FWD_ERR_DENIED;
-	assert_non_null(dial_start(fx->base, fx->dns, "127.0.0.1", fx->port,
-	    check_cb, done_cb, fx));
+	dial_run(fx, fx->dns, "127.0.0.1", check_cb);
+	assert_failed(fx, PROTO_FWD_ERR_DENIED, 1);
+}
+
+/* The IPv4-mapped spelling of 127.0.0.1 is checked, and connected to, as
+ * 127.0.0.1 (check_cb fails on anything but AF_INET). */
+static void
+test_mapped_literal_is_ipv4(void **state)
+{
+	struct fixture *fx = *state;
+
+	dial_run(fx, fx->dns, "::ffff:127.0.0.1", check_cb);
+	assert_int_equal(fx->checks, 1);
+	assert_checked_loopback(fx);
+	assert_one_connection(fx);
+
+	/* ... and denied when 127.0.0.1 is. */
+	fx->check_answer = PROTO_FWD_ERR_DENIED;
+	dial_run(fx, fx->dns, "::ffff:127.0.0.1", check_cb);
+	assert_failed(fx, PROTO_FWD_ERR_DENIED, 1);
+	assert_checked_loopback(fx);
+}
+
+/* Addresses that are never a target: refused before any check, with or
+ * without one (the client's -R dials have none). */
+static void
+test_unusable_literals(void **state)
+{
+	static const char *const bad[] = {
+		"0.0.0.0", "0.1.2.3", "::", "::ffff:0.0.0.0", "224.0.0.1",
+		"::ffff:224.0.0.1", "ff02::1", "255.255.255.255", "::127.0.0.1",
+		"::0.0.0.2",
+	};
+	struct fixture *fx = *state;
+
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		dial_run(fx, fx->dns, bad[i], check_cb);
+		assert_failed(fx, PROTO_FWD_ERR_DENIED, 0);
+		dial_run(fx, fx->dns, bad[i], NULL);
+		assert_failed(fx, PROTO_FWD_ERR_DENIED, 0);
+	}
+}
+
+/* A resolver that knows only the names in `hosts` (no name server). */
+static struct evdns_base *
+hosts_resolver(struct fixture *fx, const char *hosts)
+{
+	struct evdns_base *dns;
+	int fd;
+
+	snprintf(fx->hosts, sizeof fx->hosts, "/tmp/rove-test-hosts.XXXXXX");
+	fd = mkstemp(fx->hosts);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, hosts, strlen(hosts)), (ssize_t)strlen(hosts));
+	close(fd);
+	dns = evdns_base_new(fx->base, 0);
+	assert_non_null(dns);
+	assert_int_equal(evdns_base_load_hosts(dns, fx->hosts), 0);
+	return dns;
+}
+
+/* A name's addresses are each vetted: unusable ones and those the check
+ * denies are skipped, the first that passes is connected to. */
+static void
+test_name_first_allowed(void **state)
+{
+	struct fixture *fx = *state;
+	struct evdns_base *dns;
+
+	dns = hosts_resolver(fx,
+	    "0.0.0.0 t.rove.test\n"
+	    "224.0.0.1 t.rove.test\n"
+	    "127.0.0.2 t.rove.test\n"
+	    "127.0.0.1 t.rove.test\n"
+	    "127.0.0.3 t.rove.test\n");
+	fx->deny_only = 0x7f000002;
+	dial_run(fx, dns, "t.rove.test", check_cb);
+	/* 127.0.0.2 denied, 127.0.0.1 taken, 127.0.0.3 never looked at */
+	assert_int_equal(fx->checks, 2);
+	assert_checked_loopback(fx);
+	assert_one_connection(fx);
+	evdns_base_free(dns, 0);
+}
+
+/* No address passes: the first refusal ends the dial, nothing connects. */
+static void
+test_name_all_denied(void **state)
+{
+	struct fixture *fx = *state;
+	struct evdns_base *dns;
+
+	dns = hosts_resolver(fx,
+	    "0.0.0.0 t.rove.test\n"
+	    "127.0.0.1 t.rove.test\n"
+	    "127.0.0.1 u.rove.test\n");
+	fx->check_answer = PROTO_FWD_ERR_DENIED;
+	dial_run(fx, dns, "t.rove.test", check_cb);
+	assert_failed(fx, PROTO_FWD_ERR_DENIED, 1);
+
+	/* A check that fails otherwise: its code is the dial's. */
+	fx->check_answer = PROTO_FWD_ERR_UNREACHABLE;
+	dial_run(fx, dns, "u.rove.test", check_cb);
+	assert_failed(fx, PROTO_FWD_ERR_UNREACHABLE, 1);
+	evdns_base_free(dns, 0);
+}
+
+/* Outgoing IPv6 sockets are V6ONLY: handed an IPv4-mapped address
+ * directly, a connect does not reach the IPv4 listener. */
+static void
+test_tcp_v6only(void **state)
+{
+	struct fixture *fx = *state;
+	struct sockaddr_in6 sin6 = { .sin6_family = AF_INET6,
+		.sin6_port = htons(fx->port) };
+	uint64_t err = 0;
+
+	assert_int_equal(inet_pton(AF_INET6, "::ffff:127.0.0.1", &sin6.sin6_addr), 1);
+	assert_non_null(tcp_connect_start(fx->base, (struct sockaddr *)&sin6,
+	    sizeof sin6, 2000, done_cb, fx, &err));
 	run(fx);
 	assert_int_equal(fx->calls, 1);
-	assert_int_equal(fx->checks, 1);
-	assert_int_equal(fx->fd, -1);
-	assert_int_equal(fx->err, PROTO_FWD_ERR_DENIED);
-	/* Nothing connected to the listener. */
-	cfd = accept(fx->lfd, NULL, NULL);
-	assert_int_equal(cfd, -1);
-	assert_int_equal(errno, EAGAIN);
+	assert_failed(fx, PROTO_FWD_ERR_UNREACHABLE, 0);
 }
 
 static void
@@ -291,6 +470,11 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_hosts_name_connects, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_check_denies, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_mapped_literal_is_ipv4, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unusable_literals, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_name_first_allowed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_name_all_denied, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_tcp_v6only, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cancel_before_start, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cancel_while_connecting, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lookup_fails, setup, teardown),
