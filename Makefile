@@ -152,6 +152,7 @@ bench: all $(BUILD)/tests/delay-relay $(BUILD)/tests/quic-flood
 	$(Q)bench/forward.sh $(BUILD)
 	$(Q)bench/roam.sh $(BUILD)
 	$(Q)bench/lossy.sh $(BUILD)
+	$(Q)bench/flood.sh $(BUILD)
 
 include tests/fuzz/Makefile.inc
 
