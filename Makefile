@@ -122,7 +122,13 @@ check-configs: all
 
 check: check-unit check-configs
 
-$(BUILD)/tests/tun-probe: tests/e2e/tun-probe.c $(BUILD)/librove.a
+# Test tools built on rove's own code: tun-probe drives tun/ for
+# test-tun.sh; quic-flood sends valid QUIC Initials at full rate, from one
+# source or spoofed ones; ctl-abuse is a peer that abuses its control
+# stream.
+E2E_TOOLS := $(addprefix $(BUILD)/tests/,tun-probe quic-flood ctl-abuse)
+
+$(E2E_TOOLS): $(BUILD)/tests/%: tests/e2e/%.c $(BUILD)/librove.a
 	@mkdir -p $(@D)
 	$(call say,CC,$<)$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -o $@ \
 		$(filter %.c %.o %.a,$^) $(LDFLAGS) $(LIBS)
@@ -132,14 +138,7 @@ $(BUILD)/tests/delay-relay: tests/e2e/delay-relay.c
 	@mkdir -p $(@D)
 	$(call say,CC,$<)$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -o $@ $< $(LDFLAGS)
 
-# Valid QUIC Initials at full rate, from one source or spoofed ones.
-$(BUILD)/tests/quic-flood: tests/e2e/quic-flood.c $(BUILD)/librove.a
-	@mkdir -p $(@D)
-	$(call say,CC,$<)$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -o $@ \
-		$(filter %.c %.o %.a,$^) $(LDFLAGS) $(LIBS)
-
-check-e2e: all $(BUILD)/tests/tun-probe $(BUILD)/tests/delay-relay \
-	$(BUILD)/tests/quic-flood
+check-e2e: all $(E2E_TOOLS) $(BUILD)/tests/delay-relay
 	$(Q)tests/e2e/run.sh $(BUILD)
 
 test: check check-e2e
@@ -147,7 +146,7 @@ test: check check-e2e
 demo: all
 	$(Q)tests/e2e/demo.sh $(BUILD)
 
-bench: all $(BUILD)/tests/delay-relay $(BUILD)/tests/quic-flood
+bench: all $(BUILD)/tests/delay-relay $(E2E_TOOLS)
 	$(Q)bench/run.sh $(BUILD)
 	$(Q)bench/forward.sh $(BUILD)
 	$(Q)bench/roam.sh $(BUILD)

@@ -52,6 +52,11 @@ struct client {
 	WOLFSSL_CTX *tls;
 	struct quic_settings qs;
 	uint8_t reset_secret[QUIC_RESET_SECRET_LEN];
+	/* The server's NEW_TOKEN token: the next connection presents it, so
+	 * a server under load admits it without a Retry round trip. Kept in
+	 * memory: reconnects are what it is for. */
+	uint8_t token[NGTCP2_CRYPTO_MAX_REGULAR_TOKENLEN];
+	size_t tokenlen;
 
 	struct sockaddr_storage server;
 	socklen_t serverlen;
@@ -440,6 +445,20 @@ static void new_session_cb(struct quic_conn *, const uint8_t *, size_t,
 static struct udp_batch *batch_for_cb(struct quic_conn *, const ngtcp2_path *,
     void *);
 
+static void
+new_token_cb(struct quic_conn *qc, const uint8_t *token, size_t len, void *arg)
+{
+	struct client *c = arg;
+
+	(void)qc;
+	if (len == 0 || len > sizeof c->token)
+		return;
+	memcpy(c->token, token, len);
+	c->tokenlen = len;
+	c->qs.token = c->token;
+	c->qs.tokenlen = c->tokenlen;
+}
+
 static const struct quic_conn_cbs client_cbs = {
 	.handshake_done = handshake_done_cb,
 	.datagram = datagram_cb,
@@ -450,6 +469,7 @@ static const struct quic_conn_cbs client_cbs = {
 	.closed = closed_cb,
 	.path_validated = path_validated_cb,
 	.new_session = new_session_cb,
+	.new_token = new_token_cb,
 	.batch_for = batch_for_cb,
 };
 
@@ -679,6 +699,7 @@ connect_server(struct client *c)
 		schedule_reconnect(c);
 		return;
 	}
+	quic_conn_set_send_limit(c->qc, c->cfg->forward_memory);
 	quic_conn_write(c->qc);
 	udp_batch_flush(&c->sock->batch);
 }

@@ -123,6 +123,26 @@ const struct cfg_key cfg_table[CFG_KEY_COUNT] = {
 		"resume with 0-RTT: a reconnecting client's IP packets travel in "
 		"its first flight (server: accept it)",
 	},
+	[CFG_KEY_RETRY_THRESHOLD] = {
+		"RetryThreshold", CFG_SEC_SERVER, CFG_T_NUMBER, 0, 0,
+		CFG_MAX_RETRY_THRESHOLD, CFG(retry_threshold), 0,
+		STR(CFG_DEFAULT_RETRY_THRESHOLD),
+		"handshakes under way beyond which a new client must first "
+		"answer a Retry (prove its address); 0 = always",
+	},
+	[CFG_KEY_FORWARD_MEMORY] = {
+		"ForwardMemory", SEC_MAIN, CFG_T_NUMBER, 0, 65536, 2147483647,
+		CFG(forward_memory), 0, STR(CFG_DEFAULT_FORWARD_MEMORY),
+		"bytes all forwards of one connection may hold until the peer "
+		"acknowledges them",
+	},
+	[CFG_KEY_FORWARD_MEMORY_TOTAL] = {
+		"ForwardMemoryTotal", CFG_SEC_SERVER, CFG_T_NUMBER, 0, 65536,
+		2147483647, CFG(forward_memory_total), 0,
+		STR(CFG_DEFAULT_FORWARD_MEMORY_TOTAL),
+		"bytes the forwards of all peers together may hold until "
+		"acknowledged",
+	},
 	[CFG_KEY_PEER_NAME] = {
 		"Name", CFG_SEC_PEER, CFG_T_NAME, CFG_F_REQUIRED, 0, 0,
 		PEER(name), 0, NULL,

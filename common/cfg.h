@@ -22,6 +22,12 @@ enum cfg_congestion { CFG_CC_CUBIC, CFG_CC_BBR };
 #define CFG_DEFAULT_IDLE_TIMEOUT 120
 #define CFG_DEFAULT_FORWARD_BUFFER 8388608
 #define CFG_DEFAULT_MAX_FORWARDS 256
+/* Half-open handshakes beyond which clients must first answer a Retry. */
+#define CFG_DEFAULT_RETRY_THRESHOLD 16
+#define CFG_MAX_RETRY_THRESHOLD 256
+/* Forwarded bytes one peer may hold unacknowledged, and all peers. */
+#define CFG_DEFAULT_FORWARD_MEMORY 67108864
+#define CFG_DEFAULT_FORWARD_MEMORY_TOTAL 536870912
 #define CFG_MAX_LISTEN 8
 #define CFG_MAX_REMOTE_FORWARDS 16 /* listeners roved keeps per session */
 #define CFG_MAX_ADDRS 2 /* at most one IPv4 and one IPv6 */
@@ -75,6 +81,9 @@ struct cfg {
 	enum cfg_congestion congestion;
 	uint32_t forward_buffer; /* bytes per direction per forward */
 	uint32_t max_forwards;   /* concurrent forwards per peer */
+	uint32_t retry_threshold; /* server: see CFG_DEFAULT_RETRY_THRESHOLD */
+	uint32_t forward_memory;  /* bytes per connection, see above */
+	uint32_t forward_memory_total; /* server: bytes in all */
 	bool zero_rtt;           /* send / accept 0-RTT on resumption */
 	char *user;              /* User: run as this after setup; NULL = stay */
 	char *group;             /* Group as given; NULL = User's primary group */

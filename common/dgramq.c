@@ -1,4 +1,5 @@
 /* A bounded, head-dropping DATAGRAM queue (see dgramq.h). */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,17 +41,43 @@ dgramq_pop(struct dgramq *q)
 	q->len--;
 }
 
+/* Drops the oldest packet larger than DGRAMQ_SMALL among the first
+ * DGRAMQ_SCAN, else the oldest. Head drop: the packet that has waited
+ * longest is the one the inner sender can best do without, and losing it
+ * tells that sender about the congestion soonest. Small packets (TCP
+ * acknowledgements, pings, DNS) are spared: they cost the queue little,
+ * and losing a bulk flow's acknowledgements in a burst stalls the flow
+ * going the other way. */
+static void
+drop_oldest(struct dgramq *q)
+{
+	size_t scan = q->len < DGRAMQ_SCAN ? q->len : DGRAMQ_SCAN, i;
+
+	for (i = 0; i < scan; i++) {
+		if (q->ring[(q->head + i) % q->cap]->len > DGRAMQ_SMALL)
+			break;
+	}
+	if (i == scan || i == 0) {
+		dgramq_pop(q);
+		return;
+	}
+	free(q->ring[(q->head + i) % q->cap]);
+	/* Close the gap: the small ones ahead of it move up one slot. */
+	for (; i > 0; i--)
+		q->ring[(q->head + i) % q->cap] = q->ring[(q->head + i - 1) % q->cap];
+	q->ring[q->head] = NULL;
+	q->head = (q->head + 1) % q->cap;
+	q->len--;
+}
+
 size_t
 dgramq_push(struct dgramq *q, const uint8_t *data, size_t len, uint64_t now)
 {
 	struct dgramq_item *it;
 	size_t dropped = 0;
 
-	/* Head drop: the packet that has waited longest is the one the
-	 * inner sender can best do without, and losing it tells that
-	 * sender about the congestion soonest. */
 	if (q->len == q->cap) {
-		dgramq_pop(q);
+		drop_oldest(q);
 		q->dropped_full++;
 		dropped = 1;
 	}
@@ -61,6 +88,69 @@ dgramq_push(struct dgramq *q, const uint8_t *data, size_t len, uint64_t now)
 		memcpy(it->data, data, len);
 	q->ring[(q->head + q->len) % q->cap] = it;
 	q->len++;
+	return dropped;
+}
+
+static uint64_t
+sojourn(const struct dgramq *q, uint64_t now)
+{
+	const struct dgramq_item *it = dgramq_peek(q);
+
+	return it != NULL && now > it->queued ? now - it->queued : 0;
+}
+
+/* RFC 8289's control law: drops come closer together, as 1/sqrt(count),
+ * for as long as the delay stays above target. */
+static uint64_t
+control_law(uint64_t t, uint64_t interval, uint32_t count)
+{
+	return t + (uint64_t)((double)interval / sqrt((double)count));
+}
+
+size_t
+dgramq_codel(struct dgramq *q, uint64_t now, uint64_t interval)
+{
+	uint64_t target = interval / 10;
+	size_t dropped = 0;
+	bool ok_to_drop = false;
+
+	/* One packet never makes a standing queue. */
+	if (q->len <= 1 || sojourn(q, now) < target)
+		q->first_above = 0;
+	else if (q->first_above == 0)
+		q->first_above = now + interval;
+	else if (now >= q->first_above)
+		ok_to_drop = true;
+	if (q->dropping) {
+		if (!ok_to_drop) {
+			q->dropping = false;
+			return 0;
+		}
+		while (q->dropping && now >= q->drop_next) {
+			drop_oldest(q);
+			dropped++;
+			q->count++;
+			if (q->len <= 1 || sojourn(q, now) < target) {
+				q->dropping = false;
+				q->first_above = 0;
+			} else
+				q->drop_next = control_law(q->drop_next, interval,
+				    q->count);
+		}
+	} else if (ok_to_drop) {
+		uint32_t delta = q->count - q->last_count;
+
+		drop_oldest(q);
+		dropped++;
+		q->dropping = true;
+		/* Back into dropping soon after leaving it: carry on near
+		 * the rate that was reached, not from the start. */
+		q->count = delta > 1 && now - q->drop_next < 16 * interval ?
+		    delta : 1;
+		q->last_count = q->count;
+		q->drop_next = control_law(now, interval, q->count);
+	}
+	q->dropped_stale += dropped;
 	return dropped;
 }
 

@@ -1,14 +1,22 @@
 /* The queue of DATAGRAMs waiting for the congestion window: bounded in
  * count and in age, and never refusing a new packet. It behaves like a
- * router's queue with head drop: when full, or when a packet has waited
- * too long, the oldest go, and every drop is counted. Pure: time is passed
- * in, so tests drive it without a clock. */
+ * router's queue with head drop and CoDel (RFC 8289): when full, or when
+ * a packet has waited too long, the oldest go; while the queue stands
+ * above its target delay for a whole interval, single packets go, spaced
+ * so that the senders behind it slow down without a burst of losses.
+ * Every drop is counted. Pure: time is passed in, so tests drive it
+ * without a clock. */
 #ifndef ROVE_DGRAMQ_H
 #define ROVE_DGRAMQ_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+/* Drops spare packets of at most DGRAMQ_SMALL bytes when a larger one is
+ * among the DGRAMQ_SCAN oldest. */
+#define DGRAMQ_SMALL 200
+#define DGRAMQ_SCAN 64
 
 /* One queued DATAGRAM payload. */
 struct dgramq_item {
@@ -21,7 +29,12 @@ struct dgramq {
 	struct dgramq_item **ring;
 	size_t cap, head, len;
 	uint64_t dropped_full;  /* pushed out by a newer packet */
-	uint64_t dropped_stale; /* waited longer than the age bound */
+	uint64_t dropped_stale; /* waited too long: age bound or CoDel */
+	/* CoDel's state: when the delay first stood above target (0: it
+	 * does not), whether it is dropping, the next drop, the count. */
+	uint64_t first_above, drop_next;
+	uint32_t count, last_count;
+	bool dropping;
 };
 
 /* Storage for `cap` packets (at least 1); the items are allocated as
@@ -31,12 +44,18 @@ void dgramq_init(struct dgramq *, size_t cap);
 void dgramq_clear(struct dgramq *);
 
 /* Appends a copy of `data`. Never fails: a full queue first drops its
- * oldest packet. Returns the number dropped to make room (0 or 1). */
+ * oldest packet (sparing small ones, see DGRAMQ_SMALL). Returns the
+ * number dropped to make room (0 or 1). */
 size_t dgramq_push(struct dgramq *, const uint8_t *data, size_t len,
     uint64_t now);
 /* Drops, from the head, every packet queued before now - max_age.
  * Returns the number dropped. */
 size_t dgramq_expire(struct dgramq *, uint64_t now, uint64_t max_age);
+/* CoDel at the head, with `interval` (about one round trip) and a target
+ * of a tenth of it: once the oldest packet has waited longer than the
+ * target for a whole interval, drop it, then one more every interval /
+ * sqrt(drops) while that lasts. Returns the number dropped. */
+size_t dgramq_codel(struct dgramq *, uint64_t now, uint64_t interval);
 /* The oldest packet, or NULL when empty. It stays queued. */
 const struct dgramq_item *dgramq_peek(const struct dgramq *);
 /* Removes and frees the oldest packet (no-op when empty); not a drop. */

@@ -82,6 +82,11 @@ struct quic_conn {
 
 	LIST_HEAD(, quic_stream) streams;
 	TAILQ_HEAD(, quic_stream) pending_streams;
+	LIST_ENTRY(quic_conn) all_entry;
+	/* Stream bytes queued and not yet acknowledged, over all streams, and
+	 * the most they may reach (quic_conn_set_send_limit; 0: no limit). */
+	size_t unacked, unacked_limit;
+	bool unacked_blocked;  /* a writer found no room because of a limit */
 	TAILQ_ENTRY(quic_conn) dirty_entry;
 	bool dirty;
 	struct quic_conn_stats stats;
@@ -89,11 +94,17 @@ struct quic_conn {
 
 
 static void mark_dirty(struct quic_conn *);
+static void wake_blocked(struct quic_conn *);
 static size_t dgram_max_for(struct quic_conn *, size_t udp);
 static size_t path_udp_now(struct quic_conn *);
 
 static bool (*pin_check)(struct quic_conn *, const uint8_t *, void *);
 static TAILQ_HEAD(, quic_conn) dirty_conns = TAILQ_HEAD_INITIALIZER(dirty_conns);
+/* Every connection, for waking writers when process-wide room returns. */
+static LIST_HEAD(, quic_conn) all_conns = LIST_HEAD_INITIALIZER(all_conns);
+/* Unacknowledged stream bytes of the whole process, and their limit. */
+static size_t unacked_all, unacked_all_limit;
+static bool unacked_all_blocked;
 /* Runs the write loop for work queued outside any I/O callback (a timer,
  * a TCP connect finishing): one event for the process, made active when
  * the first connection becomes dirty. */
@@ -293,11 +304,20 @@ stream_set_pending(struct quic_conn *qc, struct quic_stream *s)
 	s->pending = want;
 }
 
+/* `n` queued stream bytes are gone (acknowledged or discarded). */
+static void
+unacked_sub(struct quic_conn *qc, size_t n)
+{
+	qc->unacked -= n;
+	unacked_all -= n;
+}
+
 static void
 stream_free(struct quic_conn *qc, struct quic_stream *s)
 {
 	struct stream_chunk *c, *next;
 
+	unacked_sub(qc, (size_t)(s->end - s->acked));
 	for (c = s->head; c != NULL; c = next) {
 		next = c->next;
 		free(c);
@@ -353,8 +373,10 @@ acked_stream_data_offset_cb(ngtcp2_conn *conn, int64_t stream_id,
 	if ((s = stream_find(qc, stream_id)) == NULL)
 		return 0;
 	/* ngtcp2 reports the acknowledged prefix growing in order. */
-	if (offset + datalen > s->acked)
+	if (offset + datalen > s->acked) {
+		unacked_sub(qc, (size_t)(offset + datalen - s->acked));
 		s->acked = offset + datalen;
+	}
 	while ((c = s->head) != NULL && c->off + c->len <= s->acked) {
 		s->head = c->next;
 		if (s->head == NULL)
@@ -363,6 +385,7 @@ acked_stream_data_offset_cb(ngtcp2_conn *conn, int64_t stream_id,
 	}
 	if (qc->cbs->stream_acked != NULL)
 		qc->cbs->stream_acked(qc, stream_id, s->arg, qc->arg);
+	wake_blocked(qc);
 	return 0;
 }
 
@@ -475,6 +498,18 @@ recv_rx_key_cb(ngtcp2_conn *conn, ngtcp2_encryption_level level, void *user_data
 }
 
 static int
+recv_new_token_cb(ngtcp2_conn *conn, const uint8_t *token, size_t len,
+    void *user_data)
+{
+	struct quic_conn *qc = user_data;
+
+	(void)conn;
+	if (qc->cbs->new_token != NULL)
+		qc->cbs->new_token(qc, token, len, qc->arg);
+	return 0;
+}
+
+static int
 recv_stateless_reset_cb(ngtcp2_conn *conn, const ngtcp2_pkt_stateless_reset *sr,
     void *user_data)
 {
@@ -530,6 +565,8 @@ fill_callbacks(ngtcp2_callbacks *cb, enum quic_role role)
 	 * STOP_SENDING, not the peer's. The peer's ends our sending side,
 	 * which write_one learns as NGTCP2_ERR_STREAM_SHUT_WR. */
 	cb->recv_stateless_reset = recv_stateless_reset_cb;
+	if (role == QUIC_ROLE_CLIENT)
+		cb->recv_new_token = recv_new_token_cb;
 	cb->path_validation = path_validation_cb;
 	cb->recv_tx_key = recv_tx_key_cb;
 	cb->recv_rx_key = recv_rx_key_cb;
@@ -578,9 +615,19 @@ fill_settings(ngtcp2_settings *s, const struct quic_settings *qs,
 	if (qs->verbose)
 		s->log_printf = ngtcp2_log_cb;
 	/* A client facing a dead server gives up and backs off instead of
-	 * retrying its Initial for a whole idle timeout. */
+	 * retrying its Initial for a whole idle timeout; a server drops a
+	 * handshake that does not finish soon (admit.c caps how many run). */
 	if (qs->role == QUIC_ROLE_CLIENT)
 		s->handshake_timeout = 10 * NGTCP2_SECONDS;
+	else
+		s->handshake_timeout = QUIC_SERVER_HANDSHAKE_TIMEOUT;
+	if (qs->tokenlen > 0) {
+		s->token = qs->token;
+		s->tokenlen = qs->tokenlen;
+		if (qs->role == QUIC_ROLE_SERVER)
+			s->token_type = qs->token_retry ? NGTCP2_TOKEN_TYPE_RETRY :
+			    NGTCP2_TOKEN_TYPE_NEW_TOKEN;
+	}
 }
 
 static void
@@ -630,6 +677,7 @@ conn_alloc(struct event_base *base, const struct quic_settings *qs,
 	qc->path.remote.addrlen = remotelen;
 	LIST_INIT(&qc->streams);
 	TAILQ_INIT(&qc->pending_streams);
+	LIST_INSERT_HEAD(&all_conns, qc, all_entry);
 	dgramq_init(&qc->dq, QUIC_DGRAM_QUEUE);
 	qc->timer = evtimer_new(base, timer_cb, qc);
 	if (flush_ev == NULL)
@@ -716,6 +764,13 @@ quic_conn_server_create(struct event_base *base, const struct quic_settings *qs,
 	fill_params(&params, qs);
 	params.original_dcid = hd->dcid;
 	params.original_dcid_present = 1;
+	/* After a Retry the client's first DCID is the original one, and
+	 * the one it now uses is the Retry's source CID (RFC 9000, 7.3). */
+	if (qs->token_retry && qs->odcid != NULL) {
+		params.original_dcid = *qs->odcid;
+		params.retry_scid = hd->dcid;
+		params.retry_scid_present = 1;
+	}
 	scid.datalen = QUIC_SCID_LEN;
 	quic_random(scid.data, scid.datalen);
 	if (ngtcp2_crypto_generate_stateless_reset_token(
@@ -759,6 +814,7 @@ quic_conn_free(struct quic_conn *qc)
 		TAILQ_REMOVE(&dirty_conns, qc, dirty_entry);
 	while ((s = LIST_FIRST(&qc->streams)) != NULL)
 		stream_free(qc, s);
+	LIST_REMOVE(qc, all_entry);
 	dgramq_clear(&qc->dq);
 	if (qc->timer != NULL)
 		event_free(qc->timer);
@@ -1052,8 +1108,12 @@ write_one(struct quic_conn *qc, uint8_t *dst, ngtcp2_path_storage *ps,
 
 /* A DATAGRAM that has waited a round trip for the congestion window is
  * worth less than the queueing delay it adds to everything behind it: the
- * inner sender would by then rather learn of a loss. The floor keeps short
- * paths from dropping what a single pacing gap delays. */
+ * inner sender would by then rather learn of a loss. "A round trip" is the
+ * smoothed RTT plus four deviations, as for a retransmission timeout: on a
+ * steady path that is about one RTT, and where the RTT jitters (a busy
+ * host that runs us late, a radio link) a packet is not dropped for a
+ * delay that was none of the queue's making. The floor keeps short paths
+ * from dropping what a single pacing gap delays. */
 static void
 expire_datagrams(struct quic_conn *qc, ngtcp2_tstamp now)
 {
@@ -1063,10 +1123,14 @@ expire_datagrams(struct quic_conn *qc, ngtcp2_tstamp now)
 	if (dgramq_len(&qc->dq) == 0)
 		return;
 	ngtcp2_conn_get_conn_info(qc->conn, &ci);
-	max_age = ci.smoothed_rtt;
+	max_age = ci.smoothed_rtt + 4 * ci.rttvar;
 	if (max_age < QUIC_DGRAM_MIN_AGE)
 		max_age = QUIC_DGRAM_MIN_AGE;
-	qc->stats.dgram_stale += dgramq_expire(&qc->dq, now, max_age);
+	/* Spaced drops keep a standing queue short; only what has waited
+	 * several round trips goes at once. */
+	qc->stats.dgram_stale += dgramq_codel(&qc->dq, now, max_age);
+	qc->stats.dgram_stale += dgramq_expire(&qc->dq, now,
+	    QUIC_DGRAM_MAX_RTTS * max_age);
 }
 
 void
@@ -1278,6 +1342,8 @@ quic_conn_stream_send(struct quic_conn *qc, int64_t id, const uint8_t *data,
 		if (s->cur == NULL)
 			s->cur = c;
 		s->end += len;
+		qc->unacked += len;
+		unacked_all += len;
 	}
 	s->fin = fin;
 	stream_set_pending(qc, s);
@@ -1325,9 +1391,94 @@ quic_conn_stream_read_fd(struct quic_conn *qc, int64_t id, int fd, size_t max)
 	if (s->cur == NULL)
 		s->cur = c;
 	s->end += (uint64_t)n;
+	qc->unacked += (size_t)n;
+	unacked_all += (size_t)n;
 	stream_set_pending(qc, s);
 	mark_dirty(qc);
 	return n;
+}
+
+/* Tell the writers of streams that found no room (a limit was reached)
+ * once acknowledgements made some: every stream of this connection, or of
+ * every connection when the process-wide limit was the one reached. */
+static void
+wake_blocked(struct quic_conn *qc)
+{
+	struct quic_conn *c, *next;
+	struct quic_stream *s, *snext;
+
+	if (unacked_all_blocked && unacked_all < unacked_all_limit) {
+		unacked_all_blocked = false;
+		for (c = LIST_FIRST(&all_conns); c != NULL; c = next) {
+			next = LIST_NEXT(c, all_entry);
+			c->unacked_blocked = true;
+			if (c != qc)
+				wake_blocked(c);
+		}
+	}
+	if (!qc->unacked_blocked ||
+	    (qc->unacked_limit != 0 && qc->unacked >= qc->unacked_limit) ||
+	    qc->cbs->stream_acked == NULL)
+		return;
+	qc->unacked_blocked = false;
+	for (s = LIST_FIRST(&qc->streams); s != NULL; s = snext) {
+		snext = LIST_NEXT(s, entry);
+		if (s->arg != NULL)
+			qc->cbs->stream_acked(qc, s->id, s->arg, qc->arg);
+	}
+}
+
+size_t
+quic_conn_stream_room(struct quic_conn *qc, int64_t id, size_t cap)
+{
+	size_t unacked = quic_conn_stream_unacked(qc, id), room;
+
+	room = unacked < cap ? cap - unacked : 0;
+	if (qc->unacked_limit != 0) {
+		size_t left = qc->unacked < qc->unacked_limit ?
+		    qc->unacked_limit - qc->unacked : 0;
+		if (left < room) {
+			room = left;
+			/* Cleared only by the wake-up: another writer that
+			 * still found room does not unblock this one. */
+			if (room == 0)
+				qc->unacked_blocked = true;
+		}
+	}
+	if (unacked_all_limit != 0) {
+		size_t left = unacked_all < unacked_all_limit ?
+		    unacked_all_limit - unacked_all : 0;
+		if (left < room) {
+			room = left;
+			if (room == 0)
+				unacked_all_blocked = true;
+		}
+	}
+	return room;
+}
+
+void
+quic_conn_set_send_limit(struct quic_conn *qc, size_t limit)
+{
+	qc->unacked_limit = limit;
+}
+
+void
+quic_set_send_limit_all(size_t limit)
+{
+	unacked_all_limit = limit;
+}
+
+size_t
+quic_conn_unacked(const struct quic_conn *qc)
+{
+	return qc->unacked;
+}
+
+size_t
+quic_unacked_all(void)
+{
+	return unacked_all;
 }
 
 size_t
@@ -1422,6 +1573,16 @@ quic_conn_close(struct quic_conn *qc, uint64_t app_error, const char *reason)
 		    reason != NULL ? strlen(reason) : 0);
 	send_close(qc, &ccerr);
 	finish(qc);
+}
+
+void
+quic_conn_submit_new_token(struct quic_conn *qc, const uint8_t *token,
+    size_t len)
+{
+	if (qc->state == QUIC_STATE_CLOSED || len == 0)
+		return;
+	if (ngtcp2_conn_submit_new_token(qc->conn, token, len) == 0)
+		mark_dirty(qc);
 }
 
 enum quic_state

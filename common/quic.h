@@ -17,15 +17,17 @@
 
 #define QUIC_SCID_LEN 16
 #define QUIC_RESET_SECRET_LEN 32
-/* DATAGRAMs held while the congestion window is full: at most this many,
- * for at most one smoothed RTT (but QUIC_DGRAM_MIN_AGE at least); the
+/* DATAGRAMs held while the congestion window is full: at most this many;
+ * CoDel (dgramq.c) with an interval of one round trip (smoothed RTT + 4 x
+ * RTT variation, QUIC_DGRAM_MIN_AGE at least) keeps a standing queue
+ * short, and nothing waits more than QUIC_DGRAM_MAX_RTTS round trips; the
  * oldest are dropped beyond either bound. The count is sized so that at
  * the rates one connection reaches (up to ~1 Gbit/s, 1380-byte packets)
- * the age bound is what normally applies: an inner TCP burst of a few
- * hundred packets is absorbed, not cut; the worst case is ~1.5 MB per
- * connection. */
+ * an inner TCP burst of a few hundred packets is absorbed, not cut; the
+ * worst case is ~1.5 MB per connection. */
 #define QUIC_DGRAM_QUEUE 1024
-#define QUIC_DGRAM_MIN_AGE (5 * NGTCP2_MILLISECONDS)
+#define QUIC_DGRAM_MIN_AGE (10 * NGTCP2_MILLISECONDS)
+#define QUIC_DGRAM_MAX_RTTS 4
 
 enum quic_role { QUIC_ROLE_SERVER, QUIC_ROLE_CLIENT };
 
@@ -89,6 +91,9 @@ struct quic_conn_cbs {
 	 * `params` the server's transport parameters (for 0-RTT). */
 	void (*new_session)(struct quic_conn *, const uint8_t *der, size_t derlen,
 	    const uint8_t *params, size_t paramslen, void *arg);
+	/* Client: the server gave us a token for our next connection. */
+	void (*new_token)(struct quic_conn *, const uint8_t *token, size_t len,
+	    void *arg);
 	/* Pick the batch (socket) for packets on `path`: the client may hold
 	 * two sockets while it migrates. NULL: the connection's own batch. */
 	struct udp_batch *(*batch_for)(struct quic_conn *, const ngtcp2_path *, void *arg);
@@ -105,7 +110,19 @@ struct quic_settings {
 	uint64_t initial_rtt_ns;  /* 0: ngtcp2's default */
 	const uint8_t *reset_secret; /* QUIC_RESET_SECRET_LEN bytes */
 	bool verbose;             /* route ngtcp2's own log to ours */
+	/* Client: a NEW_TOKEN token to present in the Initial. Server: the
+	 * token the client's Initial carried, already verified (admit.c);
+	 * `token_retry` when it answered our Retry, whose first Initial had
+	 * DCID `odcid`. */
+	const uint8_t *token;
+	size_t tokenlen;
+	bool token_retry;
+	const ngtcp2_cid *odcid;
 };
+
+/* How long a server gives a handshake: long enough for a lossy mobile
+ * path, short enough that half-open connections do not pile up. */
+#define QUIC_SERVER_HANDSHAKE_TIMEOUT (5 * NGTCP2_SECONDS)
 
 /* Counters kept per connection. */
 struct quic_conn_stats {
@@ -201,6 +218,19 @@ ssize_t quic_conn_stream_read_fd(struct quic_conn *, int64_t stream_id, int fd,
 /* Bytes queued on the stream and not yet acknowledged (the owner's
  * backpressure measure). */
 size_t quic_conn_stream_unacked(struct quic_conn *, int64_t stream_id);
+/* What a writer of stream `id` may queue now: what its own `cap` leaves,
+ * and no more than the connection's and the process's send limits leave.
+ * A writer that gets 0 because of a limit hears stream_acked once
+ * acknowledgements have made room again. */
+size_t quic_conn_stream_room(struct quic_conn *, int64_t stream_id, size_t cap);
+/* The most stream bytes this connection / the whole process may hold
+ * unacknowledged (0: no limit): what one peer that never acknowledges can
+ * pin, and all of them together. */
+void quic_conn_set_send_limit(struct quic_conn *, size_t);
+void quic_set_send_limit_all(size_t);
+/* Stream bytes held until acknowledged: this connection's, everyone's. */
+size_t quic_conn_unacked(const struct quic_conn *);
+size_t quic_unacked_all(void);
 /* The owner has passed `n` received bytes on: widen the peer's window. */
 void quic_conn_stream_consume(struct quic_conn *, int64_t stream_id, size_t n);
 void quic_conn_stream_set_arg(struct quic_conn *, int64_t stream_id, void *);
@@ -215,6 +245,10 @@ int64_t quic_conn_open_stream(struct quic_conn *, void *stream_arg);
 uint64_t quic_conn_streams_left(struct quic_conn *);
 /* True for a stream this side opened. */
 bool quic_conn_stream_is_local(struct quic_conn *, int64_t stream_id);
+
+/* Server: send the client a NEW_TOKEN token for its next connection. */
+void quic_conn_submit_new_token(struct quic_conn *, const uint8_t *token,
+    size_t len);
 
 /* Close with an application error code: sends CONNECTION_CLOSE now (into
  * the batch) and reports `closed` shortly after. */

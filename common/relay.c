@@ -147,9 +147,11 @@ read_cb(evutil_socket_t fd, short what, void *arg)
 	ssize_t n;
 
 	(void)what;
-	while (r->tcp_rd_open && quic_conn_stream_unacked(r->qc, r->sid) < r->cap) {
-		size_t room = r->cap - quic_conn_stream_unacked(r->qc, r->sid);
+	while (r->tcp_rd_open) {
+		size_t room = quic_conn_stream_room(r->qc, r->sid, r->cap);
 
+		if (room == 0)
+			break;
 		n = quic_conn_stream_read_fd(r->qc, r->sid, fd,
 		    room < RELAY_READ_CHUNK ? room : RELAY_READ_CHUNK);
 		if (n > 0) {
@@ -236,7 +238,8 @@ update(struct relay *r)
 	 * acknowledged, not at every acknowledgement: pausing costs syscalls. */
 	unacked = quic_conn_stream_unacked(r->qc, r->sid);
 	want_rd = r->tcp_rd_open && !r->stream_gone &&
-	    (r->rd_armed ? unacked < r->cap : unacked <= r->cap - r->cap / 4);
+	    (r->rd_armed ? unacked < r->cap : unacked <= r->cap - r->cap / 4) &&
+	    quic_conn_stream_room(r->qc, r->sid, r->cap) > 0;
 	/* Bytes for TCP are written from an event made active by hand, after
 	 * the burst of packets that brought them; only a full socket buffer
 	 * makes us wait for writability (arming costs syscalls every time). */

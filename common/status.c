@@ -82,6 +82,27 @@ render_json(struct evbuffer *out, const struct status *st)
 		json_uint(&j, st->tickets->unknown);
 		json_end_object(&j);
 	}
+	if (st->admission != NULL) {
+		const struct status_admission *a = st->admission;
+
+		json_key(&j, "admission");
+		json_begin_object(&j);
+		json_key(&j, "half_open");
+		json_uint(&j, a->half_open);
+		json_key(&j, "accepted");
+		json_uint(&j, a->accepted);
+		json_key(&j, "validated");
+		json_uint(&j, a->validated);
+		json_key(&j, "retries");
+		json_uint(&j, a->retries);
+		json_key(&j, "bad_tokens");
+		json_uint(&j, a->bad_tokens);
+		json_key(&j, "rate_limited");
+		json_uint(&j, a->rate_limited);
+		json_key(&j, "half_open_full");
+		json_uint(&j, a->half_open_full);
+		json_end_object(&j);
+	}
 	json_key(&j, "peers");
 	json_begin_array(&j);
 	for (size_t i = 0; i < st->npeers; i++) {

@@ -42,6 +42,13 @@ struct status_peer {
 	const struct fwd_counters *fwd_counters; /* NULL: no forwarding */
 };
 
+/* Server: how new connections were admitted (see daemon/admit.h). */
+struct status_admission {
+	uint64_t half_open;      /* handshakes under way now */
+	uint64_t accepted, validated, retries, bad_tokens, rate_limited,
+	    half_open_full;
+};
+
 struct status {
 	const char *role;  /* "server" or "client" */
 	const char *tun;   /* NULL in forward-only mode */
@@ -53,6 +60,7 @@ struct status {
 	const struct status_peer *peers;
 	size_t npeers;
 	const struct state_stats *tickets; /* server: session tickets */
+	const struct status_admission *admission; /* server */
 };
 
 /* Render `st` into `out` as JSON when `json`, else as text. */

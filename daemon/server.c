@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/queue.h>
 
+#include "admit.h"
 #include "clock.h"
 #include "control.h"
 #include "egress.h"
@@ -34,6 +35,12 @@
 #define MAX_SESSIONS 4096
 #define TUN_BURST 64
 #define UNKNOWN_LOG_SLOTS 256
+/* A client has no reason to ask for more remote forwards than it may hold,
+ * give or take a few retries; past this its control stream is abuse. */
+#define CTL_MAX_REQUESTS (4 * CFG_MAX_REMOTE_FORWARDS)
+/* Control replies the client has not acknowledged: a client that stops
+ * reading its control stream is closed before they pile up. */
+#define CTL_MAX_UNACKED 16384
 #define UNKNOWN_LOG_INTERVAL_MS 60000
 
 struct session;
@@ -78,6 +85,8 @@ struct session {
 	struct fwd_set fwds;        /* valid once peer is set */
 	struct egress_listener *rlisteners[CFG_MAX_REMOTE_FORWARDS]; /* -R */
 	size_t nrlisteners;
+	bool half_open;             /* counted in server.half_open */
+	size_t ctl_requests;        /* REMOTE_FORWARD requests so far */
 };
 
 struct unknown_log {
@@ -106,6 +115,8 @@ struct server {
 	size_t npeers;
 	LIST_HEAD(, session) sessions;
 	size_t nsessions;
+	size_t half_open;           /* sessions still in their handshake */
+	struct admit admit;
 	struct cid_entry *cid_map[CID_BUCKETS];
 
 	struct tunnel_counters counters;
@@ -198,12 +209,23 @@ cid_remove_cb(struct quic_conn *qc, const ngtcp2_cid *cid, void *arg)
 	}
 }
 
+/* The handshake is over, one way or the other. */
+static void
+session_opened(struct session *sess)
+{
+	if (sess->half_open) {
+		sess->half_open = false;
+		sess->srv->half_open--;
+	}
+}
+
 static void
 session_free(struct session *sess)
 {
 	struct server *srv = sess->srv;
 	struct cid_entry *e, *next;
 
+	session_opened(sess);
 	for (e = sess->cids; e != NULL; e = next) {
 		next = e->sess_next;
 		cid_unlink(srv, e);
@@ -280,9 +302,13 @@ handshake_done_cb(struct quic_conn *qc, void *arg)
 {
 	struct session *sess = arg;
 	struct peer *peer = sess->pending_peer;
+	const struct sockaddr *remote;
+	uint8_t token[NGTCP2_CRYPTO_MAX_REGULAR_TOKENLEN];
 	char abuf[ADDR_STRLEN];
 	socklen_t len;
+	size_t tokenlen;
 
+	session_opened(sess);
 	if (peer == NULL) {
 		quic_conn_close(qc, 3, "unknown peer");
 		return;
@@ -306,8 +332,14 @@ handshake_done_cb(struct quic_conn *qc, void *arg)
 	fwd_set_init(&sess->fwds, sess->srv->base, qc, sess->srv->cfg->forward_buffer,
 	    sess->srv->cfg->max_forwards, &session_fwd_ops, sess, &peer->fwd_counters,
 	    peer->cfg->name);
+	remote = quic_conn_remote(qc, &len);
+	/* Its next connection from this address skips the Retry that a
+	 * server under load asks of unknown addresses. */
+	tokenlen = admit_new_token(&sess->srv->admit, remote, len, clock_now(),
+	    token, sizeof token);
+	quic_conn_submit_new_token(qc, token, tokenlen);
 	log_info("peer %s connected from %s", peer->cfg->name,
-	    addr_sockaddr_str(quic_conn_remote(qc, &len), abuf));
+	    addr_sockaddr_str(remote, abuf));
 }
 
 static int
@@ -351,6 +383,13 @@ remote_forward(struct session *sess, const uint8_t *body, size_t len)
 
 	if (!sess->configured || proto_fwd_remote_decode(body, len, &rf) != 0)
 		return -1;
+	/* Bounded: every request costs a reply we keep until it is
+	 * acknowledged. */
+	if (++sess->ctl_requests > CTL_MAX_REQUESTS ||
+	    quic_conn_stream_unacked(sess->qc, 0) > CTL_MAX_UNACKED) {
+		quic_conn_close(sess->qc, 2, "control stream abuse");
+		return 0;
+	}
 	rf.status = PROTO_FWD_OK;
 	if (sess->nrlisteners == sizeof sess->rlisteners / sizeof sess->rlisteners[0])
 		rf.status = PROTO_FWD_ERR_LIMIT;
@@ -411,6 +450,8 @@ stream_data_cb(struct quic_conn *qc, int64_t stream_id, const uint8_t *data,
 	    &bodylen)) > 0) {
 		if (control_message(sess, type, body, bodylen) != 0)
 			return -1;
+		if (quic_conn_state(qc) == QUIC_STATE_CLOSED)
+			return 0;
 		memmove(sess->ctl, sess->ctl + used, sess->ctllen - (size_t)used);
 		sess->ctllen -= (size_t)used;
 	}
@@ -547,9 +588,11 @@ new_session(struct listener *l, const uint8_t *pkt, size_t len,
 {
 	struct server *srv = l->srv;
 	struct quic_settings qs;
+	struct admit_result adm;
 	struct session *sess;
 	ngtcp2_pkt_hd hd;
 	char *cause = NULL;
+	size_t retrylen;
 
 	if (srv->shutting_down || ngtcp2_accept(&hd, pkt, len) != 0) {
 		tunnel_drop(TUNNEL_DROP_INVALID_PACKET, NULL, &srv->counters);
@@ -559,13 +602,33 @@ new_session(struct listener *l, const uint8_t *pkt, size_t len,
 		tunnel_drop(TUNNEL_DROP_QUEUE_FULL, NULL, &srv->counters);
 		return;
 	}
+	/* Nothing is allocated for an Initial before this says yes. */
+	switch (admit_check(&srv->admit, &hd, from, fromlen, srv->half_open,
+	    clock_now(), &adm, udp_batch_slot(&l->batch), UDP_MAX_PAYLOAD,
+	    &retrylen)) {
+	case ADMIT_RETRY:
+		udp_batch_commit(&l->batch, retrylen, from, fromlen, 0);
+		return;
+	case ADMIT_DROP:
+		return;
+	case ADMIT_ACCEPT:
+		break;
+	}
 	sess = xcalloc(1, sizeof *sess);
 	sess->srv = srv;
 	LIST_INSERT_HEAD(&srv->sessions, sess, entry);
 	srv->nsessions++;
+	sess->half_open = true;
+	srv->half_open++;
 	qs = srv->qs;
 	qs.max_udp_payload = l->sock.family == AF_INET6 ? UDP_MAX_PAYLOAD6 :
 	    UDP_MAX_PAYLOAD;
+	if (adm.validated) {
+		qs.token = hd.token;
+		qs.tokenlen = hd.tokenlen;
+		qs.token_retry = adm.retried;
+		qs.odcid = &adm.odcid;
+	}
 	sess->qc = quic_conn_server_create(srv->base, &qs, &session_cbs, sess,
 	    srv->tls, &l->batch, &hd, from, fromlen, &cause);
 	if (sess->qc == NULL) {
@@ -574,6 +637,7 @@ new_session(struct listener *l, const uint8_t *pkt, size_t len,
 		session_free(sess);
 		return;
 	}
+	quic_conn_set_send_limit(sess->qc, srv->cfg->forward_memory);
 	quic_conn_read(sess->qc, &l->sock, from, fromlen, pkt, len, ecn);
 }
 
@@ -834,11 +898,22 @@ status_cb(struct evbuffer *out, const char *request, void *arg)
 		.peers = sp,
 		.npeers = srv->npeers,
 	};
+	const struct admit_stats *as = &srv->admit.stats;
+	struct status_admission adm = {
+		.half_open = srv->half_open,
+		.accepted = as->accepted,
+		.validated = as->validated,
+		.retries = as->retries,
+		.bad_tokens = as->bad_tokens,
+		.rate_limited = as->rate_limited,
+		.half_open_full = as->half_open_full,
+	};
 	struct state_stats tickets;
 	socklen_t len;
 
 	state_server_stats(srv->state, &tickets);
 	st.tickets = &tickets;
+	st.admission = &adm;
 	for (size_t i = 0; i < srv->npeers; i++) {
 		struct peer *p = &srv->peers[i];
 		struct quic_conn *qc = p->sess != NULL ? p->sess->qc : NULL;
@@ -881,6 +956,8 @@ server_create(struct event_base *base, const struct cfg *cfg, int verbose,
 	LIST_INIT(&srv->sessions);
 	the_server = srv;
 	quic_random((uint8_t *)&srv->cid_seed, sizeof srv->cid_seed);
+	admit_init(&srv->admit, cfg->retry_threshold, clock_now());
+	quic_set_send_limit_all(cfg->forward_memory_total);
 	/* Kept in StateDir, so that after a restart clients still recognise
 	 * our stateless resets and resume their sessions with 0-RTT. */
 	if ((srv->state = state_server_open(cfg->state_dir, cause)) == NULL)

@@ -24,7 +24,7 @@
 #define PAIR_STREAM_WINDOW 32768
 #define PAIR_DELAY_NS (1000 * 1000)   /* one-way delay: 1 ms virtual */
 #define PAIR_IDLE_ROUNDS 60           /* quiet for longer than max_ack_delay */
-#define PAIR_MAX_DGRAMS 256
+#define PAIR_MAX_DGRAMS 2048
 #define PAIR_MAX_SESSIONS 4
 
 struct endpoint {

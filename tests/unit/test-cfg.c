@@ -148,6 +148,9 @@ static const char server_full_printed[] =
     "ForwardBuffer = 8388608\n"
     "MaxForwards = 256\n"
     "ZeroRTT = yes\n"
+    "RetryThreshold = 16\n"
+    "ForwardMemory = 67108864\n"
+    "ForwardMemoryTotal = 536870912\n"
     "\n"
     "[Peer]\n"
     "Name = laptop\n"
@@ -285,7 +288,8 @@ static const char client_full_printed[] =
     "DynamicForward = 1081\n"
     "ForwardBuffer = 8388608\n"
     "MaxForwards = 256\n"
-    "ZeroRTT = yes\n";
+    "ZeroRTT = yes\n"
+    "ForwardMemory = 67108864\n";
 
 static void
 assert_forward(const struct cfg_forward *f, const char *bind, uint16_t bport,

@@ -111,6 +111,97 @@ test_expire_clock_behind(void **state)
 	dgramq_clear(&q);
 }
 
+/* Drops spare small packets: the oldest large one goes instead, and the
+ * order of the rest stays. */
+static void
+test_drop_spares_small(void **state)
+{
+	static uint8_t big[1200];
+	struct dgramq q;
+	const struct dgramq_item *it;
+
+	(void)state;
+	dgramq_init(&q, 5);
+	push_id(&q, 1, 10, 0);
+	push_id(&q, 2, 10, 0);
+	big[0] = 3;
+	assert_int_equal(dgramq_push(&q, big, sizeof big, 10), 0);
+	push_id(&q, 4, 10, 0);
+	big[0] = 5;
+	assert_int_equal(dgramq_push(&q, big, sizeof big, 10), 0);
+	/* Full: the large packet 3 goes, not the small 1. */
+	push_id(&q, 6, 10, 1);
+	assert_int_equal(q.dropped_full, 1);
+	assert_int_equal(pop_id(&q), 1);
+	assert_int_equal(pop_id(&q), 2);
+	assert_int_equal(pop_id(&q), 4);
+	it = dgramq_peek(&q);
+	assert_int_equal(it->len, sizeof big);
+	assert_int_equal(it->data[0], 5);
+	dgramq_pop(&q);
+	assert_int_equal(pop_id(&q), 6);
+	assert_int_equal(dgramq_len(&q), 0);
+	/* Nothing but small ones: the oldest goes. */
+	for (uint8_t i = 0; i < 5; i++)
+		push_id(&q, i, 20, 0);
+	push_id(&q, 9, 20, 1);
+	assert_int_equal(pop_id(&q), 1);
+	dgramq_clear(&q);
+}
+
+/* CoDel: a queue whose head has waited longer than the target (a tenth
+ * of the interval) for a whole interval loses one packet, then one more
+ * each interval / sqrt(drops); a short queue or a short delay loses
+ * nothing. */
+static void
+test_codel(void **state)
+{
+	const uint64_t iv = 1000, t0 = 100000;
+	struct dgramq q;
+	uint8_t id = 0;
+
+	(void)state;
+	dgramq_init(&q, 64);
+	/* Fresh packets: below target, nothing happens. */
+	for (; id < 10; id++)
+		push_id(&q, id, t0, 0);
+	assert_int_equal(dgramq_codel(&q, t0 + 50, iv), 0);
+	/* Above target (100) for the first time: the clock starts. */
+	assert_int_equal(dgramq_codel(&q, t0 + 200, iv), 0);
+	assert_int_equal(q.first_above, t0 + 200 + iv);
+	/* Still above, but not for a whole interval yet. */
+	assert_int_equal(dgramq_codel(&q, t0 + 1199, iv), 0);
+	/* A whole interval above target: the oldest goes, and only it. */
+	assert_int_equal(dgramq_codel(&q, t0 + 1200, iv), 1);
+	assert_true(q.dropping);
+	assert_int_equal(q.drop_next, t0 + 1200 + iv);
+	assert_int_equal(dgramq_codel(&q, t0 + 1500, iv), 0);
+	/* The next one interval / sqrt(1) later, then / sqrt(2). */
+	assert_int_equal(dgramq_codel(&q, t0 + 2200, iv), 1);
+	assert_int_equal(q.drop_next, t0 + 2200 + 707);
+	assert_int_equal(dgramq_codel(&q, t0 + 2906, iv), 0);
+	assert_int_equal(dgramq_codel(&q, t0 + 2907, iv), 1);
+	assert_int_equal(q.dropped_stale, 3);
+	assert_int_equal(pop_id(&q), 3);
+	/* Fresh packets at the head: the delay is below target again, and
+	 * dropping stops. */
+	while (dgramq_len(&q) > 0)
+		dgramq_pop(&q);
+	push_id(&q, 50, t0 + 3000, 0);
+	push_id(&q, 51, t0 + 3000, 0);
+	assert_int_equal(dgramq_codel(&q, t0 + 3050, iv), 0);
+	assert_false(q.dropping);
+	assert_int_equal(q.first_above, 0);
+	/* A single packet, however old, is no standing queue. */
+	dgramq_pop(&q);
+	assert_int_equal(dgramq_codel(&q, t0 + 90000, iv), 0);
+	assert_int_equal(dgramq_codel(&q, t0 + 99000, iv), 0);
+	assert_int_equal(dgramq_len(&q), 1);
+	assert_int_equal(q.dropped_stale, 3);
+	assert_int_equal(q.dropped_full, 0);
+	dgramq_clear(&q);
+}
+
 /* Zero-length payloads are legal; a zero capacity means one. */
 static void
 test_edges(void **state)
@@ -138,6 +229,8 @@ main(void)
 		cmocka_unit_test(test_full_drops_oldest),
 		cmocka_unit_test(test_expire),
 		cmocka_unit_test(test_expire_clock_behind),
+		cmocka_unit_test(test_codel),
+		cmocka_unit_test(test_drop_spares_small),
 		cmocka_unit_test(test_edges),
 	};
 

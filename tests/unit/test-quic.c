@@ -423,6 +423,56 @@ test_pmtud_and_ecn(void **state)
 	pair_free(p);
 }
 
+/* The connection's and the process's limits on unacknowledged stream
+ * bytes: room shrinks to what they leave, and a writer that found none is
+ * told (stream_acked) once acknowledgements made some, on every stream of
+ * the connection, even one that had nothing in flight. */
+static void
+test_send_limits(void **state)
+{
+	struct pair *p = connected_pair();
+	static uint8_t buf[6000];
+	int64_t a, b;
+	int acks;
+
+	(void)state;
+	a = quic_conn_open_stream(p->c.qc, p);
+	b = quic_conn_open_stream(p->c.qc, p);
+	assert_true(a >= 0 && b >= 0);
+	assert_int_equal(quic_conn_stream_room(p->c.qc, a, 1 << 20), 1 << 20);
+	quic_conn_set_send_limit(p->c.qc, 10000);
+	assert_int_equal(quic_conn_stream_room(p->c.qc, a, 1 << 20), 10000);
+	assert_int_equal(quic_conn_stream_room(p->c.qc, a, 3000), 3000);
+	fill(buf, sizeof buf, 1);
+	assert_int_equal(quic_conn_stream_send(p->c.qc, a, buf, 6000, false), 0);
+	assert_int_equal(quic_conn_unacked(p->c.qc), 6000);
+	assert_int_equal(quic_conn_stream_room(p->c.qc, b, 1 << 20), 4000);
+	assert_int_equal(quic_conn_stream_send(p->c.qc, a, buf, 4000, false), 0);
+	assert_int_equal(quic_conn_stream_room(p->c.qc, b, 1 << 20), 0);
+	assert_int_equal(quic_conn_stream_room(p->c.qc, a, 1 << 20), 0);
+
+	acks = p->c.stream_acks;
+	assert_true(pair_run(p, ROUNDS) > 0);
+	assert_int_equal(quic_conn_unacked(p->c.qc), 0);
+	assert_int_equal(quic_conn_stream_room(p->c.qc, b, 1 << 20), 10000);
+	/* Stream a's own acknowledgements, plus the wake-up of both. */
+	assert_true(p->c.stream_acks >= acks + 2);
+
+	/* The process-wide limit: one connection's bytes count against
+	 * everyone's room. */
+	quic_conn_set_send_limit(p->c.qc, 0);
+	quic_set_send_limit_all(quic_unacked_all() + 5000);
+	assert_int_equal(quic_conn_stream_room(p->c.qc, b, 1 << 20), 5000);
+	assert_int_equal(quic_conn_stream_send(p->c.qc, a, buf, 5000, false), 0);
+	assert_int_equal(quic_conn_stream_room(p->c.qc, b, 1 << 20), 0);
+	acks = p->c.stream_acks;
+	assert_true(pair_run(p, ROUNDS) > 0);
+	assert_int_equal(quic_conn_stream_room(p->c.qc, b, 1 << 20), 5000);
+	assert_true(p->c.stream_acks >= acks + 2);
+	quic_set_send_limit_all(0);
+	pair_free(p);
+}
+
 /* A queued test DATAGRAM: fill()'s pattern, its number in the first two
  * bytes. */
 static void
@@ -494,7 +544,7 @@ test_datagram_stale(void **state)
 		mk_numbered(buf, sizeof buf, i);
 		assert_int_equal(quic_conn_send_datagram(p->c.qc, buf, sizeof buf), 0);
 	}
-	/* Far beyond one RTT (2 ms here) and the 5 ms floor. */
+	/* Far beyond one round trip (a few ms here) and the floor. */
 	pair_now += 50 * QUIC_DGRAM_MIN_AGE;
 	mk_numbered(buf, sizeof buf, 5);
 	assert_int_equal(quic_conn_send_datagram(p->c.qc, buf, sizeof buf), 0);
@@ -1429,6 +1479,7 @@ main(void)
 		cmocka_unit_test_teardown(test_datagram_queue, test_teardown),
 		cmocka_unit_test_teardown(test_datagram_stale, test_teardown),
 		cmocka_unit_test_teardown(test_pmtud_and_ecn, test_teardown),
+		cmocka_unit_test_teardown(test_send_limits, test_teardown),
 		cmocka_unit_test_teardown(test_stream_flow_control,
 		    test_teardown),
 		cmocka_unit_test_teardown(test_stream_chunks, test_teardown),

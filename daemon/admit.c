@@ -1,0 +1,209 @@
+/* Admission of new connections: tokens, Retry, half-open cap, per-prefix
+ * rate limit (see admit.h). */
+#include <ngtcp2/ngtcp2_crypto.h>
+
+#include <string.h>
+
+#include "admit.h"
+#include "quic.h"
+
+void
+admit_init(struct admit *a, size_t retry_threshold, uint64_t now)
+{
+	memset(a, 0, sizeof *a);
+	a->retry_threshold = retry_threshold;
+	/* In memory only: a Retry token lives seconds, and a NEW_TOKEN token
+	 * that a restart invalidates costs its client one Retry, and only
+	 * while roved is under load. */
+	quic_random(a->secret[0], sizeof a->secret[0]);
+	quic_random(a->secret[1], sizeof a->secret[1]);
+	quic_random((uint8_t *)&a->hash_key, sizeof a->hash_key);
+	a->rotated = now;
+}
+
+void
+admit_tick(struct admit *a, uint64_t now)
+{
+	if (now - a->rotated < ADMIT_TOKEN_LIFETIME)
+		return;
+	memcpy(a->secret[1], a->secret[0], sizeof a->secret[1]);
+	quic_random(a->secret[0], sizeof a->secret[0]);
+	a->rotated = now;
+}
+
+/* The source's prefix: /32 for IPv4, /64 for IPv6 (what one subscriber
+ * or host usually holds). */
+static bool
+source_prefix(const struct sockaddr *from, struct ipaddr *p)
+{
+	uint16_t port;
+
+	if (addr_from_sockaddr(from, p, &port) != 0)
+		return false;
+	if (p->family == AF_INET6)
+		memset(p->b + 8, 0, 8);
+	return true;
+}
+
+static struct admit_bucket *
+bucket_for(struct admit *a, const struct ipaddr *p, uint64_t now)
+{
+	uint64_t h = a->hash_key ^ 0xcbf29ce484222325ULL;
+	struct admit_bucket *b;
+
+	for (size_t i = 0; i < sizeof p->b; i++) {
+		h ^= p->b[i];
+		h *= 0x100000001b3ULL;
+	}
+	h ^= (uint64_t)p->family;
+	h ^= h >> 31;
+	b = &a->buckets[h % ADMIT_PREFIX_SLOTS];
+	/* A slot taken by another prefix is handed over full: sharing it
+	 * could only make a legitimate source pay for a flooding one. */
+	if (b->last == 0 || !addr_equal(&b->prefix, p)) {
+		b->prefix = *p;
+		b->tokens_milli = ADMIT_PREFIX_BURST * 1000u;
+		b->last = now;
+	}
+	return b;
+}
+
+/* Takes one handshake from the source's bucket; false when it is empty. */
+static bool
+prefix_allows(struct admit *a, const struct sockaddr *from, uint64_t now)
+{
+	struct admit_bucket *b;
+	struct ipaddr p;
+	uint64_t elapsed;
+
+	if (!source_prefix(from, &p))
+		return false;
+	b = bucket_for(a, &p, now);
+	elapsed = now > b->last ? now - b->last : 0;
+	b->last = now;
+	/* Refill: ADMIT_PREFIX_RATE per second, in thousandths. */
+	if (elapsed > 0) {
+		uint64_t add = elapsed / (NGTCP2_SECONDS / 1000) * ADMIT_PREFIX_RATE;
+
+		b->tokens_milli += add;
+		if (b->tokens_milli > ADMIT_PREFIX_BURST * 1000u)
+			b->tokens_milli = ADMIT_PREFIX_BURST * 1000u;
+	}
+	if (b->tokens_milli < 1000)
+		return false;
+	b->tokens_milli -= 1000;
+	return true;
+}
+
+static bool
+verify_regular(struct admit *a, const ngtcp2_pkt_hd *hd,
+    const struct sockaddr *from, socklen_t fromlen, uint64_t now)
+{
+	for (size_t i = 0; i < 2; i++) {
+		if (ngtcp2_crypto_verify_regular_token(hd->token, hd->tokenlen,
+		    a->secret[i], sizeof a->secret[i], (const ngtcp2_sockaddr *)from,
+		    (ngtcp2_socklen)fromlen, ADMIT_TOKEN_LIFETIME, now) == 0)
+			return true;
+	}
+	return false;
+}
+
+static bool
+verify_retry(struct admit *a, const ngtcp2_pkt_hd *hd,
+    const struct sockaddr *from, socklen_t fromlen, uint64_t now,
+    ngtcp2_cid *odcid)
+{
+	for (size_t i = 0; i < 2; i++) {
+		if (ngtcp2_crypto_verify_retry_token(odcid, hd->token, hd->tokenlen,
+		    a->secret[i], sizeof a->secret[i], hd->version,
+		    (const ngtcp2_sockaddr *)from, (ngtcp2_socklen)fromlen, &hd->dcid,
+		    ADMIT_RETRY_TOKEN_LIFETIME, now) == 0)
+			return true;
+	}
+	return false;
+}
+
+static size_t
+write_retry(struct admit *a, const ngtcp2_pkt_hd *hd,
+    const struct sockaddr *from, socklen_t fromlen, uint64_t now,
+    uint8_t *out, size_t max)
+{
+	uint8_t token[NGTCP2_CRYPTO_MAX_RETRY_TOKENLEN];
+	ngtcp2_ssize tokenlen, n;
+	ngtcp2_cid scid;
+
+	scid.datalen = QUIC_SCID_LEN;
+	quic_random(scid.data, scid.datalen);
+	tokenlen = ngtcp2_crypto_generate_retry_token(token, a->secret[0],
+	    sizeof a->secret[0], hd->version, (const ngtcp2_sockaddr *)from,
+	    (ngtcp2_socklen)fromlen, &scid, &hd->dcid, now);
+	if (tokenlen < 0)
+		return 0;
+	n = ngtcp2_crypto_write_retry(out, max, hd->version, &hd->scid, &scid,
+	    &hd->dcid, token, (size_t)tokenlen);
+	return n > 0 ? (size_t)n : 0;
+}
+
+enum admit_verdict
+admit_check(struct admit *a, const ngtcp2_pkt_hd *hd,
+    const struct sockaddr *from, socklen_t fromlen, size_t half_open,
+    uint64_t now, struct admit_result *res, uint8_t *retry, size_t retrymax,
+    size_t *retrylen)
+{
+	memset(res, 0, sizeof *res);
+	*retrylen = 0;
+	admit_tick(a, now);
+	if (hd->tokenlen > 0) {
+		switch (hd->token[0]) {
+		case NGTCP2_CRYPTO_TOKEN_MAGIC_RETRY:
+			/* Only an answer to our own Retry carries one; a bad
+			 * one is forged or stale, and gets nothing. */
+			if (!verify_retry(a, hd, from, fromlen, now, &res->odcid)) {
+				a->stats.bad_tokens++;
+				return ADMIT_DROP;
+			}
+			res->validated = res->retried = true;
+			break;
+		case NGTCP2_CRYPTO_TOKEN_MAGIC_REGULAR:
+			/* One from an earlier connection; stale or from
+			 * another address, it is as good as none. */
+			res->validated = verify_regular(a, hd, from, fromlen, now);
+			break;
+		default:
+			break;
+		}
+	}
+	if (!res->validated && half_open >= a->retry_threshold) {
+		*retrylen = write_retry(a, hd, from, fromlen, now, retry, retrymax);
+		if (*retrylen == 0)
+			return ADMIT_DROP;
+		a->stats.retries++;
+		return ADMIT_RETRY;
+	}
+	if (half_open >= ADMIT_MAX_HALF_OPEN) {
+		a->stats.half_open_full++;
+		return ADMIT_DROP;
+	}
+	if (!prefix_allows(a, from, now)) {
+		a->stats.rate_limited++;
+		return ADMIT_DROP;
+	}
+	a->stats.accepted++;
+	if (res->validated)
+		a->stats.validated++;
+	return ADMIT_ACCEPT;
+}
+
+size_t
+admit_new_token(struct admit *a, const struct sockaddr *to, socklen_t tolen,
+    uint64_t now, uint8_t *token, size_t max)
+{
+	ngtcp2_ssize n;
+
+	if (max < NGTCP2_CRYPTO_MAX_REGULAR_TOKENLEN)
+		return 0;
+	n = ngtcp2_crypto_generate_regular_token(token, a->secret[0],
+	    sizeof a->secret[0], (const ngtcp2_sockaddr *)to, (ngtcp2_socklen)tolen,
+	    now);
+	return n > 0 ? (size_t)n : 0;
+}

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Address validation: with RetryThreshold = 0 roved asks every new client
+# to answer a Retry first. The client must get through it (and its tunnel
+# work); a reconnect of the same process presents the NEW_TOKEN token it
+# was given and is admitted without a Retry; a new process, which has no
+# token, gets a Retry again. The admission counters say exactly that.
+. "$(dirname "$0")/lib.sh"
+e2e_init "$@"
+topo_up
+C=$WORK/configs
+echo "RetryThreshold = 0" >"$WORK/retry.line"
+# Into [Server]: the line after the section header.
+sed -i '/^\[Server\]/r '"$WORK/retry.line" "$C/roved.conf"
+grep -q '^RetryThreshold = 0$' "$C/roved.conf" || die "cannot set RetryThreshold"
+# Short timeouts, so a silent path is given up in seconds (as in
+# test-reconnect).
+conf_set "$C/rove.conf" KeepAlive 1
+conf_set "$C/rove.conf" IdleTimeout 4
+
+adm() { srv_get "admission.$1"; }
+# expect_admission RETRIES ACCEPTED VALIDATED
+expect_admission() {
+	expect_eq "Retry packets sent" "$1" "$(adm retries)"
+	expect_eq "handshakes admitted" "$2" "$(adm accepted)"
+	expect_eq "handshakes with a proven address" "$3" "$(adm validated)"
+	expect_eq "forged or stale tokens" 0 "$(adm bad_tokens)"
+}
+lap() { sget "$NS_LAP" "$LAP_SOCK" "peers[0].$1" 2>/dev/null; }
+lap_not_established() { [ "$(lap state)" != established ]; }
+lap_handshakes() { [ "$(lap state)" = established ] && [ "$(lap handshakes)" = "$1" ]; }
+
+# 1. The first connection answers a Retry.
+start_roved
+start_client laptop
+wait_established laptop || die "laptop's tunnel does not come up through a Retry"
+check "laptop -> server after a Retry" ping_ok "$NS_LAP" -c 5 -i 0.05 "$SRV_TUN4"
+expect_admission 1 1 1
+
+# 2. The path goes silent until both ends give up; the same process then
+# reconnects with its NEW_TOKEN token: admitted at once, no Retry.
+nsx "$NS_SRV" nft -f - <<'NFT' || die "cannot load the blackhole"
+table inet rove_blackhole {
+	chain in {
+		type filter hook input priority 0; policy accept;
+		udp dport 4433 drop
+	}
+	chain out {
+		type filter hook output priority 0; policy accept;
+		udp sport 4433 drop
+	}
+}
+NFT
+wait_for 10 "the laptop to give up on the silent path" lap_not_established ||
+	fail "laptop still established 10 s into a blackhole (IdleTimeout 4)"
+wait_for 10 "roved to drop the silent laptop" \
+	state_is "$NS_SRV" "$ROVED_SOCK" 'peers[name=laptop].state' closed ||
+	fail "roved still shows the laptop 10 s into the blackhole"
+nsx "$NS_SRV" nft delete table inet rove_blackhole
+if wait_for 40 "the laptop to reconnect" lap_handshakes 2; then
+	ok "laptop reconnected after the blackhole"
+else
+	fail "laptop did not reconnect within 40 s"
+fi
+check "laptop -> server after the reconnect" ping_ok "$NS_LAP" -c 5 -i 0.05 "$SRV_TUN4"
+expect_admission 1 2 2
+
+# 3. A new client process has no token: a Retry again.
+stop_pid "$LAP_PID"
+forget_pid "$LAP_PID"
+mv "$WORK/laptop.log" "$WORK/laptop-1.log"
+start_client laptop
+wait_established laptop || die "the restarted laptop does not come up"
+check "laptop -> server after its restart" ping_ok "$NS_LAP" -c 5 -i 0.05 "$SRV_TUN4"
+expect_admission 2 3 3
+expect_eq "handshakes under way now" 0 "$(adm half_open)"
+e2e_finish

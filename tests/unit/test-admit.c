@@ -1,0 +1,265 @@
+/* Admission of new connections: when a Retry is asked for, what a token
+ * proves, the half-open cap and the per-prefix rate limit. */
+#include <ngtcp2/ngtcp2_crypto.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "admit.h"
+
+#define T0 (1000 * NGTCP2_SECONDS)
+#define RETRY_THRESHOLD 16
+
+static struct admit adm;
+
+static struct sockaddr_in
+v4(const char *a, uint16_t port)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port) };
+
+	assert_int_equal(inet_pton(AF_INET, a, &sin.sin_addr), 1);
+	return sin;
+}
+
+static struct sockaddr_in6
+v6(const char *a, uint16_t port)
+{
+	struct sockaddr_in6 sin6 = { .sin6_family = AF_INET6,
+	    .sin6_port = htons(port) };
+
+	assert_int_equal(inet_pton(AF_INET6, a, &sin6.sin6_addr), 1);
+	return sin6;
+}
+
+/* A client Initial's header as ngtcp2_accept leaves it. */
+static ngtcp2_pkt_hd
+initial(uint8_t seed, const uint8_t *token, size_t tokenlen)
+{
+	ngtcp2_pkt_hd hd;
+
+	memset(&hd, 0, sizeof hd);
+	hd.type = NGTCP2_PKT_INITIAL;
+	hd.flags = NGTCP2_PKT_FLAG_LONG_FORM;
+	hd.version = NGTCP2_PROTO_VER_V1;
+	hd.dcid.datalen = 16;
+	memset(hd.dcid.data, seed, 16);
+	hd.scid.datalen = 8;
+	memset(hd.scid.data, seed ^ 0x55, 8);
+	hd.token = token;
+	hd.tokenlen = tokenlen;
+	return hd;
+}
+
+static enum admit_verdict
+check(const ngtcp2_pkt_hd *hd, const void *from, socklen_t len,
+    size_t half_open, uint64_t now, struct admit_result *res)
+{
+	static uint8_t retry[1500];
+	size_t retrylen;
+	enum admit_verdict v;
+
+	v = admit_check(&adm, hd, from, len, half_open, now, res, retry,
+	    sizeof retry, &retrylen);
+	assert_int_equal(retrylen > 0, v == ADMIT_RETRY);
+	return v;
+}
+
+static int
+setup(void **state)
+{
+	(void)state;
+	admit_init(&adm, RETRY_THRESHOLD, T0);
+	return 0;
+}
+
+/* Few handshakes under way: no proof asked, nothing validated. */
+static void
+test_accept_below_threshold(void **state)
+{
+	struct sockaddr_in a = v4("198.18.1.2", 4000);
+	ngtcp2_pkt_hd hd = initial(1, NULL, 0);
+	struct admit_result res;
+
+	(void)state;
+	assert_int_equal(check(&hd, &a, sizeof a, RETRY_THRESHOLD - 1, T0,
+	    &res), ADMIT_ACCEPT);
+	assert_false(res.validated);
+	assert_false(res.retried);
+	assert_int_equal(adm.stats.accepted, 1);
+	assert_int_equal(adm.stats.validated, 0);
+	assert_int_equal(adm.stats.retries, 0);
+}
+
+/* Past the threshold a Retry goes out; the Initial that answers it is
+ * admitted with the original DCID; the token is bound to the address,
+ * the Retry's new CID and a short lifetime. */
+static void
+test_retry_round_trip(void **state)
+{
+	struct sockaddr_in a = v4("198.18.1.2", 4000), b = v4("198.18.1.3", 4000);
+	struct sockaddr_in a2 = v4("198.18.1.2", 4001);
+	ngtcp2_pkt_hd hd = initial(2, NULL, 0), rhd, again;
+	struct admit_result res;
+	uint8_t retry[1500], token[256];
+	size_t retrylen, tokenlen;
+	ngtcp2_ssize hdlen;
+
+	(void)state;
+	assert_int_equal(admit_check(&adm, &hd, (struct sockaddr *)&a, sizeof a,
+	    RETRY_THRESHOLD, T0, &res, retry, sizeof retry, &retrylen),
+	    ADMIT_RETRY);
+	assert_int_equal(adm.stats.retries, 1);
+	assert_int_equal(adm.stats.accepted, 0);
+	/* A real Retry packet: to the client's SCID, with a fresh SCID. */
+	hdlen = ngtcp2_pkt_decode_hd_long(&rhd, retry, retrylen);
+	assert_true(hdlen > 0);
+	assert_int_equal(rhd.type, NGTCP2_PKT_RETRY);
+	assert_true(ngtcp2_cid_eq(&rhd.dcid, &hd.scid));
+	assert_int_equal(rhd.scid.datalen, 16);
+	/* The token is what lies between the header and the 16-byte
+	 * integrity tag (RFC 9000, 17.2.5). */
+	tokenlen = retrylen - (size_t)hdlen - 16;
+	assert_true(tokenlen > 0 && tokenlen <= sizeof token);
+	memcpy(token, retry + hdlen, tokenlen);
+	assert_int_equal(token[0], NGTCP2_CRYPTO_TOKEN_MAGIC_RETRY);
+
+	again = initial(3, token, tokenlen);
+	again.dcid = rhd.scid;
+	assert_int_equal(check(&again, &a, sizeof a, RETRY_THRESHOLD + 5,
+	    T0 + NGTCP2_SECONDS, &res), ADMIT_ACCEPT);
+	assert_true(res.validated);
+	assert_true(res.retried);
+	assert_true(ngtcp2_cid_eq(&res.odcid, &hd.dcid));
+	assert_int_equal(adm.stats.validated, 1);
+
+	/* The same token from another address, or port, or after its
+	 * lifetime, or for another DCID: dropped and counted. */
+	assert_int_equal(check(&again, &b, sizeof b, 0, T0, &res), ADMIT_DROP);
+	assert_int_equal(check(&again, &a2, sizeof a2, 0, T0, &res), ADMIT_DROP);
+	assert_int_equal(check(&again, &a, sizeof a, 0,
+	    T0 + ADMIT_RETRY_TOKEN_LIFETIME + NGTCP2_SECONDS, &res), ADMIT_DROP);
+	again.dcid.data[0] ^= 1;
+	assert_int_equal(check(&again, &a, sizeof a, 0, T0, &res), ADMIT_DROP);
+	assert_int_equal(adm.stats.bad_tokens, 4);
+	assert_int_equal(adm.stats.accepted, 1);
+}
+
+/* A NEW_TOKEN token lets its address skip the Retry, from any port, for
+ * as long as the key that made it is current or previous. */
+static void
+test_new_token(void **state)
+{
+	struct sockaddr_in a = v4("198.18.1.2", 4000), a2 = v4("198.18.1.2", 5000);
+	struct sockaddr_in b = v4("198.18.1.9", 4000);
+	uint8_t token[NGTCP2_CRYPTO_MAX_REGULAR_TOKENLEN];
+	uint8_t late[NGTCP2_CRYPTO_MAX_REGULAR_TOKENLEN];
+	struct admit_result res;
+	ngtcp2_pkt_hd hd;
+	size_t len, late_len;
+
+	(void)state;
+	len = admit_new_token(&adm, (struct sockaddr *)&a, sizeof a, T0, token,
+	    sizeof token);
+	assert_true(len > 0);
+	assert_int_equal(token[0], NGTCP2_CRYPTO_TOKEN_MAGIC_REGULAR);
+	assert_int_equal(admit_new_token(&adm, (struct sockaddr *)&a, sizeof a,
+	    T0, token, len - 1), 0);
+	hd = initial(4, token, len);
+	assert_int_equal(check(&hd, &a2, sizeof a2, RETRY_THRESHOLD, T0 + 1,
+	    &res), ADMIT_ACCEPT);
+	assert_true(res.validated);
+	assert_false(res.retried);
+	/* Another address: as good as no token, so a Retry. */
+	assert_int_equal(check(&hd, &b, sizeof b, RETRY_THRESHOLD, T0 + 1,
+	    &res), ADMIT_RETRY);
+	assert_int_equal(adm.stats.bad_tokens, 0);
+	/* One made just before the key rotates... */
+	late_len = admit_new_token(&adm, (struct sockaddr *)&a, sizeof a,
+	    T0 + ADMIT_TOKEN_LIFETIME - NGTCP2_SECONDS, late, sizeof late);
+	/* ...while the first one's lifetime ends (and the key rotates)... */
+	assert_int_equal(check(&hd, &a, sizeof a, RETRY_THRESHOLD,
+	    T0 + ADMIT_TOKEN_LIFETIME, &res), ADMIT_RETRY);
+	/* ...still verifies under the previous key. */
+	hd = initial(4, late, late_len);
+	assert_int_equal(check(&hd, &a, sizeof a, RETRY_THRESHOLD,
+	    T0 + ADMIT_TOKEN_LIFETIME + 1, &res), ADMIT_ACCEPT);
+	assert_true(res.validated);
+	/* After the next rotation neither key made it. */
+	admit_tick(&adm, T0 + 2 * ADMIT_TOKEN_LIFETIME);
+	assert_int_equal(check(&hd, &a, sizeof a, RETRY_THRESHOLD,
+	    T0 + 2 * ADMIT_TOKEN_LIFETIME, &res), ADMIT_RETRY);
+}
+
+static void
+test_half_open_cap(void **state)
+{
+	struct sockaddr_in a = v4("198.18.1.2", 4000);
+	uint8_t token[NGTCP2_CRYPTO_MAX_REGULAR_TOKENLEN];
+	struct admit_result res;
+	ngtcp2_pkt_hd hd;
+	size_t len;
+
+	(void)state;
+	len = admit_new_token(&adm, (struct sockaddr *)&a, sizeof a, T0, token,
+	    sizeof token);
+	hd = initial(5, token, len);
+	assert_int_equal(check(&hd, &a, sizeof a, ADMIT_MAX_HALF_OPEN - 1, T0,
+	    &res), ADMIT_ACCEPT);
+	assert_int_equal(check(&hd, &a, sizeof a, ADMIT_MAX_HALF_OPEN, T0, &res),
+	    ADMIT_DROP);
+	assert_int_equal(adm.stats.half_open_full, 1);
+}
+
+/* ADMIT_PREFIX_BURST at once, then ADMIT_PREFIX_RATE a second, per /32
+ * or /64; other prefixes are not affected. */
+static void
+test_prefix_rate(void **state)
+{
+	struct sockaddr_in a = v4("198.18.7.1", 1), a_other_port = v4("198.18.7.1", 2);
+	struct sockaddr_in c = v4("198.18.7.2", 1);
+	struct sockaddr_in6 x = v6("fd00:1:2:3::1", 1), x2 = v6("fd00:1:2:3:ffff::9", 1);
+	struct sockaddr_in6 y = v6("fd00:1:2:4::1", 1);
+	ngtcp2_pkt_hd hd = initial(6, NULL, 0);
+	struct admit_result res;
+
+	(void)state;
+	for (int i = 0; i < ADMIT_PREFIX_BURST; i++)
+		assert_int_equal(check(&hd, i % 2 ? &a : &a_other_port, sizeof a, 0,
+		    T0, &res), ADMIT_ACCEPT);
+	assert_int_equal(check(&hd, &a, sizeof a, 0, T0, &res), ADMIT_DROP);
+	assert_int_equal(adm.stats.rate_limited, 1);
+	assert_int_equal(check(&hd, &c, sizeof c, 0, T0, &res), ADMIT_ACCEPT);
+	/* A second later, ADMIT_PREFIX_RATE more. */
+	for (int i = 0; i < ADMIT_PREFIX_RATE; i++)
+		assert_int_equal(check(&hd, &a, sizeof a, 0, T0 + NGTCP2_SECONDS,
+		    &res), ADMIT_ACCEPT);
+	assert_int_equal(check(&hd, &a, sizeof a, 0, T0 + NGTCP2_SECONDS, &res),
+	    ADMIT_DROP);
+	/* IPv6: one /64 shares a bucket, the next /64 has its own. */
+	for (int i = 0; i < ADMIT_PREFIX_BURST; i++)
+		assert_int_equal(check(&hd, i % 2 ? &x : &x2, sizeof x, 0, T0, &res),
+		    ADMIT_ACCEPT);
+	assert_int_equal(check(&hd, &x2, sizeof x2, 0, T0, &res), ADMIT_DROP);
+	assert_int_equal(check(&hd, &y, sizeof y, 0, T0, &res), ADMIT_ACCEPT);
+	assert_int_equal(adm.stats.rate_limited, 3);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(test_accept_below_threshold, setup),
+		cmocka_unit_test_setup(test_retry_round_trip, setup),
+		cmocka_unit_test_setup(test_new_token, setup),
+		cmocka_unit_test_setup(test_half_open_cap, setup),
+		cmocka_unit_test_setup(test_prefix_rate, setup),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
