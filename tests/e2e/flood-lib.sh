@@ -23,6 +23,8 @@
 
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
+# The variables set here are read by the scripts that source this file.
+# shellcheck disable=SC2034
 NS_FL=rove-$$-fl
 FL_NET=198.19.200.0/24
 FL_OUTER=198.19.200.9
@@ -199,7 +201,7 @@ flood_stop_all() {
 		stop_pid "$p"
 		forget_pid "$p"
 	done
-	BR_PID= LAP_PID= ROVED_PID=
+	BR_PID='' LAP_PID='' ROVED_PID=''
 }
 
 # flood_phase MODE COUNT: MODE one-source or spoofed. Starts roved and the
