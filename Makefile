@@ -151,6 +151,7 @@ bench: all $(BUILD)/tests/delay-relay $(E2E_TOOLS)
 	$(Q)bench/forward.sh $(BUILD)
 	$(Q)bench/roam.sh $(BUILD)
 	$(Q)bench/lossy.sh $(BUILD)
+	$(Q)bench/flood.sh $(BUILD)
 
 include tests/fuzz/Makefile.inc
 

@@ -17,11 +17,14 @@
 # so drops them: nothing leaves the test's namespaces. An nftables counter
 # there counts what roved sent back, whichever source it went to.
 #
-# flood_phase MODE COUNT runs one measured flood on a fresh roved with an
-# established laptop; see there for the figures it leaves in FLOOD_*.
+# flood_build COUNT builds the Initials once; flood_phase MODE COUNT runs
+# one measured flood on a fresh roved with an established laptop (see there
+# for the figures it leaves in FLOOD_*).
 
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
+# The variables set here are read by the scripts that source this file.
+# shellcheck disable=SC2034
 NS_FL=rove-$$-fl
 FL_NET=198.19.200.0/24
 FL_OUTER=198.19.200.9
@@ -30,10 +33,9 @@ FLOOD_TOOL=
 CLK_TCK=$(getconf CLK_TCK)
 # Bounds of one phase, each loop stopping by itself.
 FLOOD_LIMIT_S=${FLOOD_LIMIT_S:-30}       # quic-flood -t: building and sending
-FLOOD_ADMIT_MAX_S=${FLOOD_ADMIT_MAX_S:-12} # how long admission is waited for
-FLOOD_QUIET_MAX_S=${FLOOD_QUIET_MAX_S:-20} # how long roved may stay busy
-FLOOD_PING_INTERVAL=0.02
-FLOOD_PING_COUNT=${FLOOD_PING_COUNT:-400} # 8 s of pings at 20 ms
+FLOOD_ADMIT_MAX_S=${FLOOD_ADMIT_MAX_S:-10} # how long admission is waited for
+FLOOD_QUIET_MAX_S=${FLOOD_QUIET_MAX_S:-10} # how long roved may stay busy
+FLOOD_PING_COUNT=${FLOOD_PING_COUNT:-350} # 7 s of pings at 20 ms, 2 s more for answers
 FLOOD_ASAN=0
 
 flood_init() {
@@ -120,6 +122,22 @@ file_has() {
 	return 1
 }
 
+# wait_line FILE TEXT PID SECONDS: poll every 10 ms until a line of FILE
+# starts with TEXT (returns 0), PID has exited or SECONDS have passed.
+wait_line() {
+	local i end
+	now_ns
+	end=$((NOW + $4 * 1000000000))
+	for ((i = 0; i < $4 * 100; i++)); do
+		file_has "$1" "$2" && return 0
+		gone "$3" && break
+		now_ns
+		[ "$NOW" -lt "$end" ] || break
+		nap 0.01
+	done
+	file_has "$1" "$2"
+}
+
 # udp_stat NS FIELD: a counter of the Udp: lines in /proc/net/snmp.
 udp_stat() {
 	# shellcheck disable=SC2016
@@ -147,6 +165,35 @@ replies() {
 
 gone() { ! kill -0 "$1" 2>/dev/null; }
 
+# flood_build COUNT: build COUNT Initials into $FLOOD_FILE in the
+# background (it takes seconds; the topology can come up meanwhile). Every
+# phase then sends from that file: each runs against a fresh roved, which
+# cannot tell them from new ones.
+flood_build() {
+	FLOOD_FILE=$WORK/initials.bin
+	"$FLOOD_TOOL" -n "$1" -t "$FLOOD_LIMIT_S" -o "$FLOOD_FILE" "$SRV_OUTER:4433" \
+		>"$WORK/build.log" 2>&1 &
+	FLOOD_BUILD_PID=$!
+	E2E_PIDS+=("$FLOOD_BUILD_PID")
+}
+
+# flood_built: wait for flood_build; sets FLOOD_BUILD_S.
+flood_built() {
+	local i rc
+	[ -n "${FLOOD_BUILD_PID:-}" ] || return 0
+	for ((i = 0; i < (FLOOD_LIMIT_S + 5) * 10; i++)); do
+		gone "$FLOOD_BUILD_PID" && break
+		nap 0.1
+	done
+	wait "$FLOOD_BUILD_PID"
+	rc=$?
+	forget_pid "$FLOOD_BUILD_PID"
+	FLOOD_BUILD_PID=
+	[ "$rc" -eq 0 ] || { cat "$WORK/build.log"; die "quic-flood could not build the Initials"; }
+	FLOOD_BUILD_S=$(grep '^{' "$WORK/build.log" | jget build_seconds)
+	log "built the Initials in $FLOOD_BUILD_S s"
+}
+
 # flood_stop_all: end roved and the clients of the last phase.
 flood_stop_all() {
 	local p
@@ -154,20 +201,24 @@ flood_stop_all() {
 		stop_pid "$p"
 		forget_pid "$p"
 	done
-	BR_PID= LAP_PID= ROVED_PID=
+	BR_PID='' LAP_PID='' ROVED_PID=''
 }
 
 # flood_phase MODE COUNT: MODE one-source or spoofed. Starts roved and the
-# laptop afresh and waits for the laptop's tunnel; then, with the laptop
-# pinging roved's tunnel address every 20 ms, quic-flood sends COUNT
-# Initials, and the branch (which has no ticket, so it needs a full
-# handshake) runs rove up as soon as the last Initial is sent. Sets:
-#   FLOOD_SENT FLOOD_PPS FLOOD_BUILD_S   what quic-flood reports
+# laptop afresh and waits for the laptop's tunnel; then quic-flood sends
+# COUNT Initials, the laptop pings roved's tunnel address every 20 ms from
+# then on (FLOOD_PING_COUNT pings), and the branch (which has no ticket,
+# so it needs a full handshake) runs rove up as soon as the last Initial
+# is sent. Sets:
+#   FLOOD_SENT FLOOD_PPS   what quic-flood reports
 #   FLOOD_CPU_S       roved's CPU time from the start of the flood until it
 #                     went quiet (under 20 ms of CPU in 200 ms), or
-#                     FLOOD_QUIET_MAX_S
-#   FLOOD_BUSY_S      that span in wall-clock seconds (-1: never quiet)
-#   FLOOD_PER_CPU_S   Initials sent per CPU second of roved
+#                     FLOOD_QUIET_MAX_S after the start of the sending
+#   FLOOD_BUSY_S      the seconds from the start of the sending until
+#                     roved went quiet (-1: not within FLOOD_QUIET_MAX_S)
+#   FLOOD_ABSORBED    Initials that reached roved's socket: those sent
+#                     less FLOOD_RCVBUF_DROPS
+#   FLOOD_PER_CPU_S   FLOOD_ABSORBED per CPU second of roved
 #   FLOOD_ADMIT_MS    rove up of the branch to its tunnel up, connection
 #                     established (-1: not within FLOOD_ADMIT_MAX_S)
 #   FLOOD_IDLE_KB FLOOD_PEAK_KB   roved's VmRSS before, and its peak
@@ -180,10 +231,13 @@ flood_stop_all() {
 #   FLOOD_LAP_OK      1 if the laptop kept its connection (one handshake)
 flood_phase() {
 	local mode=$1 count=$2 args=() t0 t1 c0 c1 prev i json out
-	local ping_pid flood_pid sampler_pid stop rss_out rcv0 rcv1 quiet
+	local ping_pid flood_pid sampler_pid stop rss_out rcv0 rcv1 quiet end
 	local flog=$WORK/flood-$mode-$count.log blog
 
 	[ "$mode" = spoofed ] && args=(-S "$SPOOF_NET")
+	now_ns
+	local tp=$NOW
+	flood_built
 	flood_stop_all
 	start_roved
 	start_client laptop
@@ -204,26 +258,30 @@ flood_phase() {
 	E2E_PIDS+=("$sampler_pid")
 	rcv0=$(udp_stat "$NS_SRV" RcvbufErrors)
 
-	bg "ping-$mode-$count" "$NS_LAP" ping -n -i "$FLOOD_PING_INTERVAL" \
-		-c "$FLOOD_PING_COUNT" -W 2 "$SRV_TUN4"
-	ping_pid=$BG_PID
+	now_ns
+	local tb=$NOW
+	# roved idles while the Initials are built: its CPU time counts from
+	# here, its wall-clock time from the start of the sending.
 	cpu_ticks "$ROVED_PID"
 	c0=$TICKS
-	now_ns
-	t0=$NOW
-	bg "flood-$mode-$count" "$NS_FL" "$FLOOD_TOOL" -n "$count" \
+	bg "flood-$mode-$count" "$NS_FL" "$FLOOD_TOOL" -n "$count" -i "$FLOOD_FILE" \
 		-t "$FLOOD_LIMIT_S" "${args[@]}" "$SRV_OUTER:4433"
 	flood_pid=$BG_PID
+	# Building many Initials takes a while; the pings start with the
+	# sending.
+	wait_line "$flog" sending "$flood_pid" "$FLOOD_LIMIT_S" ||
+		die "quic-flood did not start sending"
+	now_ns
+	t0=$NOW
+	bg "ping-$mode-$count" "$NS_LAP" ping -n -i 0.02 -c "$FLOOD_PING_COUNT" "$SRV_TUN4"
+	ping_pid=$BG_PID
+
 	# Polled every 10 ms: sending takes only tens of ms. The branch starts
 	# once the last Initial has left, so that its own is queued behind the
 	# whole flood: the worst case for roved, and the same in every run
 	# (started any earlier, it would land at a random place in the flood).
-	for ((i = 0; i < FLOOD_LIMIT_S * 100; i++)); do
-		file_has "$flog" "sent " && break
-		gone "$flood_pid" && break
-		nap 0.01
-	done
-	file_has "$flog" "sent " || die "quic-flood did not send"
+	wait_line "$flog" "sent " "$flood_pid" "$FLOOD_LIMIT_S" ||
+		die "quic-flood did not send"
 
 	# The admission of a configured client while roved is flooded: from
 	# rove up until its tunnel is up (handshake done, server config
@@ -233,15 +291,12 @@ flood_phase() {
 	t1=$NOW
 	blog=$WORK/branch.log
 	FLOOD_ADMIT_MS=-1
-	for ((i = 0; i < FLOOD_ADMIT_MAX_S * 100; i++)); do
-		if file_has "$blog" "rove: tunnel up"; then
-			now_ns
-			FLOOD_ADMIT_MS=$(((NOW - t1) / 1000000))
-			break
-		fi
-		gone "$BR_PID" && break
-		nap 0.01
-	done
+	if wait_line "$blog" "rove: tunnel up" "$BR_PID" "$FLOOD_ADMIT_MAX_S"; then
+		now_ns
+		FLOOD_ADMIT_MS=$(((NOW - t1) / 1000000))
+	fi
+	now_ns
+	local ta=$NOW
 	if [ "$FLOOD_ADMIT_MS" -ge 0 ] &&
 		! state_is "$NS_BR" "$BR_SOCK" 'peers[0].state' established; then
 		log "the branch's tunnel is up but its connection is not established"
@@ -257,7 +312,6 @@ flood_phase() {
 	json=$(grep '^{' "$flog")
 	FLOOD_SENT=$(printf '%s' "$json" | jget sent)
 	FLOOD_PPS=$(printf '%s' "$json" | jget pps)
-	FLOOD_BUILD_S=$(printf '%s' "$json" | jget build_seconds)
 
 	# roved is done with the flood once it idles: less than 20 ms of CPU
 	# in 200 ms (the laptop's pings cost far less).
@@ -279,16 +333,36 @@ flood_phase() {
 	done
 	cpu_ticks "$ROVED_PID"
 	c1=$TICKS
+	now_ns
+	local tq=$NOW
 	FLOOD_CPU_S=$(awk -v t=$((c1 - c0)) -v hz="$CLK_TCK" 'BEGIN { printf "%.2f", t / hz }')
-	FLOOD_PER_CPU_S=$(awk -v n="$FLOOD_SENT" -v t=$((c1 - c0)) -v hz="$CLK_TCK" \
+	rcv1=$(udp_stat "$NS_SRV" RcvbufErrors)
+	FLOOD_RCVBUF_DROPS=$((rcv1 - rcv0))
+	# What reached roved: the Initials sent, less what its kernel dropped
+	# at the full socket (mostly theirs).
+	FLOOD_ABSORBED=$((FLOOD_SENT - FLOOD_RCVBUF_DROPS))
+	[ "$FLOOD_ABSORBED" -ge 0 ] || FLOOD_ABSORBED=0
+	FLOOD_PER_CPU_S=$(awk -v n="$FLOOD_ABSORBED" -v t=$((c1 - c0)) -v hz="$CLK_TCK" \
 		'BEGIN { if (t > 0) printf "%.0f", n * hz / t; else print "inf" }')
 
-	for ((i = 0; i < 300; i++)); do
+	# The last ping gets 2 s for its answer; then SIGINT makes ping
+	# print its count, with the unanswered ones as lost.
+	end=$((t0 + (FLOOD_PING_COUNT * 20 + 2000) * 1000000))
+	for ((i = 0; i < FLOOD_PING_COUNT / 5 + 100; i++)); do
+		gone "$ping_pid" && break
+		now_ns
+		[ "$NOW" -lt "$end" ] || break
+		nap 0.1
+	done
+	kill -INT "$ping_pid" 2>/dev/null
+	for ((i = 0; i < 20; i++)); do
 		gone "$ping_pid" && break
 		nap 0.1
 	done
 	stop_pid "$ping_pid"
 	forget_pid "$ping_pid"
+	now_ns
+	local tw=$NOW
 	out=$(cat "$WORK/ping-$mode-$count.log")
 	FLOOD_PING_TX=$(printf '%s\n' "$out" | sed -n 's/^\([0-9]*\) packets transmitted.*/\1/p')
 	FLOOD_PING_RX=$(printf '%s\n' "$out" | sed -n 's/.* \([0-9]*\) received.*/\1/p')
@@ -301,8 +375,6 @@ flood_phase() {
 	forget_pid "$sampler_pid"
 	FLOOD_PEAK_KB=$(cat "$rss_out")
 	proc_kb "$ROVED_PID" VmHWM && [ "$KB" -gt "$FLOOD_PEAK_KB" ] && FLOOD_PEAK_KB=$KB
-	rcv1=$(udp_stat "$NS_SRV" RcvbufErrors)
-	FLOOD_RCVBUF_DROPS=$((rcv1 - rcv0))
 	read -r FLOOD_REPLY_PKTS FLOOD_REPLY_BYTES < <(replies)
 
 	FLOOD_LAP_OK=0
@@ -311,10 +383,15 @@ flood_phase() {
 		FLOOD_LAP_OK=1
 	# Each phase starts the branch afresh; keep its log.
 	cp "$blog" "$WORK/branch-$mode-$count.log"
+	now_ns
+	log "$mode x $count: phase timing (s): restart $(((tb - tp) / 1000000000))," \
+		"load $(((t0 - tb) / 1000000000)), admission wait $(((ta - t0) / 1000000000))," \
+		"quiet wait $(((tq - ta) / 1000000000)), ping wait $(((tw - tq) / 1000000000))," \
+		"rest $(((NOW - tw) / 1000000000))"
 
-	log "$mode x $count: sent $FLOOD_SENT at $FLOOD_PPS/s (built in $FLOOD_BUILD_S s);" \
+	log "$mode x $count: sent $FLOOD_SENT at $FLOOD_PPS/s;" \
 		"roved CPU $FLOOD_CPU_S s (idle again after ${FLOOD_BUSY_S} s)," \
-		"$FLOOD_PER_CPU_S Initials/CPU s; admission ${FLOOD_ADMIT_MS} ms;" \
+		"$FLOOD_ABSORBED absorbed, $FLOOD_PER_CPU_S per CPU s; admission ${FLOOD_ADMIT_MS} ms;" \
 		"VmRSS idle $FLOOD_IDLE_KB kB, peak $FLOOD_PEAK_KB kB;" \
 		"ping $FLOOD_PING_RX/$FLOOD_PING_TX, $FLOOD_PING_LATE late (>= 1 s), max ${FLOOD_PING_MAX_MS} ms;" \
 		"server socket drops $FLOOD_RCVBUF_DROPS; replies to the flooder" \

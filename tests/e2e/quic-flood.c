@@ -3,15 +3,16 @@
  * connection, as fast as one sender can, and never reads an answer: the
  * load that address validation and handshake limits must absorb.
  *
- * usage: quic-flood -n COUNT [-t SECONDS] [-b BATCH] [-S PREFIX/LEN] ADDR:PORT
+ * usage: quic-flood -n COUNT [-t SECONDS] [-b BATCH] [-S PREFIX/LEN]
+ *                   [-i FILE | -o FILE] ADDR:PORT
  *
  * First builds COUNT Initials, each from its own ngtcp2 client connection
  * with random destination and source connection IDs and a real ClientHello
  * (ALPN rove/1, the TLS context rove itself uses, with a throwaway key), as
  * rove's own client would send it: at least 1200 bytes, padded by ngtcp2.
  * Every packet is checked with ngtcp2_accept, the server's own test for a
- * first packet. Then sends them with sendmmsg in batches of BATCH (default
- * 64, at most 1024):
+ * first packet. Building runs on every CPU. Then sends them with sendmmsg
+ * in batches of BATCH (default 64, at most 1024):
  *  - by default from one UDP socket connected to ADDR:PORT, so all of them
  *    come from one source address and port;
  *  - with -S, from a raw socket (IP_HDRINCL) that writes each packet's IPv4
@@ -21,13 +22,19 @@
  * 198.18.0.0/15 or fd00::/8, and PREFIX inside 198.18.0.0/15 (-S is IPv4
  * only).
  *
+ * Building costs far more than sending, so a run can keep what it built:
+ * -o FILE builds COUNT Initials, writes them to FILE and sends nothing;
+ * -i FILE sends the first COUNT Initials of FILE instead of building any.
+ * (A server that never saw them cannot tell them from new ones.)
+ *
  * Stops after COUNT packets or SECONDS (default 10, from the start,
  * building included), whichever comes first. Prints "sending COUNT" on
- * stderr once the packets are built (a script starts its measurement
- * there), then one JSON object on stdout: mode, packets built and the
- * seconds that took, the mean packet size, packets sent, the seconds
- * sending took, packets/s, send errors and whether the time limit cut it
- * short. Exits 0 if every packet was sent, 1 if not, 2 on a usage error.
+ * stderr once the packets are ready (a script starts its measurement
+ * there) and "sent ..." when done, then one JSON object on stdout: mode,
+ * packets built (or loaded) and the seconds that took, the mean size of
+ * the Initials, packets sent, the seconds sending took, packets/s, send
+ * errors and whether the time limit cut it short. Exits 0 if every packet
+ * was sent (with -o: built), 1 if not, 2 on a usage error.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -38,6 +45,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <time.h>
@@ -52,7 +61,6 @@
 
 #include "addr.h"
 #include "key.h"
-#include "quic.h"
 #include "tls.h"
 
 #define MAX_COUNT 1000000
@@ -62,10 +70,11 @@
 #define PKT_MAX 1452         /* an Ethernet path's UDP payload over IPv4 */
 #define IP_UDP_HDR 28
 #define SOCKBUF (4 * 1024 * 1024)
+#define MAX_BUILDERS 16  /* builder threads: one per CPU, at most this */
 
 struct pkt {
-	uint16_t len;
-	uint8_t *data;   /* for -S: IPv4 + UDP header, then the Initial */
+	uint16_t len;    /* the Initial's; with -S, the headers' once added */
+	uint8_t *data;   /* its slot: for -S, IPv4 + UDP headers first */
 };
 
 /* What one throwaway client connection needs while it writes its Initial. */
@@ -73,6 +82,27 @@ struct gen {
 	ngtcp2_crypto_conn_ref ref;
 	ngtcp2_conn *conn;
 };
+
+/* Random bytes for IDs, addresses and ports: getrandom(2) is safe from
+ * every builder thread at once (rove's quic_random is not). */
+static void
+fill_random(void *buf, size_t len)
+{
+	uint8_t *p = buf;
+	ssize_t n;
+
+	while (len > 0) {
+		n = getrandom(p, len, 0);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			fprintf(stderr, "quic-flood: getrandom: %s\n", strerror(errno));
+			exit(1);
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+}
 
 static uint64_t
 now_ns(void)
@@ -87,7 +117,8 @@ static void
 usage(void)
 {
 	fprintf(stderr, "usage: quic-flood -n COUNT [-t SECONDS] [-b BATCH] "
-	    "[-S PREFIX/LEN] ADDR:PORT\n");
+	    "[-S PREFIX/LEN]\n"
+	    "                  [-i FILE | -o FILE] ADDR:PORT\n");
 	exit(2);
 }
 
@@ -129,7 +160,7 @@ static void
 rand_cb(uint8_t *dest, size_t len, const ngtcp2_rand_ctx *ctx)
 {
 	(void)ctx;
-	quic_random(dest, len);
+	fill_random(dest, len);
 }
 
 static int
@@ -138,9 +169,9 @@ new_cid_cb(ngtcp2_conn *conn, ngtcp2_cid *cid, uint8_t *token, size_t cidlen,
 {
 	(void)conn;
 	(void)user_data;
-	quic_random(cid->data, cidlen);
+	fill_random(cid->data, cidlen);
 	cid->datalen = cidlen;
-	quic_random(token, NGTCP2_STATELESS_RESET_TOKENLEN);
+	fill_random(token, NGTCP2_STATELESS_RESET_TOKENLEN);
 	return 0;
 }
 
@@ -197,9 +228,9 @@ make_initial(WOLFSSL_CTX *ctx, const ngtcp2_path *path, uint8_t *buf, size_t len
 	params.max_datagram_frame_size = 65535;
 	params.max_udp_payload_size = PKT_MAX;
 	dcid.datalen = CID_LEN;
-	quic_random(dcid.data, dcid.datalen);
+	fill_random(dcid.data, dcid.datalen);
 	scid.datalen = CID_LEN;
-	quic_random(scid.data, scid.datalen);
+	fill_random(scid.data, scid.datalen);
 	rv = ngtcp2_conn_client_new(&g.conn, &dcid, &scid, path, NGTCP2_PROTO_VER_V1,
 	    &cb, &settings, &params, NULL, &g);
 	if (rv != 0) {
@@ -259,7 +290,7 @@ random_source(const struct prefix *src, uint8_t out[static 4])
 	hostmask = src->len == 0 ? UINT32_MAX :
 	    (src->len >= 32 ? 0 : (UINT32_MAX >> src->len));
 	do {
-		quic_random((uint8_t *)&r, sizeof r);
+		fill_random((uint8_t *)&r, sizeof r);
 		host = r & hostmask;
 	} while (hostmask >= 3 && (host == 0 || host == hostmask));
 	net = (net & ~hostmask) | host;
@@ -283,7 +314,7 @@ add_headers(uint8_t *p, size_t qlen, const uint8_t src[static 4], uint16_t sport
 	memset(p, 0, IP_UDP_HDR);
 	p[0] = 0x45;
 	put16(p + 2, (uint16_t)(20 + ulen));
-	quic_random((uint8_t *)&id, sizeof id);
+	fill_random((uint8_t *)&id, sizeof id);
 	put16(p + 4, id);
 	p[6] = 0x40;                     /* DF, as a Linux UDP socket sends */
 	p[8] = 64;
@@ -345,6 +376,150 @@ open_socket(bool spoof, const struct sockaddr_storage *dst, socklen_t dstlen,
 	return fd;
 }
 
+/* One builder thread's share: packets [from, to) of the array. */
+struct builder {
+	pthread_t thread;
+	WOLFSSL_CTX *ctx;
+	const ngtcp2_path *path;
+	struct pkt *pkts;
+	uint8_t *slab;                    /* SLOT bytes per packet */
+	size_t off;                       /* room for our own headers */
+	size_t from, to, built;
+	uint64_t deadline;
+	bool failed, timed_out;
+};
+
+/* Each packet's place in the slab: headers (with -S), then the Initial. */
+#define SLOT (IP_UDP_HDR + PKT_MAX)
+
+static void *
+build(void *arg)
+{
+	struct builder *b = arg;
+
+	for (size_t i = b->from; i < b->to; i++) {
+		uint8_t *p = b->slab + i * SLOT;
+		ssize_t n;
+
+		if ((n = make_initial(b->ctx, b->path, p + b->off, PKT_MAX)) < 0) {
+			b->failed = true;
+			break;
+		}
+		b->pkts[i].data = p;
+		b->pkts[i].len = (uint16_t)n;
+		b->built++;
+		if ((b->built & 63) == 0 && now_ns() >= b->deadline) {
+			b->timed_out = true;
+			break;
+		}
+	}
+	return NULL;
+}
+
+/* Build `count` Initials on every CPU (a TLS client and its key share per
+ * packet cost far more than sending it). Returns how many were built;
+ * fewer only when the deadline stopped it (*timed_out). */
+static size_t
+build_all(WOLFSSL_CTX *ctx, const ngtcp2_path *path, struct pkt *pkts,
+    uint8_t *slab, size_t off, size_t count, uint64_t deadline, bool *timed_out)
+{
+	static struct builder builders[MAX_BUILDERS];
+	size_t built = 0;
+	long n;
+
+	n = sysconf(_SC_NPROCESSORS_ONLN);
+	n = n < 1 ? 1 : n > MAX_BUILDERS ? MAX_BUILDERS : n;
+	if ((size_t)n > count)
+		n = (long)count;
+	for (long i = 0; i < n; i++) {
+		struct builder *b = &builders[i];
+
+		b->ctx = ctx;
+		b->path = path;
+		b->pkts = pkts;
+		b->slab = slab;
+		b->off = off;
+		b->from = count * (size_t)i / (size_t)n;
+		b->to = count * (size_t)(i + 1) / (size_t)n;
+		b->deadline = deadline;
+		if (pthread_create(&b->thread, NULL, build, b) != 0) {
+			fprintf(stderr, "quic-flood: cannot start a builder thread\n");
+			exit(1);
+		}
+	}
+	/* Gaps left by a builder the clock stopped are closed up. */
+	for (long i = 0; i < n; i++) {
+		struct builder *b = &builders[i];
+
+		pthread_join(b->thread, NULL);
+		if (b->failed)
+			exit(1);
+		*timed_out |= b->timed_out;
+		memmove(&pkts[built], &pkts[b->from], b->built * sizeof *pkts);
+		built += b->built;
+	}
+	return built;
+}
+
+/* -o: the Initials alone, each as a 2-byte big-endian length and its
+ * bytes. */
+static void
+save(const char *file, const struct pkt *pkts, size_t n, size_t off)
+{
+	FILE *f = fopen(file, "w");
+	uint8_t len[2];
+
+	if (f == NULL) {
+		fprintf(stderr, "quic-flood: %s: %s\n", file, strerror(errno));
+		exit(1);
+	}
+	for (size_t i = 0; i < n; i++) {
+		put16(len, pkts[i].len);
+		if (fwrite(len, 2, 1, f) != 1 ||
+		    fwrite(pkts[i].data + off, pkts[i].len, 1, f) != 1)
+			break;
+	}
+	if (ferror(f) || fclose(f) != 0) {
+		fprintf(stderr, "quic-flood: cannot write %s\n", file);
+		exit(1);
+	}
+}
+
+/* -i: the first `count` Initials of a file -o wrote, each checked again
+ * with ngtcp2_accept. */
+static size_t
+load(const char *file, struct pkt *pkts, uint8_t *slab, size_t off, size_t count)
+{
+	FILE *f = fopen(file, "r");
+	ngtcp2_pkt_hd hd;
+	uint8_t len[2];
+	size_t n;
+
+	if (f == NULL) {
+		fprintf(stderr, "quic-flood: %s: %s\n", file, strerror(errno));
+		exit(1);
+	}
+	for (n = 0; n < count && fread(len, 2, 1, f) == 1; n++) {
+		uint8_t *p = slab + n * SLOT;
+		size_t l = (size_t)len[0] << 8 | len[1];
+
+		if (l < 1200 || l > PKT_MAX || fread(p + off, l, 1, f) != 1 ||
+		    ngtcp2_accept(&hd, p + off, l) != 0) {
+			fprintf(stderr, "quic-flood: %s: packet %zu is not an "
+			    "Initial\n", file, n);
+			exit(1);
+		}
+		pkts[n].data = p;
+		pkts[n].len = (uint16_t)l;
+	}
+	fclose(f);
+	if (n < count) {
+		fprintf(stderr, "quic-flood: %s holds only %zu Initials\n", file, n);
+		exit(1);
+	}
+	return n;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -357,16 +532,18 @@ main(int argc, char **argv)
 	struct ipaddr dst_ip;
 	uint16_t dst_port, sport;
 	struct pkt *pkts;
+	uint8_t *slab;
 	WOLFSSL_CTX *ctx;
 	ngtcp2_path path;
+	const char *in = NULL, *out = NULL;
 	long count = 0, secs = 10, batch = 64;
 	bool spoof = false, timed_out = false;
 	uint64_t start, deadline, send_start, send_end, bytes = 0;
 	size_t built = 0, sent = 0, errors = 0, off;
 	char *cause = NULL;
-	int c, fd, last_errno = 0;
+	int c, fd = -1, last_errno = 0;
 
-	while ((c = getopt(argc, argv, "n:t:b:S:")) != -1) {
+	while ((c = getopt(argc, argv, "n:t:b:S:i:o:")) != -1) {
 		switch (c) {
 		case 'n':
 			if (!num_arg(optarg, 1, MAX_COUNT, &count))
@@ -388,11 +565,17 @@ main(int argc, char **argv)
 			}
 			spoof = true;
 			break;
+		case 'i':
+			in = optarg;
+			break;
+		case 'o':
+			out = optarg;
+			break;
 		default:
 			usage();
 		}
 	}
-	if (count == 0 || argc - optind != 1)
+	if (count == 0 || argc - optind != 1 || (in != NULL && out != NULL))
 		usage();
 	if (addr_parse_sockaddr(argv[optind], &dst, &dstlen) != 0 ||
 	    addr_from_sockaddr((struct sockaddr *)&dst, &dst_ip, &dst_port) != 0) {
@@ -420,60 +603,69 @@ main(int argc, char **argv)
 
 	start = now_ns();
 	deadline = start + (uint64_t)secs * 1000000000u;
-	wolfSSL_Init();
-	quic_random(priv, sizeof priv);
-	ctx = tls_ctx_create(TLS_ROLE_CLIENT, priv, pin_never, &cause);
-	explicit_bzero(priv, sizeof priv);
-	if (ctx == NULL) {
-		fprintf(stderr, "quic-flood: %s\n", cause);
-		exit(1);
-	}
-	/* rove's client asks for tickets, which shows in its ClientHello. */
-	tls_ctx_enable_resumption(ctx, TLS_ROLE_CLIENT, false);
-	if ((fd = open_socket(spoof, &dst, dstlen, &local, &locallen)) == -1)
-		exit(1);
-	path.local.addr = (ngtcp2_sockaddr *)&local;
-	path.local.addrlen = locallen;
-	path.remote.addr = (ngtcp2_sockaddr *)&dst;
-	path.remote.addrlen = dstlen;
-	path.user_data = NULL;
-
 	pkts = calloc((size_t)count, sizeof *pkts);
-	if (pkts == NULL) {
+	slab = malloc((size_t)count * SLOT);
+	if (pkts == NULL || slab == NULL) {
 		fprintf(stderr, "quic-flood: out of memory\n");
 		exit(1);
 	}
 	off = spoof ? IP_UDP_HDR : 0;
-	for (built = 0; built < (size_t)count; built++) {
-		uint8_t *p = malloc(off + PKT_MAX);
-		ssize_t n;
-
-		if (p == NULL) {
-			fprintf(stderr, "quic-flood: out of memory\n");
+	if (out == NULL && (fd = open_socket(spoof, &dst, dstlen, &local,
+	    &locallen)) == -1)
+		exit(1);
+	if (in != NULL)
+		built = load(in, pkts, slab, off, (size_t)count);
+	else {
+		wolfSSL_Init();
+		fill_random(priv, sizeof priv);
+		ctx = tls_ctx_create(TLS_ROLE_CLIENT, priv, pin_never, &cause);
+		explicit_bzero(priv, sizeof priv);
+		if (ctx == NULL) {
+			fprintf(stderr, "quic-flood: %s\n", cause);
 			exit(1);
 		}
-		if ((n = make_initial(ctx, &path, p + off, PKT_MAX)) < 0)
-			exit(1);
-		if (spoof) {
+		/* rove's client asks for tickets, which shows in its
+		 * ClientHello. */
+		tls_ctx_enable_resumption(ctx, TLS_ROLE_CLIENT, false);
+		/* The addresses only name the path to ngtcp2; none of them
+		 * goes into the packet. */
+		if (out != NULL) {
+			memset(&local, 0, sizeof local);
+			local.ss_family = dst.ss_family;
+			locallen = dstlen;
+		}
+		path.local.addr = (ngtcp2_sockaddr *)&local;
+		path.local.addrlen = locallen;
+		path.remote.addr = (ngtcp2_sockaddr *)&dst;
+		path.remote.addrlen = dstlen;
+		path.user_data = NULL;
+		built = build_all(ctx, &path, pkts, slab, off, (size_t)count,
+		    deadline, &timed_out);
+		wolfSSL_CTX_free(ctx);
+	}
+	for (size_t i = 0; i < built; i++)
+		bytes += pkts[i].len;
+	if (out != NULL) {
+		save(out, pkts, built, off);
+		printf("{\"built\": %zu, \"build_seconds\": %.3f, \"timed_out\": %s}\n",
+		    built, (double)(now_ns() - start) / 1e9,
+		    timed_out ? "true" : "false");
+		return built == (size_t)count ? 0 : 1;
+	}
+	if (spoof) {
+		for (size_t i = 0; i < built; i++) {
 			random_source(&spoof_net, src);
-			quic_random((uint8_t *)&sport, sizeof sport);
+			fill_random(&sport, sizeof sport);
 			sport = (uint16_t)(1024 + sport % (65536 - 1024));
-			add_headers(p, (size_t)n, src, sport,
+			add_headers(pkts[i].data, pkts[i].len, src, sport,
 			    (const struct sockaddr_in *)&dst);
-		}
-		pkts[built].data = p;
-		pkts[built].len = (uint16_t)(off + (size_t)n);
-		bytes += (uint64_t)n;
-		if ((built & 255) == 255 && now_ns() >= deadline) {
-			built++;
-			timed_out = true;
-			break;
+			pkts[i].len = (uint16_t)(pkts[i].len + IP_UDP_HDR);
 		}
 	}
+
 	send_start = now_ns();
 	fprintf(stderr, "sending %zu\n", built);
 	fflush(stderr);
-
 	while (sent < built && !timed_out) {
 		size_t n = built - sent < (size_t)batch ? built - sent : (size_t)batch;
 		int rv;
@@ -519,10 +711,8 @@ main(int argc, char **argv)
 		    last_errno ? strerror(last_errno) : "",
 		    timed_out ? "true" : "false");
 	}
-	for (size_t i = 0; i < built; i++)
-		free(pkts[i].data);
+	free(slab);
 	free(pkts);
 	close(fd);
-	wolfSSL_CTX_free(ctx);
 	return sent == (size_t)count ? 0 : 1;
 }
