@@ -94,8 +94,11 @@ struct reg {
 	uint32_t *pindex;       /* peer + 1 by key */
 	uint32_t bucket[STATE_REGISTER_PEER_MAX + 1]; /* peers by entries held */
 	uint32_t maxn;          /* the most any peer holds */
+	/* Slots freed since the start, and the first never used: memory is
+	 * touched only as the register fills, not all at startup. */
 	struct reg_list all, free;
-	uint32_t pfree;
+	uint32_t efresh;
+	uint32_t pfree, pfresh;
 	size_t live, peers;
 	uint64_t serial;
 	uint64_t pseed;
@@ -596,9 +599,12 @@ peer_get(struct reg *r, const uint8_t key[KEY_LEN])
 	if (pi != NONE)
 		return pi;
 	/* Peers never outnumber entries, and the caller made room for one. */
-	pi = r->pfree;
+	if (r->pfree != NONE) {
+		pi = r->pfree;
+		r->pfree = r->p[pi].bnext;
+	} else
+		pi = r->pfresh++;
 	p = &r->p[pi];
-	r->pfree = p->bnext;
 	memcpy(p->key, key, KEY_LEN);
 	p->n = 0;
 	p->issued = p->used = (struct reg_list){ NONE, NONE };
@@ -681,7 +687,23 @@ make_room(struct reg *r, const uint8_t key[KEY_LEN], uint64_t now)
 	}
 }
 
-/* Add an entry in slot `slot`, or in the first free one (NONE). */
+/* A free slot, the caller having made room. Every empty slot is on the
+ * free list or at efresh or above (loaded entries sit anywhere there). */
+static uint32_t
+entry_alloc(struct reg *r)
+{
+	uint32_t i = r->free.head;
+
+	if (i != NONE) {
+		list_unlink(r, &r->free, i, L_ALL);
+		return i;
+	}
+	while (r->e[r->efresh].state != REG_EMPTY)
+		r->efresh++;
+	return r->efresh++;
+}
+
+/* Add an entry in slot `slot` (loading), or in any free one (NONE). */
 static uint32_t
 reg_add(struct reg *r, const uint8_t tag[STATE_TAG_LEN],
     const uint8_t key[KEY_LEN], uint64_t expiry, uint8_t state, uint32_t slot,
@@ -694,8 +716,7 @@ reg_add(struct reg *r, const uint8_t tag[STATE_TAG_LEN],
 	make_room(r, key, now);
 	pi = peer_get(r, key);
 	p = &r->p[pi];
-	i = slot != NONE ? slot : r->free.head;
-	list_unlink(r, &r->free, i, L_ALL);
+	i = slot != NONE ? slot : entry_alloc(r);
 	e = &r->e[i];
 	memcpy(e->tag, tag, STATE_TAG_LEN);
 	e->expiry = expiry;
@@ -718,11 +739,7 @@ reg_init(struct reg *r)
 	r->index = xcalloc(INDEX_SLOTS, sizeof *r->index);
 	r->pindex = xcalloc(INDEX_SLOTS, sizeof *r->pindex);
 	r->all = r->free = (struct reg_list){ NONE, NONE };
-	for (uint32_t i = STATE_REGISTER_MAX; i-- > 0;) {
-		list_prepend(r, &r->free, i, L_ALL);
-		r->p[i].bnext = i + 1 < STATE_REGISTER_MAX ? i + 1 : NONE;
-	}
-	r->pfree = 0;
+	r->pfree = NONE;
 	for (size_t n = 0; n <= STATE_REGISTER_PEER_MAX; n++)
 		r->bucket[n] = NONE;
 	quic_random((uint8_t *)&r->pseed, sizeof r->pseed);

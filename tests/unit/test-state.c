@@ -939,16 +939,35 @@ test_register_persists(void **state)
 	st = open_ok(t);
 	assert_int_equal(reg_info(st).live, 3 + STATE_REGISTER_PEER_MAX);
 	assert_int_equal(reg_info(st).peers, 2);
+	/* New tickets go around the slots that came back. */
+	for (uint32_t n = 0; n < 100; n++)
+		issue(st, 500 + n, 50 + n);
 	assert_int_equal(spend(st, 2, P), STATE_TICKET_SPENT);
 	assert_int_equal(spend(st, 1, P), STATE_TICKET_FRESH);
 	assert_int_equal(spend(st, 3, P), STATE_TICKET_FRESH);
 	assert_int_equal(spend(st, 100, R), STATE_TICKET_UNKNOWN);
 	for (uint32_t n = 101; n < 133; n++)
 		assert_int_equal(spend(st, n, R), STATE_TICKET_FRESH);
+	for (uint32_t n = 0; n < 50; n++)
+		assert_int_equal(spend(st, 500 + n, 50 + n), STATE_TICKET_FRESH);
 	state_server_free(st);
 
-	/* After a lifetime nothing comes back. */
+	/* And all of that comes back too. */
+	st = open_ok(t);
+	assert_int_equal(reg_info(st).live, 3 + STATE_REGISTER_PEER_MAX + 100);
+	assert_int_equal(reg_info(st).peers, 2 + 100);
+	assert_int_equal(spend(st, 1, P), STATE_TICKET_SPENT);
+	assert_int_equal(spend(st, 500, 50), STATE_TICKET_SPENT);
+	assert_int_equal(spend(st, 599, 149), STATE_TICKET_FRESH);
+	state_server_free(st);
+
+	/* After a lifetime nothing comes back (the newest were issued ten
+	 * seconds later). */
 	wall = T0 + STATE_TICKET_LIFETIME_S;
+	st = open_ok(t);
+	assert_int_equal(reg_info(st).live, 100);
+	state_server_free(st);
+	wall = T0 + 10 + STATE_TICKET_LIFETIME_S;
 	st = open_ok(t);
 	assert_int_equal(reg_info(st).live, 0);
 	state_server_free(st);
