@@ -41,6 +41,8 @@ _Static_assert(INDEX_SLOTS >= 2 * STATE_REGISTER_MAX,
 /* The timer looks at least this often, so that a wall clock set forward
  * or back is noticed within the hour rather than the day. */
 #define TICK_MAX_S 3600
+/* How soon to try again to write ticket.key after a failure. */
+#define KEYS_RETRY_S 60
 
 struct ticket_key {
 	uint8_t name[WOLFSSL_TICKET_NAME_SZ];
@@ -84,7 +86,8 @@ struct reg_record {
 	uint8_t tag[STATE_TAG_LEN];
 	uint8_t peer[KEY_LEN];
 };
-_Static_assert(sizeof(struct reg_record) == 64, "register records are 64 bytes");
+_Static_assert(sizeof(struct reg_record) == 64,
+    "register records are 64 bytes");
 static const char reg_magic[8] = { 'R', 'O', 'V', 'E', 'R', 'E', 'G', '1' };
 
 struct reg {
@@ -115,6 +118,7 @@ struct state_server {
 	/* [0] encrypts and decrypts; [1], the key before it, decrypts until
 	 * one lifetime after it stopped encrypting. Kept in ticket.key as is. */
 	struct ticket_key keys[2];
+	bool keys_unsaved;      /* ticket.key is behind: write it again */
 	struct reg reg;
 	int regfd;
 	bool reg_failing;       /* a failed write was logged */
@@ -343,8 +347,8 @@ load_reset_secret(struct state_server *st, char **cause)
 	quic_random(st->reset_secret, sizeof st->reset_secret);
 	if (write_file(st->dirfd, RESET_KEY_FILE, st->reset_secret,
 	    sizeof st->reset_secret) != 0) {
-		xasprintf(cause, "StateDir %s: %s: %s", st->dir, RESET_KEY_FILE,
-		    strerror(errno));
+		xasprintf(cause, "StateDir %s: writing %s: %s", st->dir,
+		    RESET_KEY_FILE, strerror(errno));
 		return -1;
 	}
 	return 0;
@@ -401,8 +405,8 @@ load_ticket_keys(struct state_server *st, char **cause)
 	memset(st->keys, 0, sizeof st->keys);
 	new_ticket_key(&st->keys[0], clock_wall());
 	if (write_file(st->dirfd, TICKET_KEY_FILE, st->keys, sizeof st->keys) != 0) {
-		xasprintf(cause, "StateDir %s: %s: %s", st->dir, TICKET_KEY_FILE,
-		    strerror(errno));
+		xasprintf(cause, "StateDir %s: writing %s: %s", st->dir,
+		    TICKET_KEY_FILE, strerror(errno));
 		return -1;
 	}
 	return 0;
@@ -932,32 +936,37 @@ state_register_info(const struct state_server *st,
 unsigned
 state_server_tick(struct state_server *st)
 {
-	uint64_t now = clock_wall(), next;
-	bool changed = false;
+	uint64_t now = clock_wall(), next, most = TICK_MAX_S;
 
 	if (rotation_due(st, now)) {
 		st->keys[1] = st->keys[0];
 		new_ticket_key(&st->keys[0], now);
 		st->stats.rotations++;
-		changed = true;
+		st->keys_unsaved = true;
 	}
 	if (st->keys[1].created != 0 && !previous_live(st, now)) {
 		explicit_bzero(&st->keys[1], sizeof st->keys[1]);
-		changed = true;
+		st->keys_unsaved = true;
 	}
 	/* Until this is on disk a restart would bring the old keys back and
-	 * lose the tickets sealed since; the next tick tries again. */
-	if (changed && write_file(st->dirfd, TICKET_KEY_FILE, st->keys,
-	    sizeof st->keys) != 0)
-		log_warn("StateDir %s: %s: %s", st->dir, TICKET_KEY_FILE,
-		    strerror(errno));
+	 * lose the tickets sealed since: try again within the minute. */
+	if (st->keys_unsaved) {
+		if (write_file(st->dirfd, TICKET_KEY_FILE, st->keys,
+		    sizeof st->keys) == 0)
+			st->keys_unsaved = false;
+		else {
+			log_warn("StateDir %s: writing %s: %s", st->dir,
+			    TICKET_KEY_FILE, strerror(errno));
+			most = KEYS_RETRY_S;
+		}
+	}
 	if (sweep(&st->reg, now, SWEEP_PER_TICK) == SWEEP_PER_TICK)
 		return 1;
 	next = st->keys[0].created + st->rotate_s;
 	if (st->keys[1].created != 0 && retire_time(st) < next)
 		next = retire_time(st);
 	next = next > now ? next - now : 1;
-	return next < TICK_MAX_S ? (unsigned)next : TICK_MAX_S;
+	return (unsigned)(next < most ? next : most);
 }
 
 static void
@@ -1126,8 +1135,8 @@ count_once(WOLFSSL *ssl, struct state_server *st, uint64_t *counter)
  * The tag (first bytes of `mac`) names the ticket in the register. */
 static int
 ticket_cb(WOLFSSL *ssl, unsigned char key_name[WOLFSSL_TICKET_NAME_SZ],
-    unsigned char iv[WOLFSSL_TICKET_IV_SZ], unsigned char mac[WOLFSSL_TICKET_MAC_SZ],
-    int enc, unsigned char *ticket, int inlen, int *outlen, void *arg)
+    unsigned char iv[WOLFSSL_TICKET_IV_SZ],
+    unsigned char mac[WOLFSSL_TICKET_MAC_SZ], int enc, unsigned char *ticket, int inlen, int *outlen, void *arg)
 {
 	struct state_server *st = arg;
 	struct reg *r = &st->reg;

@@ -333,6 +333,18 @@ test_server_open_fails(void **state)
 
 /* --- Ticket keys ------------------------------------------------------ */
 
+static struct state_server *
+open_ok(const struct tmp *t)
+{
+	char *cause = NULL;
+	struct state_server *st = state_server_open(t->dir, &cause);
+
+	if (st == NULL)
+		fail_msg("state_server_open: %s", cause);
+	return st;
+}
+
+
 /* A ticket sealed by the module, and the text inside. */
 struct sealed {
 	uint8_t name[WOLFSSL_TICKET_NAME_SZ];
@@ -540,6 +552,36 @@ test_rotation_catches_up(void **state)
 	state_server_free(st);
 }
 
+/* A ticket.key that cannot be replaced (here a directory sits where its
+ * temporary file goes) is tried again within the minute. */
+static void
+test_rotation_unsaved(void **state)
+{
+	struct tmp *t = *state;
+	struct state_server *st;
+	struct sealed a, b;
+	uint8_t names[2][WOLFSSL_TICKET_NAME_SZ];
+	char tmp[512];
+
+	st = open_ok(t);
+	seal(st, &a, "kept");
+	snprintf(tmp, sizeof tmp, "%s/ticket.key.tmp", t->dir);
+	assert_int_equal(mkdir(tmp, 0700), 0);
+	wall = T0 + DAY;
+	assert_int_equal(state_server_tick(st), 60);
+	assert_int_equal(rotations(st), 1);
+	seal(st, &b, "new");
+	disk_key_names(t->dir, names);
+	assert_memory_equal(names[0], a.name, sizeof a.name);
+	assert_int_equal(rmdir(tmp), 0);
+	wall += 60;
+	assert_int_equal(state_server_tick(st), 3600);
+	disk_key_names(t->dir, names);
+	assert_memory_equal(names[0], b.name, sizeof b.name);
+	assert_memory_equal(names[1], a.name, sizeof a.name);
+	state_server_free(st);
+}
+
 /* The timer on an event base does the ticking by itself. */
 static void
 test_rotation_timer(void **state)
@@ -630,17 +672,6 @@ reg_info(const struct state_server *st)
 
 	state_register_info(st, &ri);
 	return ri;
-}
-
-static struct state_server *
-open_ok(const struct tmp *t)
-{
-	char *cause = NULL;
-	struct state_server *st = state_server_open(t->dir, &cause);
-
-	if (st == NULL)
-		fail_msg("state_server_open: %s", cause);
-	return st;
 }
 
 static void
@@ -1345,6 +1376,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_rotation_retires,
 		    tmp_setup, tmp_teardown),
 		cmocka_unit_test_setup_teardown(test_rotation_catches_up,
+		    tmp_setup, tmp_teardown),
+		cmocka_unit_test_setup_teardown(test_rotation_unsaved,
 		    tmp_setup, tmp_teardown),
 		cmocka_unit_test_setup_teardown(test_rotation_timer,
 		    tmp_setup, tmp_teardown),
