@@ -390,6 +390,21 @@ disk_key_names(const char *dir, uint8_t names[2][WOLFSSL_TICKET_NAME_SZ])
 	memcpy(names[1], buf + 56, WOLFSSL_TICKET_NAME_SZ);
 }
 
+static const uint8_t no_name[WOLFSSL_TICKET_NAME_SZ];
+
+/* ticket.key names `newest`, then `previous` (NULL: no previous key). */
+static void
+expect_disk_keys(const char *dir, const uint8_t *newest,
+    const uint8_t *previous)
+{
+	uint8_t names[2][WOLFSSL_TICKET_NAME_SZ];
+
+	disk_key_names(dir, names);
+	assert_memory_equal(names[0], newest, WOLFSSL_TICKET_NAME_SZ);
+	assert_memory_equal(names[1], previous != NULL ? previous : no_name,
+	    WOLFSSL_TICKET_NAME_SZ);
+}
+
 static uint64_t
 rotations(const struct state_server *st)
 {
@@ -399,23 +414,18 @@ rotations(const struct state_server *st)
 	return ss.rotations;
 }
 
-static const uint8_t no_name[WOLFSSL_TICKET_NAME_SZ];
-
 static void
 test_rotation(void **state)
 {
 	struct tmp *t = *state;
 	struct state_server *st;
 	struct sealed a, b, c;
-	uint8_t names[2][WOLFSSL_TICKET_NAME_SZ];
 	char *cause = NULL;
 
 	st = state_server_open(t->dir, &cause);
 	assert_non_null(st);
 	seal(st, &a, "before");
-	disk_key_names(t->dir, names);
-	assert_memory_equal(names[0], a.name, sizeof a.name);
-	assert_memory_equal(names[1], no_name, sizeof no_name);
+	expect_disk_keys(t->dir, a.name, NULL);
 
 	/* A second short of a day: the same key, due in a second. */
 	wall = T0 + DAY - 1;
@@ -434,9 +444,7 @@ test_rotation(void **state)
 	assert_true(opens(st, &a, "before"));
 	assert_true(opens(st, &b, "still"));
 	assert_true(opens(st, &c, "after"));
-	disk_key_names(t->dir, names);
-	assert_memory_equal(names[0], c.name, sizeof c.name);
-	assert_memory_equal(names[1], a.name, sizeof a.name);
+	expect_disk_keys(t->dir, c.name, a.name);
 
 	/* A restart keeps both keys, and the newest still seals. */
 	state_server_free(st);
@@ -461,9 +469,7 @@ test_rotation(void **state)
 	assert_int_equal(rotations(st), 1);
 	seal(st, &b, "third key");
 	assert_memory_not_equal(b.name, c.name, sizeof c.name);
-	disk_key_names(t->dir, names);
-	assert_memory_equal(names[0], b.name, sizeof b.name);
-	assert_memory_equal(names[1], c.name, sizeof c.name);
+	expect_disk_keys(t->dir, b.name, c.name);
 	state_server_free(st);
 }
 
@@ -480,7 +486,6 @@ test_rotation_retires(void **state)
 	    .rotate_s = 10, .lifetime_s = 100 };
 	struct state_server *st;
 	struct sealed a, b;
-	uint8_t names[2][WOLFSSL_TICKET_NAME_SZ];
 	char *cause = NULL;
 
 	st = state_server_open_opts(t->dir, &two_days, &cause);
@@ -498,9 +503,7 @@ test_rotation_retires(void **state)
 	assert_false(opens(st, &a, "first"));
 	assert_true(opens(st, &b, "second"));
 	assert_int_equal(rotations(st), 1);
-	disk_key_names(t->dir, names);
-	assert_memory_equal(names[0], b.name, sizeof b.name);
-	assert_memory_equal(names[1], no_name, sizeof no_name);
+	expect_disk_keys(t->dir, b.name, NULL);
 	state_server_free(st);
 
 	rm_rf(t->dir);
@@ -560,7 +563,6 @@ test_rotation_unsaved(void **state)
 	struct tmp *t = *state;
 	struct state_server *st;
 	struct sealed a, b;
-	uint8_t names[2][WOLFSSL_TICKET_NAME_SZ];
 	char tmp[512];
 
 	st = open_ok(t);
@@ -571,14 +573,11 @@ test_rotation_unsaved(void **state)
 	assert_int_equal(state_server_tick(st), 60);
 	assert_int_equal(rotations(st), 1);
 	seal(st, &b, "new");
-	disk_key_names(t->dir, names);
-	assert_memory_equal(names[0], a.name, sizeof a.name);
+	expect_disk_keys(t->dir, a.name, NULL);
 	assert_int_equal(rmdir(tmp), 0);
 	wall += 60;
 	assert_int_equal(state_server_tick(st), 3600);
-	disk_key_names(t->dir, names);
-	assert_memory_equal(names[0], b.name, sizeof b.name);
-	assert_memory_equal(names[1], a.name, sizeof a.name);
+	expect_disk_keys(t->dir, b.name, a.name);
 	state_server_free(st);
 }
 
