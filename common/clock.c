@@ -1,9 +1,10 @@
-/* Monotonic time, replaceable for tests. */
+/* Monotonic and wall-clock time, both replaceable for tests. */
 #include <time.h>
 
 #include "clock.h"
 
 static uint64_t (*clock_source)(void);
+static uint64_t (*wall_source)(void);
 
 uint64_t
 clock_now(void)
@@ -20,4 +21,18 @@ void
 clock_set_source(uint64_t (*fn)(void))
 {
 	clock_source = fn;
+}
+
+uint64_t
+clock_wall(void)
+{
+	if (wall_source != NULL)
+		return wall_source();
+	return (uint64_t)time(NULL);
+}
+
+void
+clock_set_wall_source(uint64_t (*fn)(void))
+{
+	wall_source = fn;
 }

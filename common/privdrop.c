@@ -15,6 +15,7 @@
 
 #include "log.h"
 #include "privdrop.h"
+#include "state.h"
 #include "xmalloc.h"
 
 /* getpwnam_r and getgrnam_r grow their buffer up to this (a group with
@@ -298,12 +299,10 @@ own_state_dir(const struct cfg *cfg, char **cause)
 	DIR *d;
 	int fd;
 
-	fd = open(cfg->state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd == -1) {
-		xasprintf(cause, "StateDir %s: %s", cfg->state_dir,
-		    strerror(errno));
+	/* Not through a link, and only a directory root or User owns and
+	 * no one else can write: root is about to give it away. */
+	if ((fd = state_dir_open(cfg->state_dir, cfg->uid, false, cause)) == -1)
 		return -1;
-	}
 	if (fchown(fd, cfg->uid, cfg->gid) == -1) {
 		xasprintf(cause, "StateDir %s: %s", cfg->state_dir,
 		    strerror(errno));

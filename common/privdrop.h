@@ -57,7 +57,9 @@ int privdrop_needed(const struct cfg *cfg, uid_t euid, gid_t egid,
 int privdrop_prepare(const struct cfg *cfg, char **cause);
 
 /*
- * After setup (as root): give StateDir, the regular files in it and the
+ * After setup (as root): check StateDir as state_dir_open does (not a
+ * link, owned by root or User, writable by its owner only; else -1 with
+ * "StateDir DIR: ..."), give it, the regular files in it and the
  * control socket to User/Group, switch to them with no supplementary
  * groups, keep only privdrop_caps(cfg) (effective and permitted; the
  * bounding and ambient sets are cleared), check that StateDir is still

@@ -4,15 +4,17 @@
 #include <wolfssl/ssl.h>
 #include <wolfssl/wolfcrypt/chacha20_poly1305.h>
 
+#include <event2/event.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "log.h"
 #include "quic.h"
 #include "state.h"
@@ -21,68 +23,131 @@
 #define TICKET_KEY_FILE "ticket.key"
 #define RESET_KEY_FILE "reset.key"
 #define REGISTER_FILE "tickets"
-#define REGISTER_SLOTS (STATE_REGISTER_MAX * 2)
+
+/* The register's indexes (tag -> entry, key -> peer): linear probing, at
+ * most half full. A deletion moves the rest of its run back, so there are
+ * no tombstones and a failed lookup stops at the first empty slot. */
+#define INDEX_BITS 15
+#define INDEX_SLOTS ((size_t)1 << INDEX_BITS)
+#define INDEX_MASK (INDEX_SLOTS - 1)
+_Static_assert(INDEX_SLOTS >= 2 * STATE_REGISTER_MAX,
+    "the register's index must stay at most half full");
+#define NONE UINT32_MAX
+
+/* Expired entries forgotten per ticket issued and per tick: bounded work
+ * on the event loop, yet more per issue than one, so they never pile up. */
+#define SWEEP_PER_ISSUE 4
+#define SWEEP_PER_TICK 1024
+/* The timer looks at least this often, so that a wall clock set forward
+ * or back is noticed within the hour rather than the day. */
+#define TICK_MAX_S 3600
+/* How soon to try again to write ticket.key after a failure. */
+#define KEYS_RETRY_S 60
 
 struct ticket_key {
 	uint8_t name[WOLFSSL_TICKET_NAME_SZ];
 	uint8_t key[CHACHA20_POLY1305_AEAD_KEYSIZE];
-	uint64_t created;  /* wall clock, seconds */
+	uint64_t created;  /* wall clock, seconds; 0: no key */
 };
 
-enum reg_state { REG_EMPTY, REG_ISSUED, REG_USED, REG_DELETED };
+enum reg_state { REG_EMPTY, REG_ISSUED, REG_USED };
+
+/* Which pair of links of an entry a list uses. */
+enum { L_ALL, L_PEER };
+
+struct reg_list {
+	uint32_t head, tail;
+};
 
 struct reg_entry {
-	uint8_t tag[16];
-	uint8_t peer[KEY_LEN];
+	uint8_t tag[STATE_TAG_LEN];
 	uint64_t expiry;
+	uint64_t serial;        /* tells this ticket from a later one in the slot */
+	uint32_t peer;
+	/* [L_ALL]: every live entry in issue order, or the free list;
+	 * [L_PEER]: the peer's unspent or spent entries, oldest first. */
+	uint32_t link[2][2];    /* [list][0: previous, 1: next] */
 	uint8_t state;
 };
 
-/* One record of the register's log on disk. */
+struct reg_peer {
+	uint8_t key[KEY_LEN];
+	uint32_t n;             /* entries it holds */
+	struct reg_list issued, used;
+	uint32_t bprev, bnext;  /* peers holding as many; the free list */
+};
+
+/* On disk: a header the size of a record, then record i for entry i.
+ * Records never straddle a page, and each change rewrites one in place. */
 struct reg_record {
-	uint8_t type;      /* REG_ISSUED or REG_USED */
+	uint8_t type;           /* REG_ISSUED, REG_USED; REG_EMPTY: unused */
 	uint8_t pad[7];
 	uint64_t expiry;
-	uint8_t tag[16];
+	uint8_t tag[STATE_TAG_LEN];
 	uint8_t peer[KEY_LEN];
+};
+_Static_assert(sizeof(struct reg_record) == 64,
+    "register records are 64 bytes");
+static const char reg_magic[8] = { 'R', 'O', 'V', 'E', 'R', 'E', 'G', '1' };
+
+struct reg {
+	struct reg_entry *e;    /* STATE_REGISTER_MAX */
+	struct reg_peer *p;     /* STATE_REGISTER_MAX: never more peers than entries */
+	uint32_t *index;        /* entry + 1 by tag; 0: empty */
+	uint32_t *pindex;       /* peer + 1 by key */
+	uint32_t bucket[STATE_REGISTER_PEER_MAX + 1]; /* peers by entries held */
+	uint32_t maxn;          /* the most any peer holds */
+	/* Slots freed since the start, and the first never used: memory is
+	 * touched only as the register fills, not all at startup. */
+	struct reg_list all, free;
+	uint32_t efresh;
+	uint32_t pfree, pfresh;
+	size_t live, peers;
+	uint64_t serial;
+	uint64_t pseed;
+	struct state_register_info info;
 };
 
 struct state_server {
 	char *dir;
+	int dirfd;
+	uid_t user;
+	uint32_t rotate_s, lifetime_s;
+	struct event *timer;
 	uint8_t reset_secret[STATE_RESET_SECRET_LEN];
-	struct ticket_key keys[2]; /* [0] encrypts; both decrypt */
-	struct reg_entry *reg;
-	size_t nlive;
-	int logfd;
-	size_t logrecords;
+	/* [0] encrypts and decrypts; [1], the key before it, decrypts until
+	 * one lifetime after it stopped encrypting. Kept in ticket.key as is. */
+	struct ticket_key keys[2];
+	bool keys_unsaved;      /* ticket.key is behind: write it again */
+	struct reg reg;
+	int regfd;
+	bool reg_failing;       /* a failed write was logged */
 	struct state_stats stats;
 };
 
-/* Per-handshake notes on the WOLFSSL object: the register entry this
- * handshake spent, and whether it was counted already. */
+/* Per-handshake notes on the WOLFSSL object: the serial of the register
+ * entry this handshake spent, and whether it was counted already. */
 static int ex_spent = -1, ex_counted = -1;
 
-static char *
-path_in(const char *dir, const char *name)
-{
-	char *p;
+/* --- StateDir and its files ------------------------------------------- */
 
-	xasprintf(&p, "%s/%s", dir, name);
-	return p;
-}
-
+/* mkdir -p, each new level private to us. */
 static int
-make_dir(const char *dir, char **cause)
+make_dirs(const char *dir, char **cause)
 {
 	char *copy = xstrdup(dir);
 
-	/* mkdir -p, each new level private to us. */
 	for (char *p = copy + 1; ; p++) {
 		if (*p == '/' || *p == '\0') {
 			char c = *p;
 			*p = '\0';
 			if (mkdir(copy, 0700) == -1 && errno != EEXIST) {
-				xasprintf(cause, "%s: %s", copy, strerror(errno));
+				if (strcmp(copy, dir) == 0)
+					xasprintf(cause, "StateDir %s: %s", dir,
+					    strerror(errno));
+				else
+					xasprintf(cause, "StateDir %s: %s: %s", dir,
+					    copy, strerror(errno));
 				free(copy);
 				return -1;
 			}
@@ -92,252 +157,878 @@ make_dir(const char *dir, char **cause)
 		}
 	}
 	free(copy);
-	/* An existing directory too: it holds keys. */
-	if (chmod(dir, 0700) == -1) {
-		xasprintf(cause, "%s: %s", dir, strerror(errno));
-		return -1;
-	}
 	return 0;
 }
 
-/* Write a whole file atomically (temporary, then rename), mode 0600. The
- * temporary file is always a new one and no path here follows a symbolic
- * link: after User drops root the directory is that user's, and root must
- * not write or read through whatever it may have left there. */
-static int
-write_file(const char *path, const void *data, size_t len)
+/* Who may own StateDir and its files: root, us, and the User. The text
+ * names the allowed owners for messages. */
+static bool
+owner_ok(uid_t uid, uid_t user, char *text, size_t len)
 {
-	char *tmp;
-	int fd, ret = -1;
+	uid_t self = geteuid(), other = user != (uid_t)-1 ? user : self;
 
-	xasprintf(&tmp, "%s.tmp", path);
-	unlink(tmp);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-	    0600);
-	if (fd != -1) {
-		if (write(fd, data, len) == (ssize_t)len && fsync(fd) == 0 &&
-		    rename(tmp, path) == 0)
-			ret = 0;
-		close(fd);
-	}
-	if (ret != 0)
-		unlink(tmp);
-	free(tmp);
-	return ret;
+	if (other == 0)
+		snprintf(text, len, "root");
+	else if (self != 0 && self != other)
+		snprintf(text, len, "root, uid %u or uid %u", (unsigned)self,
+		    (unsigned)other);
+	else
+		snprintf(text, len, "root or uid %u", (unsigned)other);
+	return uid == 0 || uid == self || uid == other;
 }
 
-/* Read a whole small file; -1 if absent or not exactly `len` bytes. */
-static int
-read_exact(const char *path, void *data, size_t len)
+int
+state_dir_open(const char *dir, uid_t user, bool create, char **cause)
 {
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat sb;
+	char owners[64];
+	int fd;
+
+	if (create && make_dirs(dir, cause) != 0)
+		return -1;
+	/* Only the last level is ours to judge: the levels above are the
+	 * system's (and /var/run, say, is a link). */
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd == -1) {
+		if (errno == ELOOP || (errno == ENOTDIR &&
+		    lstat(dir, &sb) == 0 && S_ISLNK(sb.st_mode)))
+			xasprintf(cause, "StateDir %s: is a symbolic link", dir);
+		else
+			xasprintf(cause, "StateDir %s: %s", dir, strerror(errno));
+		return -1;
+	}
+	if (fstat(fd, &sb) == -1) {
+		xasprintf(cause, "StateDir %s: %s", dir, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	if (!owner_ok(sb.st_uid, user, owners, sizeof owners)) {
+		xasprintf(cause, "StateDir %s: owned by uid %u, not by %s", dir,
+		    (unsigned)sb.st_uid, owners);
+		close(fd);
+		return -1;
+	}
+	/* Someone else who can write here could have swapped our files. */
+	if (sb.st_mode & (S_IWGRP | S_IWOTH)) {
+		xasprintf(cause, "StateDir %s: group or others can write it "
+		    "(mode %04o)", dir, (unsigned)(sb.st_mode & 07777));
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* state_dir_open, then private to us whatever the umask made it. */
+static int
+open_private_dir(const char *dir, uid_t user, bool create, char **cause)
+{
+	struct stat sb;
+	int fd = state_dir_open(dir, user, create, cause);
+
+	if (fd != -1 && fstat(fd, &sb) == 0 && (sb.st_mode & 077) != 0 &&
+	    fchmod(fd, 0700) == -1) {
+		xasprintf(cause, "StateDir %s: %s", dir, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Open one of our files in StateDir, never through a link, and check it
+ * like the directory; a key (`secret`) must not even be readable by
+ * others. Returns the descriptor; -1 with errno ENOENT and no cause if it
+ * does not exist (and O_CREAT is not given); -1 with *cause otherwise. */
+static int
+open_file(struct state_server *st, const char *name, int flags, bool secret,
+    char **cause)
+{
+	struct stat sb;
+	char owners[64];
+	int fd;
+
+	/* O_NONBLOCK: a FIFO planted under our name must not hang us. */
+	fd = openat(st->dirfd, name, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+	    0600);
+	if (fd == -1) {
+		if (errno == ENOENT && !(flags & O_CREAT))
+			return -1;
+		if (errno == ELOOP)
+			xasprintf(cause, "StateDir %s: %s: is a symbolic link",
+			    st->dir, name);
+		else
+			xasprintf(cause, "StateDir %s: %s: %s", st->dir, name,
+			    strerror(errno));
+		errno = EPERM;
+		return -1;
+	}
+	if (fstat(fd, &sb) == -1)
+		xasprintf(cause, "StateDir %s: %s: %s", st->dir, name,
+		    strerror(errno));
+	else if (!S_ISREG(sb.st_mode))
+		xasprintf(cause, "StateDir %s: %s: not a regular file", st->dir,
+		    name);
+	else if (sb.st_nlink != 1)
+		xasprintf(cause, "StateDir %s: %s: %u links to it", st->dir, name,
+		    (unsigned)sb.st_nlink);
+	else if (!owner_ok(sb.st_uid, st->user, owners, sizeof owners))
+		xasprintf(cause, "StateDir %s: %s: owned by uid %u, not by %s",
+		    st->dir, name, (unsigned)sb.st_uid, owners);
+	else if (sb.st_mode & (S_IWGRP | S_IWOTH))
+		xasprintf(cause, "StateDir %s: %s: group or others can write it "
+		    "(mode %04o)", st->dir, name, (unsigned)(sb.st_mode & 07777));
+	else if (secret && (sb.st_mode & (S_IRWXG | S_IRWXO)))
+		xasprintf(cause, "StateDir %s: %s: group or others can read it "
+		    "(mode %04o)", st->dir, name, (unsigned)(sb.st_mode & 07777));
+	else
+		return fd;
+	close(fd);
+	errno = EPERM;
+	return -1;
+}
+
+/* Read a whole small file: 1 if it has exactly `len` bytes, 0 if it is
+ * missing or has another size (the caller makes a new one), -1 with
+ * *cause if it may not be used. */
+static int
+read_exact(struct state_server *st, const char *name, void *data, size_t len,
+    bool secret, char **cause)
+{
+	int fd = open_file(st, name, O_RDONLY, secret, cause);
 	ssize_t n;
 
 	if (fd == -1)
-		return -1;
+		return errno == ENOENT ? 0 : -1;
 	n = read(fd, data, len);
 	close(fd);
-	return n == (ssize_t)len ? 0 : -1;
+	return n == (ssize_t)len ? 1 : 0;
 }
 
-static uint64_t
-wall_now(void)
-{
-	return (uint64_t)time(NULL);
-}
-
-static void
-new_ticket_key(struct ticket_key *k)
-{
-	quic_random(k->name, sizeof k->name);
-	quic_random(k->key, sizeof k->key);
-	k->created = wall_now();
-}
-
-/* Load the keys, rotating once the current one has served a lifetime. */
+/* Replace a whole file atomically: a new temporary file (never through a
+ * link: after User drops root the directory is that user's), synced,
+ * renamed over the old one, and the directory synced, so that after a
+ * crash the file is either the old one or the new one. Mode 0600. */
 static int
-load_ticket_keys(struct state_server *st, char **cause)
+write_file(int dirfd, const char *name, const void *data, size_t len)
 {
-	char *path = path_in(st->dir, TICKET_KEY_FILE);
-	int ret = 0;
+	char *tmp;
+	int fd, ret = -1, saved;
 
-	if (read_exact(path, st->keys, sizeof st->keys) != 0) {
-		new_ticket_key(&st->keys[0]);
-		new_ticket_key(&st->keys[1]);
-	} else if (wall_now() - st->keys[0].created >= STATE_TICKET_LIFETIME_S) {
-		st->keys[1] = st->keys[0];
-		new_ticket_key(&st->keys[0]);
-	} else
-		goto out;
-	if (write_file(path, st->keys, sizeof st->keys) != 0) {
-		xasprintf(cause, "%s: %s", path, strerror(errno));
-		ret = -1;
+	xasprintf(&tmp, "%s.tmp", name);
+	unlinkat(dirfd, tmp, 0);
+	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+	    O_CLOEXEC, 0600);
+	if (fd != -1) {
+		if (fchmod(fd, 0600) == 0 &&
+		    write(fd, data, len) == (ssize_t)len && fsync(fd) == 0 &&
+		    renameat(dirfd, tmp, dirfd, name) == 0 &&
+		    fsync(dirfd) == 0)
+			ret = 0;
+		saved = errno;
+		close(fd);
+		errno = saved;
 	}
-out:
-	free(path);
+	if (ret != 0) {
+		saved = errno;
+		unlinkat(dirfd, tmp, 0);
+		errno = saved;
+	}
+	free(tmp);
 	return ret;
 }
 
 static int
 load_reset_secret(struct state_server *st, char **cause)
 {
-	char *path = path_in(st->dir, RESET_KEY_FILE);
-	int ret = 0;
+	int rv = read_exact(st, RESET_KEY_FILE, st->reset_secret,
+	    sizeof st->reset_secret, true, cause);
 
-	if (read_exact(path, st->reset_secret, sizeof st->reset_secret) != 0) {
-		quic_random(st->reset_secret, sizeof st->reset_secret);
-		if (write_file(path, st->reset_secret, sizeof st->reset_secret) != 0) {
-			xasprintf(cause, "%s: %s", path, strerror(errno));
-			ret = -1;
-		}
+	if (rv != 0)
+		return rv == 1 ? 0 : -1;
+	quic_random(st->reset_secret, sizeof st->reset_secret);
+	if (write_file(st->dirfd, RESET_KEY_FILE, st->reset_secret,
+	    sizeof st->reset_secret) != 0) {
+		xasprintf(cause, "StateDir %s: writing %s: %s", st->dir,
+		    RESET_KEY_FILE, strerror(errno));
+		return -1;
 	}
-	free(path);
-	return ret;
+	return 0;
+}
+
+/* --- Ticket keys ------------------------------------------------------ */
+
+static void
+new_ticket_key(struct ticket_key *k, uint64_t now)
+{
+	quic_random(k->name, sizeof k->name);
+	quic_random(k->key, sizeof k->key);
+	k->created = now;
+}
+
+static bool
+rotation_due(const struct state_server *st, uint64_t now)
+{
+	uint64_t c = st->keys[0].created;
+
+	/* A key made in the future means the clock was set back: its age
+	 * says nothing, and a new key costs nothing. */
+	return now >= c + st->rotate_s || c > now + st->rotate_s;
+}
+
+/* When the previous key stops decrypting: one lifetime after its last
+ * ticket, which it sealed at the latest when it was replaced or when it
+ * fell due (whichever came first: the server may have been down). */
+static uint64_t
+retire_time(const struct state_server *st)
+{
+	uint64_t replaced = st->keys[0].created;
+	uint64_t due = st->keys[1].created + st->rotate_s;
+
+	return (replaced < due ? replaced : due) + st->lifetime_s;
+}
+
+static bool
+previous_live(const struct state_server *st, uint64_t now)
+{
+	return st->keys[1].created != 0 && now < retire_time(st);
+}
+
+static int
+load_ticket_keys(struct state_server *st, char **cause)
+{
+	int rv = read_exact(st, TICKET_KEY_FILE, st->keys, sizeof st->keys, true,
+	    cause);
+
+	if (rv == -1)
+		return -1;
+	if (rv == 1 && st->keys[0].created != 0)
+		return 0; /* state_server_tick rotates it if it is due */
+	memset(st->keys, 0, sizeof st->keys);
+	new_ticket_key(&st->keys[0], clock_wall());
+	if (write_file(st->dirfd, TICKET_KEY_FILE, st->keys, sizeof st->keys) != 0) {
+		xasprintf(cause, "StateDir %s: writing %s: %s", st->dir,
+		    TICKET_KEY_FILE, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* The key a ticket names, if it may still be used. */
+static const struct ticket_key *
+key_named(const struct state_server *st, const uint8_t *name, uint64_t now)
+{
+	if (memcmp(st->keys[0].name, name, WOLFSSL_TICKET_NAME_SZ) == 0)
+		return &st->keys[0];
+	if (previous_live(st, now) &&
+	    memcmp(st->keys[1].name, name, WOLFSSL_TICKET_NAME_SZ) == 0)
+		return &st->keys[1];
+	return NULL;
+}
+
+/* --- The register: lists and indexes ---------------------------------- */
+
+static void
+list_unlink(struct reg *r, struct reg_list *l, uint32_t i, int k)
+{
+	uint32_t prev = r->e[i].link[k][0], next = r->e[i].link[k][1];
+
+	if (prev != NONE)
+		r->e[prev].link[k][1] = next;
+	else
+		l->head = next;
+	if (next != NONE)
+		r->e[next].link[k][0] = prev;
+	else
+		l->tail = prev;
+}
+
+static void
+list_append(struct reg *r, struct reg_list *l, uint32_t i, int k)
+{
+	r->e[i].link[k][0] = l->tail;
+	r->e[i].link[k][1] = NONE;
+	if (l->tail != NONE)
+		r->e[l->tail].link[k][1] = i;
+	else
+		l->head = i;
+	l->tail = i;
+}
+
+static void
+list_prepend(struct reg *r, struct reg_list *l, uint32_t i, int k)
+{
+	r->e[i].link[k][0] = NONE;
+	r->e[i].link[k][1] = l->head;
+	if (l->head != NONE)
+		r->e[l->head].link[k][0] = i;
+	else
+		l->tail = i;
+	l->head = i;
 }
 
 static size_t
-reg_slot(const uint8_t tag[16])
+tag_home(const uint8_t tag[STATE_TAG_LEN])
 {
-	size_t h;
+	uint64_t h;
 
-	/* The tag is an AEAD tag: uniformly random already. */
+	/* An AEAD tag under our key: uniformly random, and no client can
+	 * choose the tags that get inserted. */
 	memcpy(&h, tag, sizeof h);
-	return h % REGISTER_SLOTS;
+	return (size_t)(h & INDEX_MASK);
 }
 
-static struct reg_entry *
-reg_find(struct state_server *st, const uint8_t tag[16])
+static size_t
+key_home(const struct reg *r, const uint8_t key[KEY_LEN])
 {
-	for (size_t i = reg_slot(tag), n = 0; n < REGISTER_SLOTS;
-	    i = (i + 1) % REGISTER_SLOTS, n++) {
-		struct reg_entry *e = &st->reg[i];
-		if (e->state == REG_EMPTY)
-			return NULL;
-		if (e->state != REG_DELETED && memcmp(e->tag, tag, 16) == 0)
-			return e;
-	}
-	return NULL;
+	uint64_t h;
+
+	memcpy(&h, key, sizeof h);
+	h = (h ^ r->pseed) * UINT64_C(0x9e3779b97f4a7c15);
+	return (size_t)(h >> (64 - INDEX_BITS));
 }
 
-static void compact(struct state_server *);
-
-static struct reg_entry *
-reg_insert(struct state_server *st, const uint8_t tag[16])
+static size_t
+entry_home(const struct reg *r, uint32_t i)
 {
-	/* Full: drop what has expired; if still full, the new ticket goes
-	 * unrecorded and so can never be used (never unsafe). */
-	if (st->nlive >= STATE_REGISTER_MAX && st->logfd != -1)
-		compact(st);
-	if (st->nlive >= STATE_REGISTER_MAX)
-		return NULL;
-	for (size_t i = reg_slot(tag), n = 0; n < REGISTER_SLOTS;
-	    i = (i + 1) % REGISTER_SLOTS, n++) {
-		struct reg_entry *e = &st->reg[i];
-		if (e->state == REG_EMPTY || e->state == REG_DELETED) {
-			memcpy(e->tag, tag, 16);
-			st->nlive++;
-			return e;
+	return tag_home(r->e[i].tag);
+}
+
+static size_t
+peer_home(const struct reg *r, uint32_t i)
+{
+	return key_home(r, r->p[i].key);
+}
+
+static void
+index_add(uint32_t *ix, size_t s, uint32_t item)
+{
+	while (ix[s] != 0)
+		s = (s + 1) & INDEX_MASK;
+	ix[s] = item + 1;
+}
+
+/* Remove `item` (present) and close the gap: each later member of the run
+ * moves back unless its home lies between the gap and where it is. */
+static void
+index_del(const struct reg *r, uint32_t *ix, size_t home, uint32_t item,
+    size_t (*home_of)(const struct reg *, uint32_t))
+{
+	size_t gap = home, j, h;
+
+	while (ix[gap] != item + 1)
+		gap = (gap + 1) & INDEX_MASK;
+	for (j = gap;;) {
+		ix[gap] = 0;
+		for (;;) {
+			j = (j + 1) & INDEX_MASK;
+			if (ix[j] == 0)
+				return;
+			h = home_of(r, ix[j] - 1);
+			if (gap <= j ? (h <= gap || h > j) : (h <= gap && h > j))
+				break;
 		}
+		ix[gap] = ix[j];
+		gap = j;
 	}
-	return NULL;
+}
+
+static uint32_t
+entry_lookup(struct reg *r, const uint8_t tag[STATE_TAG_LEN])
+{
+	for (size_t s = tag_home(tag);; s = (s + 1) & INDEX_MASK) {
+		uint32_t v = r->index[s];
+
+		r->info.probes++;
+		if (v == 0)
+			return NONE;
+		if (memcmp(r->e[v - 1].tag, tag, STATE_TAG_LEN) == 0)
+			return v - 1;
+	}
+}
+
+static uint32_t
+peer_lookup(const struct reg *r, const uint8_t key[KEY_LEN])
+{
+	for (size_t s = key_home(r, key); r->pindex[s] != 0;
+	    s = (s + 1) & INDEX_MASK) {
+		uint32_t pi = r->pindex[s] - 1;
+
+		if (memcmp(r->p[pi].key, key, KEY_LEN) == 0)
+			return pi;
+	}
+	return NONE;
 }
 
 static void
-log_append(struct state_server *st, uint8_t type, const struct reg_entry *e)
+bucket_unlink(struct reg *r, uint32_t pi)
 {
-	struct reg_record r;
+	struct reg_peer *p = &r->p[pi];
 
-	if (st->logfd == -1)
-		return;
-	memset(&r, 0, sizeof r);
-	r.type = type;
-	r.expiry = e->expiry;
-	memcpy(r.tag, e->tag, sizeof r.tag);
-	memcpy(r.peer, e->peer, sizeof r.peer);
-	/* Without the record, the ticket would be usable again after a
-	 * restart; a failed write is logged and the ticket still spent. */
-	if (write(st->logfd, &r, sizeof r) != (ssize_t)sizeof r)
-		log_warn("ticket register: %s", strerror(errno));
-	st->logrecords++;
+	if (p->bprev != NONE)
+		r->p[p->bprev].bnext = p->bnext;
+	else
+		r->bucket[p->n] = p->bnext;
+	if (p->bnext != NONE)
+		r->p[p->bnext].bprev = p->bprev;
 }
 
-/* Rewrite the log with the live entries only: bounded by time (expired
- * entries go) and by count (STATE_REGISTER_MAX). */
+/* Move a peer to the bucket of `n` entries, keeping maxn exact (counts
+ * move by one, so it falls by at most one). */
 static void
-compact(struct state_server *st)
+peer_set_n(struct reg *r, uint32_t pi, uint32_t n)
 {
-	char *path = path_in(st->dir, REGISTER_FILE);
+	struct reg_peer *p = &r->p[pi];
+
+	if (p->n > 0)
+		bucket_unlink(r, pi);
+	p->n = n;
+	if (n > 0) {
+		p->bprev = NONE;
+		p->bnext = r->bucket[n];
+		if (p->bnext != NONE)
+			r->p[p->bnext].bprev = pi;
+		r->bucket[n] = pi;
+		if (n > r->maxn)
+			r->maxn = n;
+	}
+	while (r->maxn > 0 && r->bucket[r->maxn] == NONE)
+		r->maxn--;
+}
+
+static uint32_t
+peer_get(struct reg *r, const uint8_t key[KEY_LEN])
+{
+	uint32_t pi = peer_lookup(r, key);
+	struct reg_peer *p;
+
+	if (pi != NONE)
+		return pi;
+	/* Peers never outnumber entries, and the caller made room for one. */
+	if (r->pfree != NONE) {
+		pi = r->pfree;
+		r->pfree = r->p[pi].bnext;
+	} else
+		pi = r->pfresh++;
+	p = &r->p[pi];
+	memcpy(p->key, key, KEY_LEN);
+	p->n = 0;
+	p->issued = p->used = (struct reg_list){ NONE, NONE };
+	index_add(r->pindex, key_home(r, key), pi);
+	r->peers++;
+	return pi;
+}
+
+/* --- The register: entries -------------------------------------------- */
+
+static void
+entry_drop(struct reg *r, uint32_t i)
+{
+	struct reg_entry *e = &r->e[i];
+	uint32_t pi = e->peer;
+	struct reg_peer *p = &r->p[pi];
+
+	index_del(r, r->index, tag_home(e->tag), i, entry_home);
+	list_unlink(r, &r->all, i, L_ALL);
+	list_unlink(r, e->state == REG_USED ? &p->used : &p->issued, i, L_PEER);
+	peer_set_n(r, pi, p->n - 1);
+	if (p->n == 0) {
+		index_del(r, r->pindex, key_home(r, p->key), pi, peer_home);
+		p->bnext = r->pfree;
+		r->pfree = pi;
+		r->peers--;
+	}
+	e->state = REG_EMPTY;
+	/* Reused first: the slot about to be written is the one just freed,
+	 * so an evicted ticket does not come back from disk. */
+	list_prepend(r, &r->free, i, L_ALL);
+	r->live--;
+}
+
+/* A peer's entry to give up: a spent one first (it only tells a replay
+ * from an unknown ticket), else its oldest unspent one. */
+static uint32_t
+peer_oldest(const struct reg *r, uint32_t pi)
+{
+	const struct reg_peer *p = &r->p[pi];
+
+	return p->used.head != NONE ? p->used.head : p->issued.head;
+}
+
+static size_t
+sweep(struct reg *r, uint64_t now, size_t max)
+{
 	size_t n = 0;
-	uint64_t now = wall_now();
-	struct reg_record *recs = xcalloc(st->nlive + 1, sizeof *recs);
 
-	for (size_t i = 0; i < REGISTER_SLOTS; i++) {
-		struct reg_entry *e = &st->reg[i];
-		if (e->state != REG_ISSUED && e->state != REG_USED)
-			continue;
-		if (e->expiry <= now) {
-			e->state = REG_DELETED;
-			st->nlive--;
-			continue;
-		}
-		recs[n].type = e->state;
-		recs[n].expiry = e->expiry;
-		memcpy(recs[n].tag, e->tag, 16);
-		memcpy(recs[n].peer, e->peer, KEY_LEN);
+	/* Issue order is expiry order, the lifetime being fixed; after a
+	 * clock step it may not be quite, and lookups check expiry anyway. */
+	while (n < max && r->all.head != NONE &&
+	    r->e[r->all.head].expiry <= now) {
+		entry_drop(r, r->all.head);
+		r->info.expired++;
 		n++;
 	}
-	if (write_file(path, recs, n * sizeof *recs) != 0)
-		log_warn("ticket register %s: %s", path, strerror(errno));
-	free(recs);
-	if (st->logfd != -1)
-		close(st->logfd);
-	st->logfd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW |
-	    O_CLOEXEC, 0600);
-	st->logrecords = n;
-	free(path);
+	return n;
+}
+
+/* Room for one more entry of the peer `key`: its own quota first, then
+ * the register's size (an expired entry, else the oldest of a peer that
+ * holds the most, which may be the same peer). */
+static void
+make_room(struct reg *r, const uint8_t key[KEY_LEN], uint64_t now)
+{
+	uint32_t pi = peer_lookup(r, key);
+
+	if (pi != NONE && r->p[pi].n >= STATE_REGISTER_PEER_MAX) {
+		entry_drop(r, peer_oldest(r, pi));
+		r->info.evicted_quota++;
+	} else if (r->live >= STATE_REGISTER_MAX) {
+		if (r->e[r->all.head].expiry <= now) {
+			entry_drop(r, r->all.head);
+			r->info.expired++;
+		} else {
+			entry_drop(r, peer_oldest(r, r->bucket[r->maxn]));
+			r->info.evicted_full++;
+		}
+	}
+}
+
+/* A free slot, the caller having made room. Every empty slot is on the
+ * free list or at efresh or above (loaded entries sit anywhere there). */
+static uint32_t
+entry_alloc(struct reg *r)
+{
+	uint32_t i = r->free.head;
+
+	if (i != NONE) {
+		list_unlink(r, &r->free, i, L_ALL);
+		return i;
+	}
+	while (r->e[r->efresh].state != REG_EMPTY)
+		r->efresh++;
+	return r->efresh++;
+}
+
+/* Add an entry in slot `slot` (loading), or in any free one (NONE). */
+static uint32_t
+reg_add(struct reg *r, const uint8_t tag[STATE_TAG_LEN],
+    const uint8_t key[KEY_LEN], uint64_t expiry, uint8_t state, uint32_t slot,
+    uint64_t now)
+{
+	uint32_t i, pi;
+	struct reg_entry *e;
+	struct reg_peer *p;
+
+	make_room(r, key, now);
+	pi = peer_get(r, key);
+	p = &r->p[pi];
+	i = slot != NONE ? slot : entry_alloc(r);
+	e = &r->e[i];
+	memcpy(e->tag, tag, STATE_TAG_LEN);
+	e->expiry = expiry;
+	e->serial = ++r->serial;
+	e->peer = pi;
+	e->state = state;
+	list_append(r, &r->all, i, L_ALL);
+	list_append(r, state == REG_USED ? &p->used : &p->issued, i, L_PEER);
+	peer_set_n(r, pi, p->n + 1);
+	index_add(r->index, tag_home(tag), i);
+	r->live++;
+	return i;
 }
 
 static void
-load_register(struct state_server *st)
+reg_init(struct reg *r)
 {
-	char *path = path_in(st->dir, REGISTER_FILE);
-	struct reg_record r;
-	uint64_t now = wall_now();
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-
-	if (fd != -1) {
-		while (read(fd, &r, sizeof r) == (ssize_t)sizeof r) {
-			struct reg_entry *e = reg_find(st, r.tag);
-			if (r.expiry <= now)
-				continue;
-			if (e == NULL && (e = reg_insert(st, r.tag)) == NULL)
-				continue;
-			memcpy(e->peer, r.peer, KEY_LEN);
-			e->expiry = r.expiry;
-			if (e->state != REG_USED)
-				e->state = r.type == REG_USED ? REG_USED : REG_ISSUED;
-		}
-		close(fd);
-	}
-	free(path);
-	compact(st);
+	r->e = xcalloc(STATE_REGISTER_MAX, sizeof *r->e);
+	r->p = xcalloc(STATE_REGISTER_MAX, sizeof *r->p);
+	r->index = xcalloc(INDEX_SLOTS, sizeof *r->index);
+	r->pindex = xcalloc(INDEX_SLOTS, sizeof *r->pindex);
+	r->all = r->free = (struct reg_list){ NONE, NONE };
+	r->pfree = NONE;
+	for (size_t n = 0; n <= STATE_REGISTER_PEER_MAX; n++)
+		r->bucket[n] = NONE;
+	quic_random((uint8_t *)&r->pseed, sizeof r->pseed);
 }
+
+static void
+reg_free(struct reg *r)
+{
+	free(r->e);
+	free(r->p);
+	free(r->index);
+	free(r->pindex);
+}
+
+static off_t
+record_offset(uint32_t i)
+{
+	return (off_t)sizeof(struct reg_record) * ((off_t)i + 1);
+}
+
+/* Write entry i's record, or only its first `len` bytes (the type). Not
+ * synced: a crash may forget the last few changes, as any log would. */
+static void
+reg_write(struct state_server *st, uint32_t i, size_t len)
+{
+	const struct reg_entry *e = &st->reg.e[i];
+	struct reg_record rec;
+
+	memset(&rec, 0, sizeof rec);
+	rec.type = e->state;
+	rec.expiry = e->expiry;
+	memcpy(rec.tag, e->tag, sizeof rec.tag);
+	memcpy(rec.peer, st->reg.p[e->peer].key, sizeof rec.peer);
+	st->reg.info.writes++;
+	st->reg.info.bytes_written += len;
+	/* Without the record, a spent ticket would be usable again after a
+	 * restart: say so, once per bout of failures. */
+	if (pwrite(st->regfd, &rec, len, record_offset(i)) != (ssize_t)len) {
+		if (!st->reg_failing)
+			log_warn("StateDir %s: %s: %s", st->dir, REGISTER_FILE,
+			    errno != 0 ? strerror(errno) : "short write");
+		st->reg_failing = true;
+	} else
+		st->reg_failing = false;
+}
+
+static uint32_t
+reg_get(struct reg *r, const uint8_t tag[STATE_TAG_LEN], uint64_t now)
+{
+	uint32_t i = entry_lookup(r, tag);
+
+	if (i != NONE && r->e[i].expiry <= now) {
+		entry_drop(r, i);
+		r->info.expired++;
+		i = NONE;
+	}
+	return i;
+}
+
+static void
+reg_spend(struct state_server *st, uint32_t i)
+{
+	struct reg *r = &st->reg;
+	struct reg_entry *e = &r->e[i];
+	struct reg_peer *p = &r->p[e->peer];
+
+	list_unlink(r, &p->issued, i, L_PEER);
+	list_append(r, &p->used, i, L_PEER);
+	e->state = REG_USED;
+	reg_write(st, i, 1);
+}
+
+struct load_item {
+	uint64_t expiry;
+	uint32_t slot;
+};
+
+static int
+load_item_cmp(const void *a, const void *b)
+{
+	const struct load_item *x = a, *y = b;
+
+	if (x->expiry != y->expiry)
+		return x->expiry < y->expiry ? -1 : 1;
+	return x->slot < y->slot ? -1 : x->slot > y->slot;
+}
+
+/* Read the register back: the records still valid, oldest first, so the
+ * quotas keep each peer's newest; what does not come back is cleared on
+ * disk. A file of another format or size starts afresh. */
+static int
+load_register(struct state_server *st, char **cause)
+{
+	const size_t size = sizeof(struct reg_record) * (STATE_REGISTER_MAX + 1);
+	struct reg_record *recs;
+	struct load_item *items;
+	size_t n = 0;
+	uint64_t now = clock_wall();
+	ssize_t got;
+
+	st->regfd = open_file(st, REGISTER_FILE, O_RDWR | O_CREAT, false, cause);
+	if (st->regfd == -1)
+		return -1;
+	recs = xmalloc(size);
+	got = pread(st->regfd, recs, size, 0);
+	if (got != (ssize_t)size || memcmp(recs, reg_magic, sizeof reg_magic) != 0) {
+		if (got > 0)
+			log_info("StateDir %s: %s: not a register of this "
+			    "version; starting an empty one", st->dir, REGISTER_FILE);
+		memset(recs, 0, size);
+		memcpy(recs, reg_magic, sizeof reg_magic);
+		if (ftruncate(st->regfd, 0) == -1 ||
+		    pwrite(st->regfd, recs, size, 0) != (ssize_t)size) {
+			xasprintf(cause, "StateDir %s: %s: %s", st->dir,
+			    REGISTER_FILE, strerror(errno));
+			free(recs);
+			return -1;
+		}
+	}
+	items = xcalloc(STATE_REGISTER_MAX, sizeof *items);
+	for (uint32_t i = 0; i < STATE_REGISTER_MAX; i++) {
+		const struct reg_record *rec = &recs[i + 1];
+
+		if ((rec->type == REG_ISSUED || rec->type == REG_USED) &&
+		    rec->expiry > now && rec->expiry <= now + st->lifetime_s)
+			items[n++] = (struct load_item){ rec->expiry, i };
+	}
+	qsort(items, n, sizeof *items, load_item_cmp);
+	for (size_t k = 0; k < n; k++) {
+		const struct reg_record *rec = &recs[items[k].slot + 1];
+
+		if (entry_lookup(&st->reg, rec->tag) == NONE)
+			reg_add(&st->reg, rec->tag, rec->peer, rec->expiry,
+			    rec->type, items[k].slot, now);
+	}
+	for (uint32_t i = 0; i < STATE_REGISTER_MAX; i++) {
+		if (recs[i + 1].type != REG_EMPTY && st->reg.e[i].state == REG_EMPTY)
+			reg_write(st, i, 1);
+	}
+	free(items);
+	free(recs);
+	memset(&st->reg.info, 0, sizeof st->reg.info);
+	return 0;
+}
+
+void
+state_register_issue(struct state_server *st, const uint8_t tag[STATE_TAG_LEN],
+    const uint8_t peer[KEY_LEN])
+{
+	uint64_t now = clock_wall();
+	uint32_t i;
+
+	sweep(&st->reg, now, SWEEP_PER_ISSUE);
+	/* Tags are AEAD tags under a fresh nonce: equal ones do not happen,
+	 * but the index must never hold one twice. */
+	if (entry_lookup(&st->reg, tag) != NONE)
+		return;
+	i = reg_add(&st->reg, tag, peer, now + st->lifetime_s, REG_ISSUED, NONE,
+	    now);
+	reg_write(st, i, sizeof(struct reg_record));
+}
+
+enum state_ticket
+state_register_spend(struct state_server *st, const uint8_t tag[STATE_TAG_LEN],
+    uint8_t peer[KEY_LEN])
+{
+	uint32_t i = reg_get(&st->reg, tag, clock_wall());
+
+	if (i == NONE)
+		return STATE_TICKET_UNKNOWN;
+	if (st->reg.e[i].state == REG_USED)
+		return STATE_TICKET_SPENT;
+	reg_spend(st, i);
+	memcpy(peer, st->reg.p[st->reg.e[i].peer].key, KEY_LEN);
+	return STATE_TICKET_FRESH;
+}
+
+void
+state_register_info(const struct state_server *st,
+    struct state_register_info *out)
+{
+	*out = st->reg.info;
+	out->live = st->reg.live;
+	out->peers = st->reg.peers;
+	out->max_per_peer = st->reg.maxn;
+}
+
+/* --- Rotation --------------------------------------------------------- */
+
+unsigned
+state_server_tick(struct state_server *st)
+{
+	uint64_t now = clock_wall(), next, most = TICK_MAX_S;
+
+	if (rotation_due(st, now)) {
+		st->keys[1] = st->keys[0];
+		new_ticket_key(&st->keys[0], now);
+		st->stats.rotations++;
+		st->keys_unsaved = true;
+	}
+	if (st->keys[1].created != 0 && !previous_live(st, now)) {
+		explicit_bzero(&st->keys[1], sizeof st->keys[1]);
+		st->keys_unsaved = true;
+	}
+	/* Until this is on disk a restart would bring the old keys back and
+	 * lose the tickets sealed since: try again within the minute. */
+	if (st->keys_unsaved) {
+		if (write_file(st->dirfd, TICKET_KEY_FILE, st->keys,
+		    sizeof st->keys) == 0)
+			st->keys_unsaved = false;
+		else {
+			log_warn("StateDir %s: writing %s: %s", st->dir,
+			    TICKET_KEY_FILE, strerror(errno));
+			most = KEYS_RETRY_S;
+		}
+	}
+	if (sweep(&st->reg, now, SWEEP_PER_TICK) == SWEEP_PER_TICK)
+		return 1;
+	next = st->keys[0].created + st->rotate_s;
+	if (st->keys[1].created != 0 && retire_time(st) < next)
+		next = retire_time(st);
+	next = next > now ? next - now : 1;
+	return (unsigned)(next < most ? next : most);
+}
+
+static void
+tick_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct state_server *st = arg;
+	struct timeval tv = { 0, 0 };
+
+	(void)fd;
+	(void)what;
+	tv.tv_sec = state_server_tick(st);
+	evtimer_add(st->timer, &tv);
+}
+
+/* --- Opening and closing ---------------------------------------------- */
 
 struct state_server *
 state_server_open(const char *dir, char **cause)
 {
+	const struct state_opts opts = { .user = (uid_t)-1 };
+
+	return state_server_open_opts(dir, &opts, cause);
+}
+
+struct state_server *
+state_server_open_opts(const char *dir, const struct state_opts *opts,
+    char **cause)
+{
 	struct state_server *st = xcalloc(1, sizeof *st);
+	struct timeval tv = { 0, 0 };
 
 	st->dir = xstrdup(dir);
-	st->logfd = -1;
-	st->reg = xcalloc(REGISTER_SLOTS, sizeof *st->reg);
-	if (make_dir(dir, cause) != 0 || load_reset_secret(st, cause) != 0 ||
-	    load_ticket_keys(st, cause) != 0) {
-		state_server_free(st);
-		return NULL;
+	st->dirfd = -1;
+	st->regfd = -1;
+	st->user = opts->user;
+	st->lifetime_s = opts->lifetime_s != 0 ? opts->lifetime_s :
+	    STATE_TICKET_LIFETIME_S;
+	st->rotate_s = opts->rotate_s != 0 ? opts->rotate_s : STATE_ROTATE_S;
+	/* Two keys cover a ticket's lifetime only if a key serves at least
+	 * that long. */
+	if (st->rotate_s < st->lifetime_s)
+		st->rotate_s = st->lifetime_s;
+	reg_init(&st->reg);
+	if ((st->dirfd = open_private_dir(dir, opts->user, true, cause)) == -1)
+		goto fail;
+	if (load_reset_secret(st, cause) != 0 ||
+	    load_ticket_keys(st, cause) != 0 || load_register(st, cause) != 0)
+		goto fail;
+	tv.tv_sec = state_server_tick(st);
+	memset(&st->stats, 0, sizeof st->stats);
+	if (opts->base != NULL) {
+		st->timer = evtimer_new(opts->base, tick_cb, st);
+		if (st->timer == NULL) {
+			xasprintf(cause, "StateDir %s: cannot make a timer", dir);
+			goto fail;
+		}
+		evtimer_add(st->timer, &tv);
 	}
-	load_register(st);
 	return st;
+fail:
+	state_server_free(st);
+	return NULL;
 }
 
 void
@@ -345,11 +1036,15 @@ state_server_free(struct state_server *st)
 {
 	if (st == NULL)
 		return;
-	if (st->logfd != -1)
-		close(st->logfd);
+	if (st->timer != NULL)
+		event_free(st->timer);
+	if (st->regfd != -1)
+		close(st->regfd);
+	if (st->dirfd != -1)
+		close(st->dirfd);
 	explicit_bzero(st->keys, sizeof st->keys);
 	explicit_bzero(st->reset_secret, sizeof st->reset_secret);
-	free(st->reg);
+	reg_free(&st->reg);
 	free(st->dir);
 	free(st);
 }
@@ -366,6 +1061,57 @@ state_server_stats(const struct state_server *st, struct state_stats *out)
 	*out = st->stats;
 }
 
+/* --- Tickets ---------------------------------------------------------- */
+
+/* ChaCha20-Poly1305 with the key name and nonce as associated data. */
+static void
+ticket_aad(uint8_t *aad, const uint8_t *name, const uint8_t *iv)
+{
+	memcpy(aad, name, WOLFSSL_TICKET_NAME_SZ);
+	memcpy(aad + WOLFSSL_TICKET_NAME_SZ, iv, CHACHA20_POLY1305_AEAD_IV_SIZE);
+}
+
+int
+state_ticket_seal(struct state_server *st, uint8_t name[WOLFSSL_TICKET_NAME_SZ],
+    uint8_t iv[WOLFSSL_TICKET_IV_SZ], uint8_t mac[WOLFSSL_TICKET_MAC_SZ],
+    uint8_t *buf, size_t len)
+{
+	uint8_t aad[WOLFSSL_TICKET_NAME_SZ + CHACHA20_POLY1305_AEAD_IV_SIZE];
+	const struct ticket_key *k;
+
+	/* Should the timer be late (or the clock jump), no ticket is sealed
+	 * under a key older than the rotation interval. */
+	if (rotation_due(st, clock_wall()))
+		state_server_tick(st);
+	k = &st->keys[0];
+	if (len > UINT32_MAX)
+		return -1;
+	memcpy(name, k->name, WOLFSSL_TICKET_NAME_SZ);
+	quic_random(iv, CHACHA20_POLY1305_AEAD_IV_SIZE);
+	memset(iv + CHACHA20_POLY1305_AEAD_IV_SIZE, 0,
+	    WOLFSSL_TICKET_IV_SZ - CHACHA20_POLY1305_AEAD_IV_SIZE);
+	ticket_aad(aad, name, iv);
+	memset(mac, 0, WOLFSSL_TICKET_MAC_SZ);
+	return wc_ChaCha20Poly1305_Encrypt(k->key, iv, aad, sizeof aad, buf,
+	    (word32)len, buf, mac) == 0 ? 0 : -1;
+}
+
+int
+state_ticket_open(struct state_server *st,
+    const uint8_t name[WOLFSSL_TICKET_NAME_SZ],
+    const uint8_t iv[WOLFSSL_TICKET_IV_SZ],
+    const uint8_t mac[WOLFSSL_TICKET_MAC_SZ], uint8_t *buf, size_t len)
+{
+	uint8_t aad[WOLFSSL_TICKET_NAME_SZ + CHACHA20_POLY1305_AEAD_IV_SIZE];
+	const struct ticket_key *k = key_named(st, name, clock_wall());
+
+	if (k == NULL || len > UINT32_MAX)
+		return -1;
+	ticket_aad(aad, name, iv);
+	return wc_ChaCha20Poly1305_Decrypt(k->key, iv, aad, sizeof aad, buf,
+	    (word32)len, mac, buf) == 0 ? 0 : -1;
+}
+
 static const uint8_t *
 peer_key_of(WOLFSSL *ssl)
 {
@@ -374,85 +1120,65 @@ peer_key_of(WOLFSSL *ssl)
 	return ref != NULL ? quic_conn_peer_key(ref->user_data) : NULL;
 }
 
-/* wolfSSL's ticket callback: ChaCha20-Poly1305 under our key, the key
- * name and nonce as associated data; the tag (first 16 bytes of `mac`)
- * names the ticket in the register. */
+/* Count a rejected ticket once per handshake, however many times wolfSSL
+ * asks about it (once per cipher suite it tries). */
+static void
+count_once(WOLFSSL *ssl, struct state_server *st, uint64_t *counter)
+{
+	if (wolfSSL_get_ex_data(ssl, ex_counted) == NULL) {
+		(*counter)++;
+		wolfSSL_set_ex_data(ssl, ex_counted, st);
+	}
+}
+
+/* wolfSSL's ticket callback: seal and record, or look up, open and spend.
+ * The tag (first bytes of `mac`) names the ticket in the register. */
 static int
 ticket_cb(WOLFSSL *ssl, unsigned char key_name[WOLFSSL_TICKET_NAME_SZ],
-    unsigned char iv[WOLFSSL_TICKET_IV_SZ], unsigned char mac[WOLFSSL_TICKET_MAC_SZ],
-    int enc, unsigned char *ticket, int inlen, int *outlen, void *arg)
+    unsigned char iv[WOLFSSL_TICKET_IV_SZ],
+    unsigned char mac[WOLFSSL_TICKET_MAC_SZ], int enc, unsigned char *ticket, int inlen, int *outlen, void *arg)
 {
 	struct state_server *st = arg;
-	uint8_t aad[WOLFSSL_TICKET_NAME_SZ + CHACHA20_POLY1305_AEAD_IV_SIZE];
-	const struct ticket_key *k = NULL;
-	struct reg_entry *e;
+	struct reg *r = &st->reg;
 	const uint8_t *peer;
+	uint32_t i;
 
 	if (inlen < 0)
 		return WOLFSSL_TICKET_RET_FATAL;
 	if (enc) {
 		if ((peer = peer_key_of(ssl)) == NULL)
 			return WOLFSSL_TICKET_RET_FATAL; /* no ticket: not fatal */
-		k = &st->keys[0];
-		memcpy(key_name, k->name, WOLFSSL_TICKET_NAME_SZ);
-		quic_random(iv, CHACHA20_POLY1305_AEAD_IV_SIZE);
-		memset(iv + CHACHA20_POLY1305_AEAD_IV_SIZE, 0,
-		    WOLFSSL_TICKET_IV_SZ - CHACHA20_POLY1305_AEAD_IV_SIZE);
-		memcpy(aad, key_name, WOLFSSL_TICKET_NAME_SZ);
-		memcpy(aad + WOLFSSL_TICKET_NAME_SZ, iv, CHACHA20_POLY1305_AEAD_IV_SIZE);
-		memset(mac, 0, WOLFSSL_TICKET_MAC_SZ);
-		if (wc_ChaCha20Poly1305_Encrypt(k->key, iv, aad, sizeof aad, ticket,
-		    (word32)inlen, ticket, mac) != 0)
+		if (state_ticket_seal(st, key_name, iv, mac, ticket,
+		    (size_t)inlen) != 0)
 			return WOLFSSL_TICKET_RET_FATAL;
 		*outlen = inlen;
-		if ((e = reg_insert(st, mac)) != NULL) {
-			memcpy(e->peer, peer, KEY_LEN);
-			e->expiry = wall_now() + STATE_TICKET_LIFETIME_S;
-			e->state = REG_ISSUED;
-			log_append(st, REG_ISSUED, e);
-			if (st->logrecords > 2 * st->nlive + 1024)
-				compact(st);
-		}
+		state_register_issue(st, mac, peer);
 		st->stats.issued++;
 		return WOLFSSL_TICKET_RET_OK;
 	}
-	for (size_t i = 0; i < 2; i++) {
-		if (memcmp(st->keys[i].name, key_name, WOLFSSL_TICKET_NAME_SZ) == 0)
-			k = &st->keys[i];
-	}
-	if (k == NULL)
+	/* Not one of our keys (another server's, or retired): say nothing. */
+	if (key_named(st, key_name, clock_wall()) == NULL)
 		return WOLFSSL_TICKET_RET_REJECT;
-	memcpy(aad, key_name, WOLFSSL_TICKET_NAME_SZ);
-	memcpy(aad + WOLFSSL_TICKET_NAME_SZ, iv, CHACHA20_POLY1305_AEAD_IV_SIZE);
-	/* wolfSSL asks once per cipher suite it tries: count each handshake
-	 * once, and let the handshake that spent the ticket retry it. */
-	e = reg_find(st, mac);
-	if (e == NULL || e->expiry <= wall_now()) {
-		if (wolfSSL_get_ex_data(ssl, ex_counted) == NULL) {
-			st->stats.unknown++;
-			wolfSSL_set_ex_data(ssl, ex_counted, st);
-		}
+	if ((i = reg_get(r, mac, clock_wall())) == NONE) {
+		count_once(ssl, st, &st->stats.unknown);
 		return WOLFSSL_TICKET_RET_REJECT;
 	}
-	if (e->state == REG_USED && wolfSSL_get_ex_data(ssl, ex_spent) != e) {
-		/* Single use: a second ClientHello with this ticket is a
-		 * replay (or a client retrying); no resumption, no 0-RTT. */
-		if (wolfSSL_get_ex_data(ssl, ex_counted) == NULL) {
-			st->stats.replayed++;
-			wolfSSL_set_ex_data(ssl, ex_counted, st);
-		}
+	/* Single use: a second ClientHello with this ticket is a replay (or
+	 * a client retrying); no resumption, no 0-RTT. The handshake that
+	 * spent it may ask again for another suite. */
+	if (r->e[i].state == REG_USED &&
+	    (uintptr_t)wolfSSL_get_ex_data(ssl, ex_spent) != r->e[i].serial) {
+		count_once(ssl, st, &st->stats.replayed);
 		return WOLFSSL_TICKET_RET_REJECT;
 	}
-	if (wc_ChaCha20Poly1305_Decrypt(k->key, iv, aad, sizeof aad, ticket,
-	    (word32)inlen, mac, ticket) != 0)
+	if (state_ticket_open(st, key_name, iv, mac, ticket, (size_t)inlen) != 0)
 		return WOLFSSL_TICKET_RET_REJECT;
 	*outlen = inlen;
-	if (e->state == REG_USED)
+	if (r->e[i].state == REG_USED)
 		return WOLFSSL_TICKET_RET_OK; /* this handshake, another suite */
-	e->state = REG_USED;
-	wolfSSL_set_ex_data(ssl, ex_spent, e);
-	log_append(st, REG_USED, e);
-	if (!quic_tls_resumed(ssl, e->peer))
+	reg_spend(st, i);
+	wolfSSL_set_ex_data(ssl, ex_spent, (void *)(uintptr_t)r->e[i].serial);
+	if (!quic_tls_resumed(ssl, r->p[r->e[i].peer].key))
 		return WOLFSSL_TICKET_RET_REJECT;
 	st->stats.resumed++;
 	return WOLFSSL_TICKET_RET_OK;
@@ -471,7 +1197,7 @@ state_server_attach(struct state_server *st, WOLFSSL_CTX *ctx)
 	}
 	wolfSSL_CTX_set_TicketEncCb(ctx, ticket_cb);
 	wolfSSL_CTX_set_TicketEncCtx(ctx, st);
-	wolfSSL_CTX_set_TicketHint(ctx, STATE_TICKET_LIFETIME_S);
+	wolfSSL_CTX_set_TicketHint(ctx, (int)st->lifetime_s);
 }
 
 /* Client session files: "RVS1", then length-prefixed session and params. */
@@ -484,10 +1210,10 @@ state_client_save(const char *dir, const char *id, const uint8_t *session,
 	size_t len = sizeof session_magic + 8 + sessionlen + paramslen;
 	uint8_t *buf = xmalloc(len), *p = buf;
 	uint32_t l;
-	char *path, *cause = NULL;
-	int ret;
+	char *name, *cause = NULL;
+	int dirfd, ret;
 
-	if (make_dir(dir, &cause) != 0) {
+	if ((dirfd = open_private_dir(dir, (uid_t)-1, true, &cause)) == -1) {
 		log_warn("%s", cause);
 		free(cause);
 		free(buf);
@@ -504,10 +1230,11 @@ state_client_save(const char *dir, const char *id, const uint8_t *session,
 	memcpy(p, &l, 4);
 	if (paramslen > 0)
 		memcpy(p + 4, params, paramslen);
-	xasprintf(&path, "%s/session-%s", dir, id);
-	ret = write_file(path, buf, len);
-	free(path);
+	xasprintf(&name, "session-%s", id);
+	ret = write_file(dirfd, name, buf, len);
+	free(name);
 	free(buf);
+	close(dirfd);
 	return ret;
 }
 

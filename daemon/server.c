@@ -960,7 +960,10 @@ server_create(struct event_base *base, const struct cfg *cfg, int verbose,
 	quic_set_send_limit_all(cfg->forward_memory_total);
 	/* Kept in StateDir, so that after a restart clients still recognise
 	 * our stateless resets and resume their sessions with 0-RTT. */
-	if ((srv->state = state_server_open(cfg->state_dir, cause)) == NULL)
+	srv->state = state_server_open_opts(cfg->state_dir, &(struct state_opts){
+	    .base = base, .user = cfg->user != NULL ? cfg->uid : (uid_t)-1 },
+	    cause);
+	if (srv->state == NULL)
 		goto fail;
 	srv->reset_rl = (struct log_ratelimit)LOG_RATELIMIT_INIT(1000, 200);
 	srv->qs = (struct quic_settings){

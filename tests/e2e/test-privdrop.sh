@@ -6,8 +6,9 @@
 # answer rove status, migrate when the client's address changes (with a
 # new socket whose buffers are forced past net.core.rmem_max), resume with
 # 0-RTT after roved is killed and restarted (StateDir stays usable), and
-# exit 0 on SIGTERM removing their control sockets. Last, a peer allowed
+# exit 0 on SIGTERM removing their control sockets. Then a peer allowed
 # -R port 80 makes roved keep CAP_NET_BIND_SERVICE, and the forward works.
+# Last, roved refuses a StateDir owned by another user or a link to one.
 . "$(dirname "$0")/roam-lib.sh"
 roam_init "$@"
 roam_topo_up
@@ -155,10 +156,10 @@ for f in reset.key ticket.key tickets; do
 	assert_eq "roved's StateDir/$f owner after the restart" "nobody:$NOBODY_GROUP" \
 		"$(owner "$ROVED_STATE/$f")"
 done
-# The register (64-byte records): the first roved's ticket, rewritten at
-# the restart, and its use in the 0-RTT handshake, appended by the new
-# roved after it dropped root.
-assert_cmp "roved's ticket register size (bytes)" "$(stat -c %s "$ROVED_STATE/tickets")" -ge 128
+# The register: a header and 16,384 64-byte records, written in place by
+# the new roved after it dropped root (the 0-RTT handshake spent a ticket
+# and got a new one).
+assert_eq "roved's ticket register size (bytes)" 1048640 "$(stat -c %s "$ROVED_STATE/tickets")"
 assert "client -> server after the restart" ping_ok "$RNS_C" -c 10 -i 0.05 "$S_TUN"
 
 # 5. SIGTERM: both exit 0 and remove their control sockets, unprivileged.
@@ -189,4 +190,23 @@ fi
 xfer=$(nsx "$RNS_S" "$PY" "$ROAM_TOOL" xfer-send 127.0.0.1:80 1M --timeout 20)
 assert_eq "1 MB through the RemoteForward on port 80, sha256 equal" 1 "$(jf "$xfer" ok)"
 roam_stop_all
+
+# 7. A StateDir that another user owns, or a link in its place, stops
+# roved at start with a message that says so, and is left as it was.
+# (Bounded: a roved that did start would be stopped after 10 s.)
+refused() {
+	local what=$1 want=$2 out rc
+	out=$(timeout -k 2 10 ip netns exec "$RNS_S" "$BUILD/roved" -f -c "$RCONF_S" 2>&1)
+	rc=$?
+	assert_eq "roved's exit status with $what" 1 "$rc"
+	assert_eq "roved's message with $what" 1 "$(grep -cF "$want" <<<"$out")"
+}
+chown 12345:12345 "$ROVED_STATE"
+refused "a StateDir of uid 12345" \
+	"StateDir $ROVED_STATE: owned by uid 12345, not by root or uid $NOBODY_UID"
+assert_eq "that StateDir's owner afterwards" 12345:12345 "$(stat -c %u:%g "$ROVED_STATE")"
+mv "$ROVED_STATE" "$ROVED_STATE.real"
+chown "$NOBODY_UID:$NOBODY_GID" "$ROVED_STATE.real"
+ln -s "$ROVED_STATE.real" "$ROVED_STATE"
+refused "a StateDir that is a symbolic link" "StateDir $ROVED_STATE: is a symbolic link"
 roam_finish

@@ -513,6 +513,23 @@ test_apply(void **state)
 	assert_int_equal(run_apply(&cfg, "0000000000001000"), 0);
 	cfg_clear(&cfg);
 
+	/* A StateDir that is a link, or belongs to someone other than root
+	 * and User, is refused before anything is given away. */
+	snprintf(path, sizeof path, "%s.real", s.state);
+	assert_int_equal(rename(s.state, path), 0);
+	assert_int_equal(chown(path, 0, 0), 0);
+	assert_int_equal(symlink(path, s.state), 0);
+	scratch_cfg(&s, CFG_ROLE_SERVER, &cfg);
+	assert_int_equal(run_apply(&cfg, "0000000000000400"), 10);
+	assert_owner_mode(path, 0, 0, 0700);
+	assert_int_equal(unlink(s.state), 0);
+	assert_int_equal(rename(path, s.state), 0);
+	assert_int_equal(chown(s.state, 12345, 12345), 0);
+	assert_int_equal(run_apply(&cfg, "0000000000000400"), 10);
+	assert_owner_mode(s.state, 12345, 12345, 0700);
+	assert_int_equal(chown(s.state, 0, 0), 0);
+	cfg_clear(&cfg);
+
 	/* A StateDir the user cannot reach fails the start. */
 	assert_int_equal(chmod(s.dir, 0700), 0);
 	scratch_cfg(&s, CFG_ROLE_CLIENT, &cfg);

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -1085,6 +1086,7 @@ resumption_teardown(void **state)
 	struct resumption *rs = *state;
 
 	test_teardown(state);
+	clock_set_wall_source(NULL);
 	wolfSSL_CTX_free(rs->cctx);
 	wolfSSL_CTX_free(rs->sctx);
 	state_server_free(rs->st);
@@ -1356,6 +1358,53 @@ test_tickets_survive_restart(void **state)
 	saved_clear(&s2);
 }
 
+/* The server's wall clock, for the tests that rotate its ticket key. */
+static uint64_t quic_wall;
+
+static uint64_t
+quic_wall_clock(void)
+{
+	return quic_wall;
+}
+
+static void
+test_tickets_across_rotation(void **state)
+{
+	struct resumption *rs = *state;
+	static struct saved s1, s2;
+	struct state_stats ss;
+	struct pair *p;
+
+	/* The key was made now; its last ticket is sealed ten seconds
+	 * before it is replaced. */
+	quic_wall = (uint64_t)time(NULL) + STATE_ROTATE_S - 10;
+	clock_set_wall_source(quic_wall_clock);
+	full_handshake(rs, &s1);
+
+	/* The running server has a new key: the ticket sealed under the
+	 * old one still resumes, with 0-RTT. */
+	quic_wall += 10;
+	state_server_tick(rs->st);
+	p = resume_early(rs, &s1, "across", NULL);
+	expect_accepted(p, "across");
+	saved_take(&s2, &p->c, 0);
+	state_server_stats(rs->st, &ss);
+	assert_int_equal(ss.rotations, 1);
+	expect_state_stats(rs->st, 2, 1, false, 0);
+	pair_free(p);
+
+	/* A lifetime after it was issued, a ticket is refused. */
+	quic_wall += STATE_TICKET_LIFETIME_S;
+	state_server_tick(rs->st);
+	p = resume_early(rs, &s2, "too old", NULL);
+	expect_refused_early(p, "late");
+	expect_state_stats(rs->st, 2 + p->c.nsessions, 1, false, 1);
+	pair_free(p);
+	clock_set_wall_source(NULL);
+	saved_clear(&s1);
+	saved_clear(&s2);
+}
+
 static void
 test_foreign_ticket(void **state)
 {
@@ -1504,6 +1553,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_replayed_flight,
 		    resumption_setup, resumption_teardown),
 		cmocka_unit_test_setup_teardown(test_tickets_survive_restart,
+		    resumption_setup, resumption_teardown),
+		cmocka_unit_test_setup_teardown(test_tickets_across_rotation,
 		    resumption_setup, resumption_teardown),
 		cmocka_unit_test_setup_teardown(test_foreign_ticket,
 		    resumption_setup, resumption_teardown),
