@@ -5,6 +5,9 @@
  * (ngtcp2_accept, quic_conn_server_create, quic_conn_read), with its TLS
  * context, StateDir tickets and 0-RTT, on a virtual clock.
  *
+ * New connections pass roved's admission first (daemon/admit.c): Retry
+ * under load, NEW_TOKEN for the next connection, rate limits per source.
+ *
  * Two kinds of traffic meet the server:
  * - forged packets from an address of their own: raw bytes, or Initial
  *   packets whose frames come from the input, protected with the Initial
@@ -38,6 +41,7 @@
 
 #include <event2/event.h>
 
+#include "admit.h"
 #include "clock.h"
 #include "fuzz-quic.h"
 #include "key.h"
@@ -59,6 +63,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 #define MAX_CONNS 4          /* server connections per slot and input */
 #define FLUSH_ROUNDS 64
 #define CLOCK_START (1000 * NGTCP2_SECONDS)
+/* Half-open handshakes beyond which the server asks for a Retry. */
+#define RETRY_THRESHOLD 4
 
 /* One side of a connection, as its owner sees it. */
 struct end {
@@ -123,6 +129,15 @@ static size_t saved_sessionlen, saved_paramslen;
 
 static struct initial_keys forged_keys;
 static uint32_t forged_pn;
+static uint8_t forged_token[INITIAL_MAX_TOKEN];
+static size_t forged_tokenlen;
+
+/* The server's admission, how busy it claims to be (OP_LOAD), and the
+ * NEW_TOKEN token the client got for its next connection. */
+static struct admit adm;
+static unsigned load;
+static uint8_t saved_token[NGTCP2_CRYPTO_MAX_REGULAR_TOKENLEN];
+static size_t saved_tokenlen;
 
 static uint64_t
 fuzz_clock(void)
@@ -166,10 +181,21 @@ on_handshake(struct quic_conn *qc, void *arg)
 {
 	struct end *e = arg;
 
+	const struct sockaddr *remote;
+	uint8_t token[NGTCP2_CRYPTO_MAX_REGULAR_TOKENLEN];
+	size_t tokenlen;
+	socklen_t len;
+
 	e->handshakes++;
-	/* The server knows its peer by the key it proved. */
-	if (e != &cli)
-		assert(memcmp(quic_conn_peer_key(qc), client_pub, KEY_LEN) == 0);
+	if (e == &cli)
+		return;
+	/* The server knows its peer by the key it proved, and gives it a
+	 * token for next time, as roved does. */
+	assert(memcmp(quic_conn_peer_key(qc), client_pub, KEY_LEN) == 0);
+	remote = quic_conn_remote(qc, &len);
+	tokenlen = admit_new_token(&adm, remote, len, now_ns, token,
+	    sizeof token);
+	quic_conn_submit_new_token(qc, token, tokenlen);
 }
 
 static void
@@ -255,12 +281,25 @@ on_new_session(struct quic_conn *qc, const uint8_t *der, size_t derlen,
 	saved_paramslen = paramslen;
 }
 
+static void
+on_new_token(struct quic_conn *qc, const uint8_t *token, size_t len,
+    void *arg)
+{
+	(void)qc;
+	(void)arg;
+	if (len == 0 || len > sizeof saved_token)
+		return;
+	memcpy(saved_token, token, len);
+	saved_tokenlen = len;
+}
+
 static const struct quic_conn_cbs cbs = {
 	.handshake_done = on_handshake,
 	.datagram = on_datagram,
 	.stream_data = on_stream_data,
 	.closed = on_closed,
 	.new_session = on_new_session,
+	.new_token = on_new_token,
 };
 
 /* --- set-up --- */
@@ -480,21 +519,58 @@ settings(enum quic_role role)
 	};
 }
 
-/* What roved's listener does (daemon/server.c new_session): a new
- * connection from a packet ngtcp2_accept takes, then every packet to it.
- * Here the slot stands for the connection-ID lookup. */
+/* Handshakes under way, as roved counts them for admission, or the
+ * level OP_LOAD set. */
+static size_t
+half_open(void)
+{
+	size_t n = 0;
+
+	if (load % 3 == 1)
+		return RETRY_THRESHOLD;
+	if (load % 3 == 2)
+		return ADMIT_MAX_HALF_OPEN;
+	if (srv_real.qc != NULL && srv_real.handshakes == 0)
+		n++;
+	if (srv_forged.qc != NULL)
+		n++;
+	return n;
+}
+
+/* What roved's listener does (daemon/server.c new_session): admission,
+ * then a new connection from a packet ngtcp2_accept takes, then every
+ * packet to it. Here the slot stands for the connection-ID lookup. */
 static void
 to_server_slot(struct end *e, const uint8_t *pkt, size_t len,
     const struct udp_socket *from)
 {
 	const struct sockaddr *sa = (const struct sockaddr *)&from->local;
 	struct quic_settings qs = settings(QUIC_ROLE_SERVER);
+	struct admit_result res;
 	ngtcp2_pkt_hd hd;
 	char *cause = NULL;
+	size_t retrylen;
 
 	if (e->qc == NULL) {
 		if (e->conns == MAX_CONNS || ngtcp2_accept(&hd, pkt, len) != 0)
 			return;
+		switch (admit_check(&adm, &hd, sa, from->locallen, half_open(),
+		    now_ns, &res, udp_batch_slot(&sbatch), UDP_MAX_PAYLOAD,
+		    &retrylen)) {
+		case ADMIT_RETRY:
+			udp_batch_commit(&sbatch, retrylen, sa, from->locallen, 0);
+			return;
+		case ADMIT_DROP:
+			return;
+		case ADMIT_ACCEPT:
+			break;
+		}
+		if (res.validated) {
+			qs.token = hd.token;
+			qs.tokenlen = hd.tokenlen;
+			qs.token_retry = res.retried;
+			qs.odcid = &res.odcid;
+		}
 		e->qc = quic_conn_server_create(base, &qs, &cbs, e, sctx,
 		    &sbatch, &hd, sa, from->locallen, &cause);
 		if (e->qc == NULL) {
@@ -659,6 +735,11 @@ client_start(uint8_t flags)
 	if (cli.qc != NULL || srv_real.qc != NULL || client_starts == MAX_CONNS)
 		return;
 	client_starts++;
+	/* The last server's NEW_TOKEN token, as rove presents it. */
+	if (saved_tokenlen > 0) {
+		qs.token = saved_token;
+		qs.tokenlen = saved_tokenlen;
+	}
 	end_reset(&cli, "client", server_pub, false);
 	end_reset(&srv_real, "server", client_pub, false);
 	srv_real.conns = conns;
@@ -793,7 +874,7 @@ close_op(struct input *in)
 static void
 run(struct input *in)
 {
-	uint8_t pkt[INITIAL_MIN_DATAGRAM + 64];
+	uint8_t pkt[INITIAL_MIN_DATAGRAM + INITIAL_MAX_TOKEN + 64];
 	const uint8_t *data;
 	size_t len;
 	uint8_t op, v;
@@ -807,7 +888,8 @@ run(struct input *in)
 			    &data);
 			len = initial_protect(&forged_keys, forged_dcid,
 			    sizeof forged_dcid, forged_scid, sizeof forged_scid,
-			    forged_pn++, data, len, pkt);
+			    forged_token, forged_tokenlen, forged_pn++, data,
+			    len, pkt);
 			assert(len > 0);
 			deliver_to_server(pkt, len, false, true);
 			pump();
@@ -849,6 +931,14 @@ run(struct input *in)
 		case OP_CLOSE:
 			close_op(in);
 			break;
+		case OP_LOAD:
+			load = get8(in);
+			break;
+		case OP_FORGED_TOKEN:
+			forged_tokenlen = getn(in, get8(in), sizeof forged_token,
+			    &data);
+			memcpy(forged_token, data, forged_tokenlen);
+			break;
 		}
 	}
 }
@@ -862,6 +952,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	now_ns = CLOCK_START;
 	nat = false;
 	forged_pn = 0;
+	forged_tokenlen = 0;
+	saved_tokenlen = 0;
+	load = 0;
+	admit_init(&adm, RETRY_THRESHOLD, now_ns);
 	ndgrams = 0;
 	client_starts = 0;
 	memset(dgram_seen, 0, sizeof dgram_seen);

@@ -20,6 +20,9 @@
  * OP_STREAM's flags: bit 0 the server sends (else the client), bit 1
  * FIN, bits 2-3 which of the sender's streams (a new one past the last).
  * OP_CLOSE's flags: bit 0 the server closes (else the client).
+ * OP_LOAD's level, modulo 3: 0 the server counts its real half-open
+ * handshakes, 1 as many as make it ask for a Retry, 2 so many that it
+ * drops new Initials.
  */
 enum fuzz_quic_op {
 	OP_FORGED_INITIAL,  /* len16, frames: an Initial from the forger */
@@ -32,6 +35,8 @@ enum fuzz_quic_op {
 	OP_STREAM,          /* flags, len8, bytes: stream data, either way */
 	OP_DATAGRAM,        /* len8, bytes: a DATAGRAM from the client */
 	OP_CLOSE,           /* flags, code: one end closes */
+	OP_LOAD,            /* level: how busy the server says it is */
+	OP_FORGED_TOKEN,    /* len8, bytes: the token of forged Initials */
 	OP_COUNT
 };
 

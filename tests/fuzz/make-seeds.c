@@ -591,6 +591,22 @@ quic_seeds(void)
 	quic_session(&b, 1);
 	put("quic", "resume", b.b, b.n);
 
+	/* A server under load: the client answers a Retry first; its next
+	 * connection brings the NEW_TOKEN token instead. */
+	b.n = 0;
+	op(&b, OP_LOAD);
+	add8(&b, 1);
+	quic_session(&b, 0);
+	op(&b, OP_CLOSE);
+	add8(&b, 1);
+	add8(&b, 0);
+	op(&b, OP_FLUSH);
+	op(&b, OP_TIME);
+	add8(&b, 255);
+	op(&b, OP_FLUSH);
+	quic_session(&b, 1);
+	put("quic", "retry", b.b, b.n);
+
 	/* The client's address changes mid-session. */
 	b.n = 0;
 	quic_session(&b, 0);
@@ -652,6 +668,18 @@ quic_seeds(void)
 	add16le(&b, 2);
 	add(&b, "\x01\x01", 2);         /* PING, PING */
 	put("quic", "forged-hello", b.b, b.n);
+
+	/* The same under load, with a token that is not ours. */
+	b.n = 0;
+	op(&b, OP_LOAD);
+	add8(&b, 1);
+	op(&b, OP_FORGED_TOKEN);
+	add8(&b, 24);
+	add(&b, "\xb6not a token of roved's", 24);
+	op(&b, OP_FORGED_INITIAL);
+	add16le(&b, nf);
+	add(&b, frames, nf);
+	put("quic", "forged-token", b.b, b.n);
 
 	b.n = 0;
 	op(&b, OP_FORGED_RAW);

@@ -19,6 +19,7 @@
 #define INITIAL_TAG 16
 #define INITIAL_PN_LEN 4          /* what initial_protect writes */
 #define INITIAL_MAX_CID 20
+#define INITIAL_MAX_TOKEN 255
 
 struct initial_keys {
 	uint8_t key[16], iv[12], hp[16];
@@ -107,14 +108,16 @@ initial_aead(const struct initial_keys *k, uint64_t pn, const uint8_t *aad,
 }
 
 /*
- * A client Initial (QUIC v1, no token, packet number `pn` in 4 bytes)
- * carrying `frames`, padded with PADDING to a full datagram, into `out`
- * (room for INITIAL_MIN_DATAGRAM + 64 bytes; `len` at most
- * INITIAL_MIN_DATAGRAM). Returns its length.
+ * A client Initial (QUIC v1, packet number `pn` in 4 bytes) carrying
+ * `token` (at most INITIAL_MAX_TOKEN bytes) and `frames`, padded with
+ * PADDING to a full datagram, into `out` (room for INITIAL_MIN_DATAGRAM +
+ * INITIAL_MAX_TOKEN + 64 bytes; `len` at most INITIAL_MIN_DATAGRAM).
+ * Returns its length.
  */
 static inline size_t
 initial_protect(const struct initial_keys *k, const uint8_t *dcid,
-    size_t dcidlen, const uint8_t *scid, size_t scidlen, uint32_t pn,
+    size_t dcidlen, const uint8_t *scid, size_t scidlen,
+    const uint8_t *token, size_t tokenlen, uint32_t pn,
     const uint8_t *frames, size_t len, uint8_t *out)
 {
 	uint8_t mask[16], *p = out, *pnp;
@@ -129,7 +132,15 @@ initial_protect(const struct initial_keys *k, const uint8_t *dcid,
 	*p++ = (uint8_t)scidlen;
 	memcpy(p, scid, scidlen);
 	p += scidlen;
-	*p++ = 0;                                   /* token length */
+	/* The token length as a 1- or 2-byte varint. */
+	if (tokenlen < 64)
+		*p++ = (uint8_t)tokenlen;
+	else {
+		*p++ = (uint8_t)(0x40 | tokenlen >> 8);
+		*p++ = (uint8_t)tokenlen;
+	}
+	memcpy(p, token, tokenlen);
+	p += tokenlen;
 	hdrlen = (size_t)(p - out) + 2 + INITIAL_PN_LEN;
 	payload = len;
 	if (hdrlen + payload + INITIAL_TAG < INITIAL_MIN_DATAGRAM)
