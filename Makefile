@@ -4,6 +4,8 @@
 #   make test       unit tests, config checks, end-to-end tests (root)
 #   make demo       a real tunnel between network namespaces, with traffic
 #   make bench      throughput against wireguard-go and the raw link
+#   make fuzz       libFuzzer harnesses over their seeds; fuzz-run fuzzes
+#                   each for FUZZ_TIME seconds (tests/fuzz/Makefile.inc)
 #   V=1             print full commands
 
 CC ?= cc

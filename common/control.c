@@ -5,6 +5,7 @@
 #include <sys/un.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
 #include <stdbool.h>
@@ -296,38 +297,88 @@ control_fill_sun(struct sockaddr_un *sun, const char *path, char **cause)
 	return 0;
 }
 
-/* Create the directory holding `path` if it is missing. */
+/* Besides the effective user, the one uid that may own the socket's
+ * directory (see control_allow_owner); -1 when there is none. */
+static uid_t control_owner = (uid_t)-1;
+
+void
+control_allow_owner(uid_t uid)
+{
+	control_owner = uid;
+}
+
+/*
+ * The directory holding `path` must be ours: whoever can write to it can
+ * replace the socket, answer "rove status" in our name or have us remove
+ * a file of theirs. It is created (the last level only, mode 0700) when
+ * missing, and never followed if it is a symbolic link.
+ */
 static int
-control_make_parent(const char *path, char **cause)
+control_check_dir(const char *path, char **cause)
 {
 	char *dir, *slash;
 	struct stat sb;
-	int ret = -1;
+	int fd, ret = -1;
 
 	dir = xstrdup(path);
 	slash = strrchr(dir, '/');
-	if (slash == NULL || slash == dir) {
-		ret = 0;        /* the current directory, or "/" */
-		goto out;
-	}
-	*slash = '\0';
-	if (mkdir(dir, 0755) == 0) {
-		/* mkdir honours the umask; the mode is meant exactly. */
-		if (chmod(dir, 0755) != 0) {
-			xasprintf(cause, "setting mode of %s: %s", dir,
+	if (slash == NULL) {
+		free(dir);
+		dir = xstrdup(".");
+	} else
+		*(slash == dir ? slash + 1 : slash) = '\0';
+
+	if (lstat(dir, &sb) != 0 && errno == ENOENT) {
+		if (mkdir(dir, 0700) == 0) {
+			/* mkdir honours the umask; the mode is meant exactly.
+			 * Through a descriptor, so that a link put in its
+			 * place meanwhile is neither followed nor changed. */
+			fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+			    O_CLOEXEC);
+			if (fd == -1 || fchmod(fd, 0700) != 0) {
+				xasprintf(cause, "setting mode of %s: %s", dir,
+				    strerror(errno));
+				if (fd != -1)
+					close(fd);
+				goto out;
+			}
+			close(fd);
+		} else if (errno != EEXIST) {
+			xasprintf(cause, "creating directory %s: %s", dir,
 			    strerror(errno));
 			goto out;
 		}
-		ret = 0;
-		goto out;
 	}
-	if (errno != EEXIST) {
-		xasprintf(cause, "creating directory %s: %s", dir,
+	if (lstat(dir, &sb) != 0) {
+		xasprintf(cause, "checking directory %s: %s", dir,
 		    strerror(errno));
 		goto out;
 	}
-	if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+	if (S_ISLNK(sb.st_mode)) {
+		xasprintf(cause, "control socket directory %s is a symbolic "
+		    "link", dir);
+		goto out;
+	}
+	if (!S_ISDIR(sb.st_mode)) {
 		xasprintf(cause, "%s is not a directory", dir);
+		goto out;
+	}
+	if (sb.st_uid != geteuid() && sb.st_uid != control_owner) {
+		if (control_owner == (uid_t)-1)
+			xasprintf(cause, "control socket directory %s belongs "
+			    "to uid %u, not to this user (uid %u)", dir,
+			    (unsigned)sb.st_uid, (unsigned)geteuid());
+		else
+			xasprintf(cause, "control socket directory %s belongs "
+			    "to uid %u, neither to this user (uid %u) nor to "
+			    "User (uid %u)", dir, (unsigned)sb.st_uid,
+			    (unsigned)geteuid(), (unsigned)control_owner);
+		goto out;
+	}
+	if ((sb.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+		xasprintf(cause, "control socket directory %s is writable by "
+		    "%s (mode %04o)", dir, (sb.st_mode & S_IWOTH) != 0 ?
+		    "others" : "its group", (unsigned)(sb.st_mode & 07777));
 		goto out;
 	}
 	ret = 0;
@@ -393,7 +444,7 @@ control_create(struct event_base *base, const char *path, control_cb cb,
 		return NULL;
 	}
 	if (control_fill_sun(&sun, path, cause) != 0 ||
-	    control_make_parent(path, cause) != 0 ||
+	    control_check_dir(path, cause) != 0 ||
 	    control_remove_stale(&sun, cause) != 0)
 		return NULL;
 

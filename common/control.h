@@ -4,6 +4,7 @@
 #define ROVE_CONTROL_H
 
 #include <stdio.h>
+#include <sys/types.h>
 
 struct event_base;
 struct evbuffer;
@@ -27,11 +28,16 @@ typedef void (*control_cb)(struct evbuffer *out, const char *request,
 struct control;
 
 /*
- * Listen on a Unix stream socket at `path`. The parent directory is created
- * with mode 0755 if missing (only the last level). A stale socket file is
- * removed first; if a process still accepts on it, or `path` is something
- * other than a socket, creation fails and nothing is removed. The socket
- * has mode 0660, so members of the daemon's group may ask for status.
+ * Listen on a Unix stream socket at `path`. Its directory is created with
+ * mode 0700 if missing (only the last level). The directory must be owned
+ * by the effective user (or the uid given to control_allow_owner), must
+ * not be writable by group or others, and must not be a symbolic link;
+ * otherwise creation fails with a cause naming the directory and what is
+ * wrong with it. A stale socket file is removed first; if a process still
+ * accepts on it, or `path` is something other than a socket, creation
+ * fails and nothing is removed. The socket has mode 0660, so members of
+ * the daemon's group may ask for status if the directory lets them in
+ * (one made beforehand with mode 0750, say).
  *
  * Each connection sends one line; a line that is too long, empty or not
  * printable ASCII is answered "error: bad request\n". The answer is written
@@ -44,6 +50,10 @@ struct control;
  */
 struct control *control_create(struct event_base *, const char *path,
     control_cb cb, void *arg, char **cause);
+/* Also accept a socket directory owned by `uid`: a program started as
+ * root gives it to User, whom it becomes after setup, so that it can still
+ * remove its socket at exit. Process-wide; (uid_t)-1 undoes it. */
+void control_allow_owner(uid_t uid);
 /* Change the inactivity timeout for connections accepted from now on. */
 void control_set_timeout(struct control *, unsigned timeout_ms);
 /* Close every connection and the socket, and remove the socket file if it

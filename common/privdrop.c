@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "control.h"
 #include "log.h"
 #include "privdrop.h"
 #include "state.h"
@@ -28,7 +29,9 @@
  * nobody but root can put anything in between. */
 #define PASS_DIR_MODE 0711
 #define STATE_DIR_MODE 0700
-#define SOCKET_DIR_MODE 0755
+/* As control_create makes it: only the user may reach the socket, unless
+ * the administrator made the directory beforehand for a group to pass. */
+#define SOCKET_DIR_MODE 0700
 
 /* The glibc manual lists these as "not found" from some NSS modules. */
 static bool
@@ -265,6 +268,9 @@ privdrop_prepare(const struct cfg *cfg, char **cause)
 		return -1;
 	if (cfg->control_socket != NULL && make_socket_dir(cfg, cause) != 0)
 		return -1;
+	/* The directory is (or will be) User's: control_create, still run
+	 * as root, must accept it. */
+	control_allow_owner(cfg->uid);
 	return 0;
 }
 

@@ -50,9 +50,10 @@ int privdrop_needed(const struct cfg *cfg, uid_t euid, gid_t egid,
 
 /*
  * Before setup (as root): create StateDir (each missing level 0700) and
- * the control socket's directory (the last level, 0755) if missing, and
+ * the control socket's directory (the last level, 0700) if missing, and
  * give what was created here to User/Group, so the unprivileged process
- * can still write them. Returns 0, or -1 with *cause set.
+ * can still write them; control_create then accepts a socket directory
+ * owned by User (control_allow_owner). Returns 0, or -1 with *cause set.
  */
 int privdrop_prepare(const struct cfg *cfg, char **cause);
 

@@ -535,7 +535,8 @@ test_parent_created(void **state)
 		fail_msg("control_create: %s", cause);
 	assert_int_equal(stat(dir, &sb), 0);
 	assert_true(S_ISDIR(sb.st_mode));
-	assert_int_equal(sb.st_mode & 07777, 0755);
+	assert_int_equal(sb.st_mode & 07777, 0700);
+	assert_int_equal(sb.st_uid, geteuid());
 	assert_int_equal(stat(path, &sb), 0);
 	assert_int_equal(sb.st_mode & 07777, 0660);
 }
@@ -570,6 +571,175 @@ test_parent_not_directory(void **state)
 	snprintf(want, sizeof want, "%s is not a directory", file);
 	assert_string_equal(cause, want);
 	free(cause);
+}
+
+/* control_create on `sub`/ctl.sock in the fixture's directory, which must
+ * fail with exactly "control socket directory DIR `why`" and leave no
+ * socket behind. */
+static void
+refused_in(struct fixture *f, const char *sub, const char *why)
+{
+	char dir[160], path[192], want[512], *cause = NULL;
+	struct stat sb;
+
+	snprintf(dir, sizeof dir, "%s/%s", f->dir, sub);
+	snprintf(path, sizeof path, "%s/ctl.sock", dir);
+	f->ctl = control_create(f->base, path, echo_cb, f, &cause);
+	assert_null(f->ctl);
+	snprintf(want, sizeof want, "control socket directory %s %s", dir, why);
+	assert_non_null(cause);
+	assert_string_equal(cause, want);
+	free(cause);
+	assert_int_equal(lstat(path, &sb), -1);
+}
+
+/* A directory anyone (or the group) can write to: the socket in it could
+ * be replaced under us. The mode is left as it was. */
+static void
+test_dir_writable(void **state)
+{
+	static const struct {
+		mode_t mode;
+		const char *want;
+	} cases[] = {
+		{ 0777, "is writable by others (mode 0777)" },
+		{ 01777, "is writable by others (mode 1777)" },
+		{ 0703, "is writable by others (mode 0703)" },
+		{ 0770, "is writable by its group (mode 0770)" },
+		{ 0720, "is writable by its group (mode 0720)" },
+	};
+	struct fixture *f = *state;
+	char dir[160];
+	struct stat sb;
+
+	snprintf(dir, sizeof dir, "%s/sub", f->dir);
+	assert_int_equal(mkdir(dir, 0700), 0);
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		assert_int_equal(chmod(dir, cases[i].mode), 0);
+		refused_in(f, "sub", cases[i].want);
+		assert_int_equal(stat(dir, &sb), 0);
+		assert_int_equal(sb.st_mode & 07777, cases[i].mode);
+	}
+}
+
+/* Directories made beforehand that only we can write to are used as they
+ * are: a group may be let in to ask for status. */
+static void
+test_dir_existing_ok(void **state)
+{
+	static const mode_t modes[] = { 0700, 0750, 0755, 0711, 0500 };
+	struct fixture *f = *state;
+	char dir[160], path[192], *cause = NULL;
+	struct stat sb;
+
+	snprintf(dir, sizeof dir, "%s/sub", f->dir);
+	snprintf(path, sizeof path, "%s/ctl.sock", dir);
+	assert_int_equal(mkdir(dir, 0700), 0);
+	for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+		assert_int_equal(chmod(dir, modes[i]), 0);
+		f->ctl = control_create(f->base, path, echo_cb, f, &cause);
+		/* 0500: ours and safe, but bind itself needs write access
+		 * (which root has anyway). */
+		if (modes[i] == 0500 && geteuid() != 0) {
+			assert_null(f->ctl);
+			free(cause);
+			cause = NULL;
+			continue;
+		}
+		if (f->ctl == NULL)
+			fail_msg("mode %04o: %s", (unsigned)modes[i], cause);
+		control_free(f->ctl);
+		f->ctl = NULL;
+		assert_int_equal(stat(dir, &sb), 0);
+		assert_int_equal(sb.st_mode & 07777, modes[i]);
+	}
+}
+
+/* A symbolic link to a good directory is still refused: it is never
+ * followed. So is a dangling one, which mkdir must not create through. */
+static void
+test_dir_symlink(void **state)
+{
+	struct fixture *f = *state;
+	char link[160], target[160];
+	struct stat sb;
+
+	snprintf(target, sizeof target, "%s/real", f->dir);
+	snprintf(link, sizeof link, "%s/sub", f->dir);
+	assert_int_equal(mkdir(target, 0700), 0);
+	assert_int_equal(symlink(target, link), 0);
+	refused_in(f, "sub", "is a symbolic link");
+	snprintf(target, sizeof target, "%s/real/ctl.sock", f->dir);
+	assert_int_equal(lstat(target, &sb), -1);
+
+	snprintf(target, sizeof target, "%s/nowhere", f->dir);
+	snprintf(link, sizeof link, "%s/dangling", f->dir);
+	assert_int_equal(symlink(target, link), 0);
+	refused_in(f, "dangling", "is a symbolic link");
+	assert_int_equal(lstat(target, &sb), -1);
+}
+
+/* A socket path without a directory lives in the current one, which is
+ * checked like any other. */
+static void
+test_dir_current(void **state)
+{
+	struct fixture *f = *state;
+	char dir[160], *cause = NULL, *cwd;
+	int ok;
+
+	snprintf(dir, sizeof dir, "%s/sub", f->dir);
+	assert_int_equal(mkdir(dir, 0700), 0);
+	assert_int_equal(chmod(dir, 0777), 0);
+	cwd = getcwd(NULL, 0);
+	assert_non_null(cwd);
+	assert_int_equal(chdir(dir), 0);
+	f->ctl = control_create(f->base, "ctl.sock", echo_cb, f, &cause);
+	ok = chdir(cwd);
+	free(cwd);
+	assert_int_equal(ok, 0);
+	assert_null(f->ctl);
+	assert_string_equal(cause,
+	    "control socket directory . is writable by others (mode 0777)");
+	free(cause);
+}
+
+/* Someone else's directory (as root: nobody's), whatever its mode, unless
+ * it belongs to the user the program is about to become. */
+static void
+test_dir_other_owner(void **state)
+{
+	struct fixture *f = *state;
+	char dir[160], path[192], *cause = NULL;
+	const uid_t other = 65534;
+
+	if (geteuid() != 0)
+		skip();
+	snprintf(dir, sizeof dir, "%s/sub", f->dir);
+	snprintf(path, sizeof path, "%s/ctl.sock", dir);
+	assert_int_equal(mkdir(dir, 0700), 0);
+	assert_int_equal(chown(dir, other, other), 0);
+	refused_in(f, "sub", "belongs to uid 65534, "
+	    "not to this user (uid 0)");
+	/* What the issue found: another user's 0777 directory. */
+	assert_int_equal(chmod(dir, 0777), 0);
+	refused_in(f, "sub", "belongs to uid 65534, "
+	    "not to this user (uid 0)");
+
+	/* Root that will run as uid 65534 accepts it, once safe. */
+	control_allow_owner(other);
+	refused_in(f, "sub", "is writable by "
+	    "others (mode 0777)");
+	assert_int_equal(chmod(dir, 0700), 0);
+	f->ctl = control_create(f->base, path, echo_cb, f, &cause);
+	if (f->ctl == NULL)
+		fail_msg("control_create: %s", cause);
+	control_free(f->ctl);
+	f->ctl = NULL;
+	assert_int_equal(chown(dir, 1, 1), 0);
+	refused_in(f, "sub", "belongs to uid 1, neither to this user (uid 0) "
+	    "nor to User (uid 65534)");
+	control_allow_owner((uid_t)-1);
 }
 
 static void
@@ -774,6 +944,11 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_parent_created, setup_paths, teardown),
 		cmocka_unit_test_setup_teardown(test_parent_missing, setup_paths, teardown),
 		cmocka_unit_test_setup_teardown(test_parent_not_directory, setup_paths, teardown),
+		cmocka_unit_test_setup_teardown(test_dir_writable, setup_paths, teardown),
+		cmocka_unit_test_setup_teardown(test_dir_existing_ok, setup_paths, teardown),
+		cmocka_unit_test_setup_teardown(test_dir_symlink, setup_paths, teardown),
+		cmocka_unit_test_setup_teardown(test_dir_current, setup_paths, teardown),
+		cmocka_unit_test_setup_teardown(test_dir_other_owner, setup_paths, teardown),
 		cmocka_unit_test_setup_teardown(test_stale_socket, setup_paths, teardown),
 		cmocka_unit_test_setup_teardown(test_in_use, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_not_socket, setup_paths, teardown),

@@ -349,7 +349,7 @@ test_prepare(void **state)
 	assert_owner_mode(path, 0, 0, 0711);
 	assert_owner_mode(s.state, s.uid, s.gid, 0700);
 	snprintf(path, sizeof path, "%s/run", s.dir);
-	assert_owner_mode(path, s.uid, s.gid, 0755);
+	assert_owner_mode(path, s.uid, s.gid, 0700);
 	assert_owner_mode(s.dir, 0, 0, 0711);
 
 	/* What exists already is left alone. */

@@ -1,0 +1,715 @@
+/* Writes the seed corpora of the fuzz harnesses, one directory per
+ * harness under the directory given (make fuzz-seeds: tests/fuzz/corpus).
+ * The seeds come from the real encoders, from the sample configs and from
+ * a real client's first packet, so that each harness starts from inputs
+ * that get past its first checks; the fuzzer mutates from there. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "fuzz-quic.h"
+#include "ippkt.h"
+#include "key.h"
+#include "proto-fwd.h"
+#include "proto.h"
+#include "quic-initial.h"
+#include "quic.h"
+#include "state.h"
+#include "tls.h"
+#include "udp.h"
+
+static const char *top;
+
+static void
+die(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fprintf(stderr, "make-seeds: ");
+	vfprintf(stderr, fmt, ap);
+	fprintf(stderr, "\n");
+	va_end(ap);
+	exit(1);
+}
+
+/* Write one seed, tests/fuzz/corpus/HARNESS/NAME. */
+static void
+put(const char *harness, const char *name, const void *data, size_t len)
+{
+	char path[512];
+	FILE *f;
+
+	snprintf(path, sizeof path, "%s/%s", top, harness);
+	if (mkdir(path, 0755) != 0 && errno != EEXIST)
+		die("%s: %s", path, strerror(errno));
+	snprintf(path, sizeof path, "%s/%s/%s", top, harness, name);
+	if ((f = fopen(path, "wb")) == NULL ||
+	    (len > 0 && fwrite(data, 1, len, f) != len) || fclose(f) != 0)
+		die("%s: %s", path, strerror(errno));
+}
+
+/* A growing byte string for building inputs. */
+struct buf {
+	uint8_t b[16384];
+	size_t n;
+};
+
+static void
+add(struct buf *b, const void *data, size_t len)
+{
+	if (b->n + len > sizeof b->b)
+		die("seed too large");
+	memcpy(b->b + b->n, data, len);
+	b->n += len;
+}
+
+static void
+add8(struct buf *b, unsigned v)
+{
+	uint8_t c = (uint8_t)v;
+
+	add(b, &c, 1);
+}
+
+static void
+add16le(struct buf *b, size_t v)
+{
+	add8(b, (unsigned)(v & 0xff));
+	add8(b, (unsigned)(v >> 8));
+}
+
+static size_t
+read_file(const char *path, uint8_t *out, size_t max)
+{
+	FILE *f = fopen(path, "rb");
+	size_t n;
+
+	if (f == NULL)
+		die("%s: %s", path, strerror(errno));
+	n = fread(out, 1, max, f);
+	fclose(f);
+	return n;
+}
+
+/* --- config parser: the sample configs without their comments --- */
+
+static void
+cfg_seed(const char *path, const char *name)
+{
+	char line[1024], out[8192];
+	size_t n = 0, l;
+	FILE *f = fopen(path, "r");
+
+	if (f == NULL)
+		die("%s: %s", path, strerror(errno));
+	while (fgets(line, sizeof line, f) != NULL) {
+		const char *p = line + strspn(line, " \t");
+
+		if (*p == '#' || *p == '\n')
+			continue;
+		l = strlen(line);
+		if (n + l > sizeof out)
+			die("%s: too long", path);
+		memcpy(out + n, line, l);
+		n += l;
+	}
+	fclose(f);
+	put("cfg", name, out, n);
+}
+
+static void
+cfg_seeds(void)
+{
+	static const char forwards[] =
+	    "[Client]\n"
+	    "Server = vpn.example.org:4433\n"
+	    "ServerPublicKey = SMvS1tvZi8uPn0QkZSpUW9Iw04vBC7c++p7vqBenT2k=\n"
+	    "PrivateKeyFile = keys/laptop.key\n"
+	    "Tun = none\n"
+	    "LocalForward = 127.0.0.1:8080 = intranet.example:80\n"
+	    "LocalForward = [::1]:2222 = 10.0.0.5:22\n"
+	    "RemoteForward = 2222 = 127.0.0.1:22\n"
+	    "DynamicForward = 127.0.0.1:1080\n"
+	    "ForwardBuffer = 1048576\n"
+	    "MaxForwards = 64\n"
+	    "ZeroRTT = no\n"
+	    "Congestion = cubic\n";
+
+	cfg_seed("configs/roved.conf", "roved.conf");
+	cfg_seed("configs/rove.conf", "rove.conf");
+	cfg_seed("configs/rove2.conf", "rove2.conf");
+	cfg_seed("tests/configs/bad-peer-lists.conf", "bad-peer-lists.conf");
+	cfg_seed("tests/configs/bad-forward.conf", "bad-forward.conf");
+	cfg_seed("tests/configs/bad-syntax.conf", "bad-syntax.conf");
+	put("cfg", "forwards.conf", forwards, sizeof forwards - 1);
+}
+
+/* --- IP packets --- */
+
+/* An IPv4 header of `total` bytes with protocol `proto`, checksummed. */
+static void
+ip4(uint8_t *p, size_t total, uint8_t proto)
+{
+	uint16_t sum;
+
+	memset(p, 0, 20);
+	p[0] = 0x45;
+	p[2] = (uint8_t)(total >> 8);
+	p[3] = (uint8_t)total;
+	p[4] = 0x12;
+	p[5] = 0x34;
+	p[6] = 0x40;            /* don't fragment */
+	p[8] = 64;
+	p[9] = proto;
+	memcpy(p + 12, "\xc6\x12\x00\x02", 4);
+	memcpy(p + 16, "\xc6\x12\x01\x01", 4);
+	sum = ippkt_checksum(p, 20, 0);
+	p[10] = (uint8_t)(sum >> 8);
+	p[11] = (uint8_t)sum;
+}
+
+static void
+ip6(uint8_t *p, size_t payload, uint8_t next)
+{
+	memset(p, 0, 40);
+	p[0] = 0x60;
+	p[4] = (uint8_t)(payload >> 8);
+	p[5] = (uint8_t)payload;
+	p[6] = next;
+	p[7] = 64;
+	memcpy(p + 8, "\xfd\x00\x00\x00\x00\x00\x00\x00"
+	    "\x00\x00\x00\x00\x00\x00\x00\x02", 16);
+	memcpy(p + 24, "\xfd\x00\x00\x01\x00\x00\x00\x00"
+	    "\x00\x00\x00\x00\x00\x00\x00\x01", 16);
+}
+
+static void
+ippkt_seeds(void)
+{
+	static uint8_t p[1500];
+
+	/* Large enough that answers must quote only part of them. */
+	memset(p, 0, sizeof p);
+	ip4(p, 1400, 17);
+	put("ippkt", "v4-udp-1400", p, 1400);
+	memset(p, 0, sizeof p);
+	ip6(p, 1460, 6);
+	put("ippkt", "v6-tcp-1500", p, 1500);
+	/* A hop-by-hop header, then an echo request. */
+	memset(p, 0, sizeof p);
+	ip6(p, 160, 0);
+	p[40] = 58;
+	p[48] = 128;
+	put("ippkt", "v6-hbh-echo", p, 200);
+	/* An ICMP error: never answered with another. */
+	memset(p, 0, sizeof p);
+	ip4(p, 576, 1);
+	p[20] = 3;
+	p[21] = 4;
+	put("ippkt", "v4-icmp-error", p, 576);
+}
+
+/* --- control stream messages --- */
+
+static void
+proto_seeds(void)
+{
+	struct proto_client_hello h = { .version = PROTO_VERSION };
+	struct proto_server_config c;
+	struct proto_error e = { .code = 5 };
+	uint8_t msg[3][1024];
+	size_t n[3];
+	struct buf all = { .n = 0 };
+
+	memset(&c, 0, sizeof c);
+	c.version = PROTO_VERSION;
+	c.naddrs = 2;
+	c.addrs[0] = (struct prefix){ { AF_INET, { 198, 19, 77, 2 } }, 24 };
+	c.addrs[1] = (struct prefix){ { AF_INET6, { 0xfd, 0, 0, 0x77,
+	    [15] = 2 } }, 64 };
+	c.nroutes = 2;
+	c.routes[0] = (struct prefix){ { AF_INET, { 198, 19, 10, 0 } }, 24 };
+	c.routes[1] = (struct prefix){ { AF_INET6, { 0xfd, 0, 0, 0x77 } }, 64 };
+	c.mtu = 1380;
+	c.keepalive = 15;
+	snprintf(e.text, sizeof e.text, "address pool exhausted");
+	n[0] = proto_encode_client_hello(msg[0], sizeof msg[0], &h);
+	n[1] = proto_encode_server_config(msg[1], sizeof msg[1], &c);
+	n[2] = proto_encode_error(msg[2], sizeof msg[2], &e);
+	if (n[0] == 0 || n[1] == 0 || n[2] == 0)
+		die("proto: encoding failed");
+	put("proto", "client-hello", msg[0], n[0]);
+	put("proto", "server-config", msg[1], n[1]);
+	put("proto", "error", msg[2], n[2]);
+	for (size_t i = 0; i < 3; i++)
+		add(&all, msg[i], n[i]);
+	put("proto", "stream", all.b, all.n);
+}
+
+/* --- forward headers and remote-forward messages --- */
+
+static void
+fwd_header(const char *name, uint64_t type, const char *host, uint16_t port)
+{
+	struct proto_fwd_header h;
+	uint8_t out[300];
+	size_t n;
+
+	memset(&h, 0, sizeof h);
+	h.type = type;
+	snprintf(h.host, sizeof h.host, "%s", host);
+	h.port = port;
+	if ((n = proto_fwd_encode(out, sizeof out, &h)) == 0)
+		die("proto-fwd: encoding %s failed", name);
+	put("proto-fwd", name, out, n);
+}
+
+static void
+proto_fwd_seeds(void)
+{
+	struct proto_remote_forward rf = { .port = 2222, .status = 0 };
+	uint8_t req[64], rep[64];
+	size_t nreq, nrep;
+	struct buf both = { .n = 0 };
+
+	fwd_header("connect-name", PROTO_FWD_CONNECT, "intranet.example", 80);
+	fwd_header("connect-v4", PROTO_FWD_CONNECT, "10.0.0.5", 22);
+	fwd_header("connect-v6", PROTO_FWD_CONNECT, "fd00::1", 443);
+	fwd_header("remote", PROTO_FWD_REMOTE, "", 2222);
+	nreq = proto_fwd_remote_encode(req, sizeof req, PROTO_MSG_REMOTE_FORWARD,
+	    &rf);
+	rf.status = 3;
+	nrep = proto_fwd_remote_encode(rep, sizeof rep,
+	    PROTO_MSG_REMOTE_FORWARD_REPLY, &rf);
+	if (nreq == 0 || nrep == 0)
+		die("proto-fwd: encoding the remote forward failed");
+	add(&both, req, nreq);
+	add(&both, rep, nrep);
+	put("proto-fwd", "remote-request-reply", both.b, both.n);
+}
+
+/* --- SOCKS5 --- */
+
+static void
+socks5_seeds(void)
+{
+	/* Each long enough for the harness's reply check (21 bytes). */
+	static const uint8_t greeting[] = {
+		5, 2, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+	};
+	static const uint8_t v4[] = {
+		5, 1, 0, 1, 10, 0, 0, 5, 0, 22, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+	};
+	static const uint8_t v6[] = {
+		5, 1, 0, 4, 0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1,
+		1, 0xbb,
+	};
+	static const uint8_t bind[] = {
+		5, 2, 0, 1, 127, 0, 0, 1, 0x1f, 0x90, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+		0, 0,
+	};
+	struct buf name = { .n = 0 };
+
+	add(&name, "\x05\x01\x00\x03\x10" "intranet.example" "\x00\x50", 23);
+	put("socks5", "greeting", greeting, sizeof greeting);
+	put("socks5", "connect-v4", v4, sizeof v4);
+	put("socks5", "connect-v6", v6, sizeof v6);
+	put("socks5", "connect-name", name.b, name.n);
+	put("socks5", "bind", bind, sizeof bind);
+}
+
+/* --- StateDir files, as the real code writes them --- */
+
+static void
+state_seeds(void)
+{
+	char dir[] = "/tmp/rove-make-seeds.XXXXXX", path[128], *cause = NULL;
+	uint8_t reset[64], ticket[256], session[512];
+	size_t nreset, nticket, nsession;
+	struct state_server *st;
+	struct buf b = { .n = 0 };
+	/* Two register records: issued, then used (type, 7 bytes of
+	 * padding, expiry in seconds, tag, peer key), expiring in 2100. */
+	uint8_t reg[2][64];
+
+	if (mkdtemp(dir) == NULL)
+		die("mkdtemp: %s", strerror(errno));
+	if ((st = state_server_open(dir, &cause)) == NULL)
+		die("state_server_open: %s", cause);
+	state_server_free(st);
+	if (state_client_save(dir, "x", (const uint8_t *)"a session", 9,
+	    (const uint8_t *)"params", 6) != 0)
+		die("state_client_save failed");
+	snprintf(path, sizeof path, "%s/reset.key", dir);
+	nreset = read_file(path, reset, sizeof reset);
+	unlink(path);
+	snprintf(path, sizeof path, "%s/ticket.key", dir);
+	nticket = read_file(path, ticket, sizeof ticket);
+	unlink(path);
+	snprintf(path, sizeof path, "%s/session-x", dir);
+	nsession = read_file(path, session, sizeof session);
+	unlink(path);
+	snprintf(path, sizeof path, "%s/tickets", dir);
+	unlink(path);
+	rmdir(dir);
+
+	memset(reg, 0, sizeof reg);
+	for (size_t i = 0; i < 2; i++) {
+		uint64_t expiry = UINT64_C(4102444800);
+
+		reg[i][0] = (uint8_t)(i + 1);
+		memcpy(reg[i] + 8, &expiry, 8);
+		memset(reg[i] + 16, 0x40 + (int)i, 16);
+		memset(reg[i] + 32, 0x77, 32);
+	}
+
+	/* flags, then reset.key, ticket.key, tickets, session-fuzz */
+	add8(&b, 0x0f);
+	add16le(&b, nreset);
+	add(&b, reset, nreset);
+	add16le(&b, nticket);
+	add(&b, ticket, nticket);
+	add16le(&b, sizeof reg);
+	add(&b, reg, sizeof reg);
+	add16le(&b, nsession);
+	add(&b, session, nsession);
+	put("state", "all-valid", b.b, b.n);
+
+	b.n = 0;
+	add8(&b, 0x08);
+	add16le(&b, 0);
+	add16le(&b, 0);
+	add16le(&b, 0);
+	add16le(&b, nsession);
+	add(&b, session, nsession);
+	put("state", "session-only", b.b, b.n);
+
+	/* A short reset key, the register a directory, the ticket keys a
+	 * link: each replaced or refused. */
+	b.n = 0;
+	add8(&b, 0x43 | 0x20);
+	add16le(&b, nreset - 1);
+	add(&b, reset, nreset - 1);
+	put("state", "odd-files", b.b, b.n);
+}
+
+/* --- control socket requests: the first byte cuts the rest up --- */
+
+static void
+control_seed(const char *name, unsigned chunk, const char *req, size_t len)
+{
+	struct buf b = { .n = 0 };
+
+	add8(&b, chunk);
+	add(&b, req, len);
+	put("control", name, b.b, b.n);
+}
+
+static void
+control_seeds(void)
+{
+	char longline[300];
+
+	memset(longline, 'a', sizeof longline);
+	longline[sizeof longline - 1] = '\n';
+	control_seed("status", 0, "status\n", 7);
+	control_seed("status-json-crlf", 3, "status json\r\n", 13);
+	control_seed("eof", 1, "status", 6);
+	control_seed("two-lines", 0, "status\nstatus json\n", 19);
+	control_seed("nul", 2, "st\0atus\n", 8);
+	control_seed("long", 16, longline, sizeof longline);
+}
+
+/* --- QUIC --- */
+
+static void
+closed_cb(struct quic_conn *qc, const struct quic_close_info *info, void *arg)
+{
+	(void)qc;
+	(void)info;
+	(void)arg;
+}
+
+/* A real rove client's first datagram, as sent. */
+static size_t
+client_first_datagram(uint8_t *out, size_t max)
+{
+	static struct udp_recv r;
+	static struct udp_batch batch;
+	struct udp_socket cs, ss;
+	struct sockaddr_in lo;
+	struct event_base *base = event_base_new();
+	uint8_t priv[KEY_LEN], reset[QUIC_RESET_SECRET_LEN];
+	struct quic_settings qs = {
+		.role = QUIC_ROLE_CLIENT,
+		.cc = NGTCP2_CC_ALGO_CUBIC,
+		.idle_timeout_s = 30,
+		.max_udp_payload = UDP_MAX_PAYLOAD,
+		.stream_window = 32768,
+		.reset_secret = reset,
+	};
+	static const struct quic_conn_cbs cbs = { .closed = closed_cb };
+	struct pollfd pfd;
+	struct quic_conn *qc;
+	WOLFSSL_CTX *ctx;
+	char *cause = NULL;
+	size_t n;
+
+	memset(priv, 0x42, sizeof priv);
+	memset(reset, 0x17, sizeof reset);
+	memset(&lo, 0, sizeof lo);
+	lo.sin_family = AF_INET;
+	lo.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (base == NULL ||
+	    udp_open(&cs, AF_INET, (struct sockaddr *)&lo, sizeof lo, &cause) ||
+	    udp_open(&ss, AF_INET, (struct sockaddr *)&lo, sizeof lo, &cause) ||
+	    (ctx = tls_ctx_create(TLS_ROLE_CLIENT, priv, quic_tls_pin,
+	    &cause)) == NULL)
+		die("client set-up: %s", cause);
+	udp_batch_init(&batch, &cs);
+	qc = quic_conn_client_create(base, &qs, &cbs, NULL, ctx, &batch,
+	    (struct sockaddr *)&ss.local, ss.locallen, NULL, &cause);
+	if (qc == NULL)
+		die("quic_conn_client_create: %s", cause);
+	quic_conn_write(qc);
+	udp_batch_flush(&batch);
+	pfd = (struct pollfd){ .fd = ss.fd, .events = POLLIN };
+	if (poll(&pfd, 1, 2000) != 1 || udp_recv(&ss, &r) != 1)
+		die("the client sent nothing");
+	n = r.len < r.segsize ? r.len : r.segsize;
+	if (n > max)
+		die("the client's first datagram is too large");
+	memcpy(out, r.buf, n);
+	quic_conn_free(qc);
+	event_base_loop(base, EVLOOP_NONBLOCK);
+	wolfSSL_CTX_free(ctx);
+	udp_close(&cs);
+	udp_close(&ss);
+	event_base_free(base);
+	return n;
+}
+
+/* The ClientHello's frames from that datagram, its PADDING dropped and
+ * its source connection ID replaced by the one forged Initials carry,
+ * so that its transport parameters agree with their header. */
+static size_t
+client_hello_frames(const uint8_t *dgram, size_t len, uint8_t *out)
+{
+	uint8_t pkt[2048], *frames;
+	const uint8_t *scid;
+	size_t nframes, scidlen;
+
+	memcpy(pkt, dgram, len);
+	if (initial_unprotect(pkt, len, &frames, &nframes, &scid, &scidlen) != 0)
+		die("cannot open the client's Initial");
+	if (scidlen != sizeof forged_scid)
+		die("the client's connection ID has %zu bytes", scidlen);
+	while (nframes > 0 && frames[nframes - 1] == 0)
+		nframes--;
+	for (size_t i = 0; i + scidlen <= nframes; i++) {
+		if (memcmp(frames + i, scid, scidlen) == 0)
+			memcpy(frames + i, forged_scid, scidlen);
+	}
+	memcpy(out, frames, nframes);
+	return nframes;
+}
+
+static void
+op(struct buf *b, enum fuzz_quic_op o)
+{
+	add8(b, o);
+}
+
+/* A handshake, stream bytes both ways and a DATAGRAM. */
+static void
+quic_session(struct buf *b, unsigned start_flags)
+{
+	op(b, OP_CLIENT_START);
+	add8(b, start_flags);
+	op(b, OP_DATAGRAM);             /* 0-RTT when resuming */
+	add8(b, 5);
+	add(b, "early", 5);
+	op(b, OP_FLUSH);
+	op(b, OP_STREAM);
+	add8(b, 0);                     /* client, a new stream */
+	add8(b, 5);
+	add(b, "hello", 5);
+	op(b, OP_DATAGRAM);
+	add8(b, 4);
+	add(b, "ping", 4);
+	op(b, OP_FLUSH);
+	op(b, OP_STREAM);
+	add8(b, 1 | 2);                 /* server, a new stream, FIN */
+	add8(b, 5);
+	add(b, "world", 5);
+	op(b, OP_FLUSH);
+}
+
+static void
+quic_seeds(void)
+{
+	uint8_t dgram[2048], frames[2048];
+	size_t n, nf;
+	struct buf b = { .n = 0 };
+
+	quic_session(&b, 0);
+	op(&b, OP_TIME);
+	add8(&b, 150);
+	op(&b, OP_FLUSH);
+	op(&b, OP_CLOSE);
+	add8(&b, 0);
+	add8(&b, 0);
+	op(&b, OP_FLUSH);
+	put("quic", "session", b.b, b.n);
+
+	/* Then the server forgets, and the client comes back with its
+	 * ticket and 0-RTT. */
+	b.n = 0;
+	quic_session(&b, 0);
+	op(&b, OP_CLOSE);
+	add8(&b, 0);
+	add8(&b, 0);
+	op(&b, OP_FLUSH);
+	op(&b, OP_TIME);
+	add8(&b, 255);
+	op(&b, OP_FLUSH);
+	quic_session(&b, 1);
+	put("quic", "resume", b.b, b.n);
+
+	/* A server under load: the client answers a Retry first; its next
+	 * connection brings the NEW_TOKEN token instead. */
+	b.n = 0;
+	op(&b, OP_LOAD);
+	add8(&b, 1);
+	quic_session(&b, 0);
+	op(&b, OP_CLOSE);
+	add8(&b, 1);
+	add8(&b, 0);
+	op(&b, OP_FLUSH);
+	op(&b, OP_TIME);
+	add8(&b, 255);
+	op(&b, OP_FLUSH);
+	quic_session(&b, 1);
+	put("quic", "retry", b.b, b.n);
+
+	/* The client's address changes mid-session. */
+	b.n = 0;
+	quic_session(&b, 0);
+	op(&b, OP_NAT);
+	op(&b, OP_STREAM);
+	add8(&b, 0 << 2);               /* client, its first stream */
+	add8(&b, 3);
+	add(&b, "...", 3);
+	op(&b, OP_FLUSH);
+	op(&b, OP_TIME);
+	add8(&b, 100);
+	op(&b, OP_FLUSH);
+	put("quic", "nat-rebinding", b.b, b.n);
+
+	/* A handshake through a bad network: the first flight lost (the
+	 * client probes again after a second), a packet duplicated, one
+	 * corrupted, one delayed, one replayed by the forger. */
+	b.n = 0;
+	op(&b, OP_CLIENT_START);
+	add8(&b, 0);
+	op(&b, OP_PACKET);
+	add8(&b, 1 << 1);               /* toward the server: lost */
+	op(&b, OP_TIME);
+	add8(&b, 200);                  /* 1 s */
+	op(&b, OP_PACKET);
+	add8(&b, 2 << 1);               /* duplicated */
+	op(&b, OP_PACKET);
+	add8(&b, 1 | 3 << 1);           /* toward the client: corrupted */
+	add8(&b, 40);
+	add8(&b, 0x80);
+	op(&b, OP_PACKET);
+	add8(&b, 1 | 5 << 1);           /* overtaken */
+	op(&b, OP_PACKET);
+	add8(&b, 7 << 1);               /* replayed by the forger */
+	op(&b, OP_TIME);
+	add8(&b, 200);
+	op(&b, OP_FLUSH);
+	op(&b, OP_TIME);
+	add8(&b, 201);                  /* 2 s */
+	op(&b, OP_FLUSH);
+	op(&b, OP_STREAM);
+	add8(&b, 0);
+	add8(&b, 2);
+	add(&b, "ok", 2);
+	op(&b, OP_FLUSH);
+	put("quic", "lossy", b.b, b.n);
+
+	/* Forged: a real client's ClientHello in an Initial of ours, its
+	 * whole datagram replayed, and packets no connection expects. */
+	n = client_first_datagram(dgram, sizeof dgram);
+	nf = client_hello_frames(dgram, n, frames);
+	b.n = 0;
+	op(&b, OP_FORGED_INITIAL);
+	add16le(&b, nf);
+	add(&b, frames, nf);
+	op(&b, OP_TIME);
+	add8(&b, 199);
+	op(&b, OP_FORGED_INITIAL);
+	add16le(&b, 2);
+	add(&b, "\x01\x01", 2);         /* PING, PING */
+	put("quic", "forged-hello", b.b, b.n);
+
+	/* The same under load, with a token that is not ours. */
+	b.n = 0;
+	op(&b, OP_LOAD);
+	add8(&b, 1);
+	op(&b, OP_FORGED_TOKEN);
+	add8(&b, 24);
+	add(&b, "\xb6not a token of roved's", 24);
+	op(&b, OP_FORGED_INITIAL);
+	add16le(&b, nf);
+	add(&b, frames, nf);
+	put("quic", "forged-token", b.b, b.n);
+
+	b.n = 0;
+	op(&b, OP_FORGED_RAW);
+	add16le(&b, n);
+	add(&b, dgram, n);
+	op(&b, OP_FORGED_RAW);
+	add16le(&b, 40);
+	add(&b, "\x40\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d"
+	    "\x0e\x0f\x10\x11\x12\x13\x14\x15\x16\x17\x18\x19\x1a\x1b\x1c\x1d"
+	    "\x1e\x1f\x20\x21\x22\x23\x24\x25\x26\x27", 40);
+	put("quic", "forged-replay", b.b, b.n);
+}
+
+int
+main(int argc, char **argv)
+{
+	if (argc != 2) {
+		fprintf(stderr, "usage: make-seeds CORPUS_DIR\n");
+		return 2;
+	}
+	top = argv[1];
+	if (mkdir(top, 0755) != 0 && errno != EEXIST)
+		die("%s: %s", top, strerror(errno));
+	cfg_seeds();
+	ippkt_seeds();
+	proto_seeds();
+	proto_fwd_seeds();
+	socks5_seeds();
+	state_seeds();
+	control_seeds();
+	quic_seeds();
+	return 0;
+}
