@@ -396,8 +396,12 @@ stream_close_cb(ngtcp2_conn *conn, uint32_t flags, int64_t stream_id,
 	struct quic_conn *qc = user_data;
 	struct quic_stream *s;
 
-	(void)conn;
 	(void)stream_user_data;
+	/* The peer may open another in its place: ngtcp2 leaves the stream
+	 * credit (MAX_STREAMS) to us, and without it a connection could only
+	 * ever carry initial_max_streams_bidi streams from its peer. */
+	if (!ngtcp2_conn_is_local_stream(conn, stream_id))
+		ngtcp2_conn_extend_max_streams_bidi(conn, 1);
 	if ((s = stream_find(qc, stream_id)) == NULL)
 		return 0;
 	if (qc->cbs->stream_close != NULL)

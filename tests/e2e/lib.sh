@@ -324,6 +324,27 @@ conf_path() {
 }
 
 # conf_set FILE KEY VALUE: replace KEY's value (first occurrence) in FILE.
+# server_blackhole on|off: every packet to and from roved's UDP port is
+# dropped in the server's namespace (a path gone silent), or no longer.
+server_blackhole() {
+	if [ "$1" = on ]; then
+		nsx "$NS_SRV" nft -f - <<-'NFT' || die "cannot load the blackhole"
+		table inet rove_blackhole {
+			chain in {
+				type filter hook input priority 0; policy accept;
+				udp dport 4433 drop
+			}
+			chain out {
+				type filter hook output priority 0; policy accept;
+				udp sport 4433 drop
+			}
+		}
+		NFT
+	else
+		nsx "$NS_SRV" nft delete table inet rove_blackhole
+	fi
+}
+
 conf_set() {
 	sed -i "0,/^[[:space:]]*$2[[:space:]]*=.*/s||$2 = $3|" "$1"
 	grep -q "^$2 = $3\$" "$1" || die "conf_set: $2 not found in $1"

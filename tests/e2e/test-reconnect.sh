@@ -87,18 +87,7 @@ check "laptop -> server after roved was killed" ping_ok "$NS_LAP" -c 5 -i 0.05 "
 
 # 3. The path goes silent for longer than the idle timeout (every packet to
 # and from roved's port dropped in the server's namespace), then comes back.
-nsx "$NS_SRV" nft -f - <<'NFT' || die "cannot load the blackhole"
-table inet rove_blackhole {
-	chain in {
-		type filter hook input priority 0; policy accept;
-		udp dport 4433 drop
-	}
-	chain out {
-		type filter hook output priority 0; policy accept;
-		udp sport 4433 drop
-	}
-}
-NFT
+server_blackhole on
 if wait_for 10 "the laptop to give up on the silent path" lap_not_established; then
 	ok "laptop noticed the silent path (state $(lap state))"
 else
@@ -110,7 +99,7 @@ if wait_for 10 "roved to drop the silent laptop" \
 else
 	fail "roved still shows laptop $(srv_get 'peers[name=laptop].state') 10 s into the blackhole"
 fi
-nsx "$NS_SRV" nft delete table inet rove_blackhole
+server_blackhole off
 if wait_for 40 "the laptop to reconnect after the blackhole" lap_handshakes 4; then
 	ok "laptop reconnected after the blackhole"
 else

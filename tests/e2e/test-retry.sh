@@ -38,24 +38,13 @@ expect_admission 1 1 1
 
 # 2. The path goes silent until both ends give up; the same process then
 # reconnects with its NEW_TOKEN token: admitted at once, no Retry.
-nsx "$NS_SRV" nft -f - <<'NFT' || die "cannot load the blackhole"
-table inet rove_blackhole {
-	chain in {
-		type filter hook input priority 0; policy accept;
-		udp dport 4433 drop
-	}
-	chain out {
-		type filter hook output priority 0; policy accept;
-		udp sport 4433 drop
-	}
-}
-NFT
+server_blackhole on
 wait_for 10 "the laptop to give up on the silent path" lap_not_established ||
 	fail "laptop still established 10 s into a blackhole (IdleTimeout 4)"
 wait_for 10 "roved to drop the silent laptop" \
 	state_is "$NS_SRV" "$ROVED_SOCK" 'peers[name=laptop].state' closed ||
 	fail "roved still shows the laptop 10 s into the blackhole"
-nsx "$NS_SRV" nft delete table inet rove_blackhole
+server_blackhole off
 if wait_for 40 "the laptop to reconnect" lap_handshakes 2; then
 	ok "laptop reconnected after the blackhole"
 else

@@ -474,6 +474,34 @@ test_send_limits(void **state)
 	pair_free(p);
 }
 
+/* Streams the peer opened and closed give their credit back: a connection
+ * carries far more forwards over its life than the 256 it may have open
+ * at once. */
+static void
+test_stream_credit_returned(void **state)
+{
+	struct pair *p = connected_pair();
+	int opened = 0;
+
+	(void)state;
+	for (int i = 0; i < 600; i++) {
+		int64_t id = quic_conn_open_stream(p->c.qc, NULL);
+
+		if (id < 0)
+			break;
+		opened++;
+		assert_int_equal(quic_conn_stream_send(p->c.qc, id,
+		    (const uint8_t *)"x", 1, false), 0);
+		quic_conn_stream_reset(p->c.qc, id, 7);
+		if (i % 50 == 49)
+			assert_true(pair_run(p, ROUNDS) > 0);
+	}
+	assert_int_equal(opened, 600);
+	assert_true(pair_run(p, ROUNDS) > 0);
+	assert_int_equal(quic_conn_streams_left(p->c.qc), 256);
+	pair_free(p);
+}
+
 /* A queued test DATAGRAM: fill()'s pattern, its number in the first two
  * bytes. */
 static void
@@ -1529,6 +1557,7 @@ main(void)
 		cmocka_unit_test_teardown(test_datagram_stale, test_teardown),
 		cmocka_unit_test_teardown(test_pmtud_and_ecn, test_teardown),
 		cmocka_unit_test_teardown(test_send_limits, test_teardown),
+		cmocka_unit_test_teardown(test_stream_credit_returned, test_teardown),
 		cmocka_unit_test_teardown(test_stream_flow_control,
 		    test_teardown),
 		cmocka_unit_test_teardown(test_stream_chunks, test_teardown),
