@@ -245,6 +245,26 @@ xfer_loop() {
 	done
 }
 
+# wait_done PID SECONDS: wait for a background process to end by itself;
+# its exit status, or 124 when it overstays (it is then killed).
+wait_done() {
+	local pid=$1 i rc
+	for ((i = 0; i < $2 * 10; i++)); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	if kill -0 "$pid" 2>/dev/null; then
+		kill -KILL "$pid" 2>/dev/null
+		wait "$pid" 2>/dev/null
+		forget_pid "$pid"
+		return 124
+	fi
+	wait "$pid"
+	rc=$?
+	forget_pid "$pid"
+	return $rc
+}
+
 # Samples, with builtins only (no process started): VmRSS in kB, the
 # number of open fds, CPU ticks; "-" for a process that is gone.
 rss_of() {
@@ -301,7 +321,7 @@ flood_reap() {
 	if [ "${1:-0}" = 0 ]; then
 		kill -0 "$FLOOD_PID" 2>/dev/null && return 0
 	fi
-	wait_exit "$FLOOD_PID" "${1:-1}"
+	wait_done "$FLOOD_PID" "${1:-1}"
 	local sent
 	sent=$(grep '^{' "$WORK/flood-$FLOODS.log" | jget sent 2>/dev/null)
 	event flood "$FLOOD_MODE ${sent:-?} sent"
@@ -419,9 +439,9 @@ done
 # ---- wind down: every loop and run stops by itself shortly after the end
 flood_reap 25
 iperf_rc=0
-wait_exit "$IPERF_PID" 60 || iperf_rc=$?
+wait_done "$IPERF_PID" 60 || iperf_rc=$?
 for p in "$PING_LAP_PID" "$PING_BR_PID" "$XFER_PID"; do
-	wait_exit "$p" 45 || log "a traffic loop (pid $p) ended with status $?"
+	wait_done "$p" 45 || log "a traffic loop (pid $p) ended with status $?"
 done
 st_s=$(status "$NS_SRV" "$ROVED_SOCK" 2>/dev/null)
 st_l=$(status "$NS_LAP" "$LAP_SOCK" 2>/dev/null)
@@ -430,6 +450,12 @@ LAP_RECONN=$(jget 'peers[0].reconnects' <<<"$st_l" 2>/dev/null)
 SRV_REBINDS=$(jget 'peers[name=laptop].rebinds' <<<"$st_s" 2>/dev/null)
 SRV_PV_FAIL=$(jget 'peers[name=laptop].path_validation_failures' <<<"$st_s" 2>/dev/null)
 SRV_BR_HS=$(jget 'peers[name=branch].handshakes' <<<"$st_s" 2>/dev/null)
+SRV_LAP_LOST=$(jget 'peers[name=laptop].datagrams_lost' <<<"$st_s" 2>/dev/null)
+LAP_FWD=$("$PY" -c '
+import json, sys
+c = json.load(sys.stdin)["peers"][0]["forward_counters"]
+print(" ".join("%s %d" % (k, v) for k, v in c.items() if v))' <<<"$st_l" 2>/dev/null)
+IPERF_RETR=$(sed -n 's/.* \([0-9][0-9]*\) *sender$/\1/p' "$WORK/iperf3.log" | tail -n 1)
 for p in "$IPERF_SRV_PID" "$ECHO_PID"; do
 	stop_pid "$p"
 	forget_pid "$p"
@@ -446,7 +472,9 @@ echo "soak: $SOAK_MINUTES min on $(basename "$BUILD"), $(nproc) CPUs shared with
 echo "faults: $FLOODS flood bursts of $SOAK_FLOOD_COUNT Initials (one source and spoofed in turn)," \
 	"$REBINDS NAT rebindings of the laptop, $RESTARTS restarts of the branch"
 echo "roved: laptop rebinds seen ${SRV_REBINDS:-?} (path validation failures ${SRV_PV_FAIL:-?})," \
-	"branch handshakes ${SRV_BR_HS:-?}; laptop: handshakes ${LAP_HS:-?}, reconnects ${LAP_RECONN:-?}"
+	"branch handshakes ${SRV_BR_HS:-?}, laptop datagrams lost ${SRV_LAP_LOST:-?};" \
+	"laptop: handshakes ${LAP_HS:-?}, reconnects ${LAP_RECONN:-?}"
+echo "laptop's forward counters: ${LAP_FWD:-?}; iperf3 sender's retransmissions: ${IPERF_RETR:-?}"
 "$PY" - "$SAMPLES" "$EVENTS" "$WORK/iperf3.log" "$IPERF_T0" "$iperf_rc" \
 	"$WORK/xfer.txt" "$WORK/ping-laptop.txt" "$WORK/ping-branch.txt" \
 	"$T0" "$SOAK_MINUTES" "$RESTART_FAILED" "$(getconf CLK_TCK)" <<-'EOF'
