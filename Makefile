@@ -153,6 +153,12 @@ bench: all $(BUILD)/tests/delay-relay $(BUILD)/tests/quic-flood
 	$(Q)bench/roam.sh $(BUILD)
 	$(Q)bench/lossy.sh $(BUILD)
 
+# SOAK_MINUTES (default 30) of traffic, floods, rebindings and restarts,
+# with memory and fds sampled each minute; too long for test or bench.
+.PHONY: soak
+soak: all $(BUILD)/tests/quic-flood
+	$(Q)bench/soak.sh $(BUILD)
+
 include tests/fuzz/Makefile.inc
 
 clean:
