@@ -287,13 +287,26 @@ ticks_of() {
 	echo $((f[13] + f[14]))
 }
 
+# rcvbuf_drops NS: datagrams the kernel dropped at full UDP receive buffers
+# in NS so far (RcvbufErrors of /proc/net/snmp, which is per namespace).
+rcvbuf_drops() {
+	# shellcheck disable=SC2016
+	nsx "$1" awk '$1 == "Udp:" && !n { for (i = 2; i <= NF; i++) h[i] = $i; n = 1; next }
+		$1 == "Udp:" { for (i = 2; i <= NF; i++) if (h[i] == "RcvbufErrors") print $i }' \
+		/proc/net/snmp 2>/dev/null || echo -
+}
+
 # sample MINUTE: "MINUTE EPOCH ROVED_RSS ROVED_FDS ROVED_TICKS LAP_PID
-# LAP_RSS LAP_FDS BR_PID BR_RSS BR_FDS"
+# LAP_RSS LAP_FDS BR_PID BR_RSS BR_FDS LOST DROPS_LAP DROPS_SRV", LOST being
+# the datagrams roved has counted lost toward the laptop: with the drops,
+# what tells a loaded machine from a tunnel that loses packets.
 sample() {
-	local line
+	local line lost
 	line="$1 $EPOCHSECONDS $(rss_of "$ROVED_PID") $(fds_of "$ROVED_PID") $(ticks_of "$ROVED_PID")"
 	line+=" $LAP_PID $(rss_of "$LAP_PID") $(fds_of "$LAP_PID")"
 	line+=" $BR_PID $(rss_of "$BR_PID") $(fds_of "$BR_PID")"
+	lost=$(status "$NS_SRV" "$ROVED_SOCK" 2>/dev/null | jget 'peers[name=laptop].datagrams_lost' 2>/dev/null)
+	line+=" ${lost:--} $(rcvbuf_drops "$NS_LAP") $(rcvbuf_drops "$NS_SRV")"
 	echo "$line" >>"$SAMPLES"
 	log "minute $1: $line"
 }
@@ -455,6 +468,13 @@ LAP_FWD=$("$PY" -c '
 import json, sys
 c = json.load(sys.stdin)["peers"][0]["forward_counters"]
 print(" ".join("%s %d" % (k, v) for k, v in c.items() if v))' <<<"$st_l" 2>/dev/null)
+# Packets the kernel could not queue to a TUN device (the program behind it
+# did not read fast enough) are the other place a TCP segment can be lost.
+TUN_DROPS=
+for ns in "$NS_SRV" "$NS_LAP"; do
+	TUN_DROPS+=" $(nsx "$ns" cat /sys/class/net/rove0/statistics/tx_dropped 2>/dev/null || echo -)"
+done
+SRV_DROPS=$(jget drops <<<"$st_s" 2>/dev/null)
 IPERF_RETR=$(sed -n 's/.* \([0-9][0-9]*\) *sender$/\1/p' "$WORK/iperf3.log" | tail -n 1)
 for p in "$IPERF_SRV_PID" "$ECHO_PID"; do
 	stop_pid "$p"
@@ -475,6 +495,8 @@ echo "roved: laptop rebinds seen ${SRV_REBINDS:-?} (path validation failures ${S
 	"branch handshakes ${SRV_BR_HS:-?}, laptop datagrams lost ${SRV_LAP_LOST:-?};" \
 	"laptop: handshakes ${LAP_HS:-?}, reconnects ${LAP_RECONN:-?}"
 echo "laptop's forward counters: ${LAP_FWD:-?}; iperf3 sender's retransmissions: ${IPERF_RETR:-?}"
+read -r d_srv d_lap <<<"$TUN_DROPS"
+echo "TUN tx_dropped: roved's rove0 $d_srv, the laptop's rove0 $d_lap; roved's drops: ${SRV_DROPS:-?}"
 "$PY" - "$SAMPLES" "$EVENTS" "$WORK/iperf3.log" "$IPERF_T0" "$iperf_rc" \
 	"$WORK/xfer.txt" "$WORK/ping-laptop.txt" "$WORK/ping-branch.txt" \
 	"$T0" "$SOAK_MINUTES" "$RESTART_FAILED" "$(getconf CLK_TCK)" <<-'EOF'
@@ -498,7 +520,8 @@ echo "laptop's forward counters: ${LAP_FWD:-?}; iperf3 sender's retransmissions:
 	    samples[int(f[0])] = {
 	        'at': int(f[1]) - t0, 'roved_rss': num(f[2]), 'roved_fds': num(f[3]), 'roved_ticks': num(f[4]),
 	        'lap_pid': f[5], 'lap_rss': num(f[6]), 'lap_fds': num(f[7]),
-	        'br_pid': f[8], 'br_rss': num(f[9]), 'br_fds': num(f[10])}
+	        'br_pid': f[8], 'br_rss': num(f[9]), 'br_fds': num(f[10]),
+	        'lost': num(f[11]), 'drops': [num(f[12]), num(f[13])]}
 
 	events = {k: [] for k in range(1, minutes + 1)}
 	for line in open(events_f):
@@ -587,19 +610,28 @@ echo "laptop's forward counters: ${LAP_FWD:-?}; iperf3 sender's retransmissions:
 	          cell(s['br_rss']), mark, cell(s['br_fds'])))
 
 	print()
-	print('traffic and faults per minute')
-	print('%6s %7s %8s %6s %9s %11s %11s  %s' % ('minute', 'roved', 'iperf3', '0-byte',
-	      'forwards', 'laptop ping', 'branch ping', 'faults'))
-	print('%6s %7s %8s %6s %9s %11s %11s' % ('', 'CPU s', 'Mbit/s', 's', 'ok/runs', 'rx/tx', 'rx/tx'))
+	print('traffic and faults per minute (lost: datagrams roved counted lost toward the laptop;'
+	      ' sock drops: UDP receive-buffer overflows in the laptop\'s and the server\'s namespace)')
+	print('%6s %7s %8s %6s %6s %9s %9s %11s %11s  %s' % ('minute', 'roved', 'iperf3', '0-byte',
+	      'lost', 'sock', 'forwards', 'laptop ping', 'branch ping', 'faults'))
+	print('%6s %7s %8s %6s %6s %9s %9s %11s %11s' % ('', 'CPU s', 'Mbit/s', 's', 'to lap',
+	      'drops l/s', 'ok/runs', 'rx/tx', 'rx/tx'))
+
+	def delta(a, b):
+	    return '-' if a is None or b is None else str(b - a)
 	stopped = []
 	for k in range(1, minutes + 1):
 	    a, b = samples.get(k - 1), samples.get(k)
-	    cpu = '-'
-	    if a and b and a['roved_ticks'] is not None and b['roved_ticks'] is not None:
-	        cpu = '%.2f' % ((b['roved_ticks'] - a['roved_ticks']) / hz)
+	    cpu = lost = drops = '-'
+	    if a and b:
+	        if a['roved_ticks'] is not None and b['roved_ticks'] is not None:
+	            cpu = '%.2f' % ((b['roved_ticks'] - a['roved_ticks']) / hz)
+	        lost = delta(a['lost'], b['lost'])
+	        drops = '%s/%s' % (delta(a['drops'][0], b['drops'][0]),
+	                           delta(a['drops'][1], b['drops'][1]))
 	    byt, secs, zero = ipf[k]
 	    mbit = '%.1f' % (byt * 8 / secs / 1e6) if secs > 0 else '-'
-	    print('%6d %7s %8s %6d %9s %11s %11s  %s' % (k, cpu, mbit, zero,
+	    print('%6d %7s %8s %6d %6s %9s %9s %11s %11s  %s' % (k, cpu, mbit, zero, lost, drops,
 	          '%d/%d' % tuple(xf[k]), '%d/%d' % tuple(pl[k]), '%d/%d' % tuple(pb[k]),
 	          ', '.join(events[k]) or '-'))
 	    for who, p in (('laptop', pl), ('branch', pb)):
