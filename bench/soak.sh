@@ -71,7 +71,7 @@
 #
 # Bounds: the schedule loop stops by itself at the end (and after a fixed
 # number of rounds); every command it starts has a timeout; a watchdog ends
-# the script 10 minutes after the planned end whatever happens.
+# the script 15 minutes after the planned end whatever happens.
 . "$(dirname "$0")/../tests/e2e/fwd-lib.sh"
 TEST_NAME=soak
 
@@ -118,7 +118,7 @@ SAMPLES=$WORK/samples.txt   # one line per minute, see sample()
 : >"$SAMPLES"
 
 # The watchdog: if anything wedges despite its own bounds, the script still
-# ends (its TERM trap cleans up) ten minutes after the planned end.
+# ends (its TERM trap cleans up) 15 minutes after the planned end.
 (
 	trap 'kill -TERM "$s" 2>/dev/null; exit 0' TERM
 	sleep $((DUR + 900)) &
