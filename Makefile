@@ -155,6 +155,12 @@ bench: all $(BUILD)/tests/delay-relay $(E2E_TOOLS)
 	$(Q)bench/lossy.sh $(BUILD)
 	$(Q)bench/flood.sh $(BUILD)
 
+# SOAK_MINUTES (default 30) of traffic, floods, rebindings and restarts,
+# with memory and fds sampled each minute; too long for test or bench.
+.PHONY: soak
+soak: all $(BUILD)/tests/quic-flood
+	$(Q)bench/soak.sh $(BUILD)
+
 include tests/fuzz/Makefile.inc
 
 clean:
