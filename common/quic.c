@@ -75,6 +75,8 @@ struct quic_conn {
 	/* clock_now() when the peer last acknowledged something, or when
 	 * nothing of ours was in flight: the stall detector's reference. */
 	uint64_t last_ack;
+	uint64_t inflight;     /* bytes in flight after the last read or write */
+	size_t dgram_fit;      /* largest DATAGRAM the path takes, this loop */
 	bool stateless_reset;
 	struct quic_close_info close_info;
 
@@ -953,13 +955,14 @@ quic_conn_read(struct quic_conn *qc, const struct udp_socket *sock,
 		qc->stats.rx_ecn_ce++;
 	else if (ecn != NGTCP2_ECN_NOT_ECT)
 		qc->stats.rx_ecn_ect++;
-	inflight = bytes_in_flight(qc);
 	rv = ngtcp2_conn_read_pkt(qc->conn, &path, &pi, pkt, len, qc->last_rx);
 	if (rv == 0) {
-		/* Fewer bytes in flight: the packet acknowledged some (or
-		 * its acknowledgements showed some lost). */
-		if (bytes_in_flight(qc) < inflight)
+		/* Fewer bytes in flight than after our last read or write:
+		 * the packet acknowledged some (or showed some lost). */
+		inflight = bytes_in_flight(qc);
+		if (inflight < qc->inflight)
 			qc->last_ack = qc->last_rx;
+		qc->inflight = inflight;
 		/* Follow the peer to a new address once ngtcp2 accepted it. */
 		const ngtcp2_path *cur = ngtcp2_conn_get_path(qc->conn);
 		if (cur->remote.addrlen <= sizeof qc->remote &&
@@ -1036,14 +1039,11 @@ write_one(struct quic_conn *qc, uint8_t *dst, ngtcp2_path_storage *ps,
 	struct quic_stream *s;
 	const struct dgramq_item *d;
 
-	if ((d = dgramq_peek(&qc->dq)) != NULL &&
-	    (qc->state == QUIC_STATE_ESTABLISHED || qc->early_ready) &&
-	    d->len > dgram_max_for(qc, path_udp_now(qc))) {
-		/* Larger than the path takes yet (discovery still running):
-		 * waiting would hold up everything behind it. */
+	/* Larger than the path takes yet (discovery still running): waiting
+	 * would hold up everything behind it. */
+	while ((d = dgramq_peek(&qc->dq)) != NULL && d->len > qc->dgram_fit) {
 		qc->stats.dgram_too_big++;
 		dgramq_pop(&qc->dq);
-		return write_one(qc, dst, ps, pi, ts);
 	}
 	if (d != NULL &&
 	    (qc->state == QUIC_STATE_ESTABLISHED || qc->early_ready)) {
@@ -1152,6 +1152,10 @@ quic_conn_write(struct quic_conn *qc)
 	if (qc->state == QUIC_STATE_CLOSED)
 		return;
 	expire_datagrams(qc, ts);
+	/* Once per loop, not per packet: the path's size changes only when
+	 * packets are read. Until DATAGRAMs may go, none is judged. */
+	qc->dgram_fit = qc->state == QUIC_STATE_ESTABLISHED || qc->early_ready ?
+	    dgram_max_for(qc, path_udp_now(qc)) : SIZE_MAX;
 	ngtcp2_path_storage_zero(&ps);
 	/* Pacing: send at most one send quantum now; ngtcp2's expiry then
 	 * tells when the next may go. */
@@ -1190,7 +1194,7 @@ quic_conn_write(struct quic_conn *qc)
 	if (npkts > 0)
 		ngtcp2_conn_update_pkt_tx_time(qc->conn, ts);
 	/* Nothing outstanding: nothing can be overdue either. */
-	if (bytes_in_flight(qc) == 0)
+	if ((qc->inflight = bytes_in_flight(qc)) == 0)
 		qc->last_ack = ts;
 	if (other != NULL)
 		udp_batch_flush(other);

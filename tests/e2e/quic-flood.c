@@ -60,6 +60,7 @@
 #include <ngtcp2/ngtcp2_crypto_wolfssl.h>
 
 #include "addr.h"
+#include "ippkt.h"
 #include "key.h"
 #include "tls.h"
 
@@ -259,18 +260,6 @@ make_initial(WOLFSSL_CTX *ctx, const ngtcp2_path *path, uint8_t *buf, size_t len
 	return n;
 }
 
-static uint16_t
-csum_add(uint32_t sum, const uint8_t *p, size_t len)
-{
-	for (size_t i = 0; i + 1 < len; i += 2)
-		sum += (uint32_t)(p[i] << 8 | p[i + 1]);
-	if (len & 1)
-		sum += (uint32_t)(p[len - 1] << 8);
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	return (uint16_t)sum;
-}
-
 static void
 put16(uint8_t *p, uint16_t v)
 {
@@ -321,7 +310,7 @@ add_headers(uint8_t *p, size_t qlen, const uint8_t src[static 4], uint16_t sport
 	p[9] = IPPROTO_UDP;
 	memcpy(p + 12, src, 4);
 	memcpy(p + 16, &dst->sin_addr, 4);
-	put16(p + 10, (uint16_t)~csum_add(0, p, 20));
+	put16(p + 10, ippkt_checksum(p, 20, 0));
 
 	put16(udp, sport);
 	memcpy(udp + 2, &dst->sin_port, 2);
@@ -330,7 +319,8 @@ add_headers(uint8_t *p, size_t qlen, const uint8_t src[static 4], uint16_t sport
 	pseudo[8] = 0;
 	pseudo[9] = IPPROTO_UDP;
 	put16(pseudo + 10, (uint16_t)ulen);
-	sum = (uint16_t)~csum_add(csum_add(0, pseudo, sizeof pseudo), udp, ulen);
+	sum = ippkt_checksum(udp, ulen,
+	    (uint16_t)~ippkt_checksum(pseudo, sizeof pseudo, 0));
 	put16(udp + 6, sum == 0 ? 0xffff : sum);
 }
 

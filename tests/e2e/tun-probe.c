@@ -42,6 +42,7 @@
 #include <event2/event.h>
 
 #include "addr.h"
+#include "ippkt.h"
 #include "tun-monitor.h"
 #include "tun-netlink.h"
 #include "tun.h"
@@ -68,24 +69,6 @@ ip_str(const struct ipaddr *a, char *buf, size_t len)
 	return inet_ntop(a->family, a->b, buf, (socklen_t)len);
 }
 
-static uint16_t
-csum_add(uint32_t sum, const uint8_t *p, size_t len)
-{
-	for (size_t i = 0; i + 1 < len; i += 2)
-		sum += (uint32_t)(p[i] << 8 | p[i + 1]);
-	if (len & 1)
-		sum += (uint32_t)(p[len - 1] << 8);
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	return (uint16_t)sum;
-}
-
-static uint16_t
-csum_final(uint16_t sum)
-{
-	return (uint16_t)~sum;
-}
-
 /* Build an echo request from src to dst; returns its length. */
 static size_t
 build_echo(const struct ipaddr *src, const struct ipaddr *dst, uint8_t *pkt)
@@ -106,7 +89,7 @@ build_echo(const struct ipaddr *src, const struct ipaddr *dst, uint8_t *pkt)
 		pkt[9] = 1;                             /* ICMP */
 		memcpy(pkt + 12, src->b, 4);
 		memcpy(pkt + 16, dst->b, 4);
-		sum = csum_final(csum_add(0, pkt, hlen));
+		sum = ippkt_checksum(pkt, hlen, 0);
 		pkt[10] = (uint8_t)(sum >> 8);
 		pkt[11] = (uint8_t)sum;
 	} else {
@@ -128,7 +111,7 @@ build_echo(const struct ipaddr *src, const struct ipaddr *dst, uint8_t *pkt)
 	icmp[7] = 1;                                    /* sequence */
 	memcpy(icmp + 8, payload, sizeof payload);
 	if (src->family == AF_INET)
-		sum = csum_final(csum_add(0, icmp, ilen));
+		sum = ippkt_checksum(icmp, ilen, 0);
 	else {
 		uint8_t pseudo[40];
 
@@ -136,8 +119,8 @@ build_echo(const struct ipaddr *src, const struct ipaddr *dst, uint8_t *pkt)
 		memset(pseudo + 32, 0, 8);
 		pseudo[35] = (uint8_t)ilen;
 		pseudo[39] = 58;
-		sum = csum_final(csum_add(csum_add(0, pseudo, sizeof pseudo),
-		    icmp, ilen));
+		sum = ippkt_checksum(icmp, ilen,
+		    (uint16_t)~ippkt_checksum(pseudo, sizeof pseudo, 0));
 	}
 	icmp[2] = (uint8_t)(sum >> 8);
 	icmp[3] = (uint8_t)sum;
