@@ -1,5 +1,5 @@
-/* StateDir: reset secret, rotated ticket keys, single-use ticket register,
- * and the client's remembered sessions. */
+/* StateDir: reset secret, rotated ticket and token keys, single-use ticket
+ * register, and the client's remembered sessions. */
 #include <wolfssl/options.h>
 #include <wolfssl/ssl.h>
 #include <wolfssl/wolfcrypt/chacha20_poly1305.h>
@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -21,6 +22,7 @@
 #include "xmalloc.h"
 
 #define TICKET_KEY_FILE "ticket.key"
+#define TOKEN_KEY_FILE "token.key"
 #define RESET_KEY_FILE "reset.key"
 #define REGISTER_FILE "tickets"
 
@@ -41,13 +43,26 @@ _Static_assert(INDEX_SLOTS >= 2 * STATE_REGISTER_MAX,
 /* The timer looks at least this often, so that a wall clock set forward
  * or back is noticed within the hour rather than the day. */
 #define TICK_MAX_S 3600
-/* How soon to try again to write ticket.key after a failure. */
+/* How soon to try again to write a key file after a failure. */
 #define KEYS_RETRY_S 60
 
 struct ticket_key {
 	uint8_t name[WOLFSSL_TICKET_NAME_SZ];
 	uint8_t key[CHACHA20_POLY1305_AEAD_KEYSIZE];
 	uint64_t created;  /* wall clock, seconds; 0: no key */
+};
+_Static_assert(CHACHA20_POLY1305_AEAD_KEYSIZE == STATE_TOKEN_KEY_LEN,
+    "token keys share the ticket keys' layout");
+
+/* A rotated pair of keys kept in one file: [0] makes (tickets, tokens) and
+ * opens; [1], the key before it, still opens until one lifetime after it
+ * stopped making, then it is erased. The file holds `keys` as is. */
+struct keyring {
+	const char *file;
+	uint32_t rotate_s, lifetime_s;
+	struct ticket_key keys[2];
+	bool unsaved;           /* the file is behind: write it again */
+	uint64_t rotations;     /* replaced while running */
 };
 
 enum reg_state { REG_EMPTY, REG_ISSUED, REG_USED };
@@ -112,13 +127,11 @@ struct state_server {
 	char *dir;
 	int dirfd;
 	uid_t user;
-	uint32_t rotate_s, lifetime_s;
+	uint32_t lifetime_s;    /* of a ticket */
 	struct event *timer;
 	uint8_t reset_secret[STATE_RESET_SECRET_LEN];
-	/* [0] encrypts and decrypts; [1], the key before it, decrypts until
-	 * one lifetime after it stopped encrypting. Kept in ticket.key as is. */
-	struct ticket_key keys[2];
-	bool keys_unsaved;      /* ticket.key is behind: write it again */
+	struct keyring tickets; /* session tickets (TLS) */
+	struct keyring tokens;  /* Retry and NEW_TOKEN tokens (admit.c) */
 	struct reg reg;
 	int regfd;
 	bool reg_failing;       /* a failed write was logged */
@@ -298,7 +311,14 @@ read_exact(struct state_server *st, const char *name, void *data, size_t len,
 
 	if (fd == -1)
 		return errno == ENOENT ? 0 : -1;
-	n = read(fd, data, len);
+	/* One byte more than expected tells a file of the wrong size: such a
+	 * file is not ours (or from another version), and is replaced. */
+	{
+		uint8_t extra[1];
+		struct iovec iov[2] = { { data, len }, { extra, sizeof extra } };
+
+		n = readv(fd, iov, 2);
+	}
 	close(fd);
 	return n == (ssize_t)len ? 1 : 0;
 }
@@ -354,10 +374,10 @@ load_reset_secret(struct state_server *st, char **cause)
 	return 0;
 }
 
-/* --- Ticket keys ------------------------------------------------------ */
+/* --- Ticket and token keys ------------------------------------------- */
 
 static void
-new_ticket_key(struct ticket_key *k, uint64_t now)
+new_key(struct ticket_key *k, uint64_t now)
 {
 	quic_random(k->name, sizeof k->name);
 	quic_random(k->key, sizeof k->key);
@@ -365,63 +385,130 @@ new_ticket_key(struct ticket_key *k, uint64_t now)
 }
 
 static bool
-rotation_due(const struct state_server *st, uint64_t now)
+rotation_due(const struct keyring *kr, uint64_t now)
 {
-	uint64_t c = st->keys[0].created;
+	uint64_t c = kr->keys[0].created;
 
 	/* A key made in the future means the clock was set back: its age
 	 * says nothing, and a new key costs nothing. */
-	return now >= c + st->rotate_s || c > now + st->rotate_s;
+	return now >= c + kr->rotate_s || c > now + kr->rotate_s;
 }
 
-/* When the previous key stops decrypting: one lifetime after its last
- * ticket, which it sealed at the latest when it was replaced or when it
+/* When the previous key stops opening: one lifetime after the last thing
+ * it made, which it made at the latest when it was replaced or when it
  * fell due (whichever came first: the server may have been down). */
 static uint64_t
-retire_time(const struct state_server *st)
+retire_time(const struct keyring *kr)
 {
-	uint64_t replaced = st->keys[0].created;
-	uint64_t due = st->keys[1].created + st->rotate_s;
+	uint64_t replaced = kr->keys[0].created;
+	uint64_t due = kr->keys[1].created + kr->rotate_s;
 
-	return (replaced < due ? replaced : due) + st->lifetime_s;
+	return (replaced < due ? replaced : due) + kr->lifetime_s;
 }
 
 static bool
-previous_live(const struct state_server *st, uint64_t now)
+previous_live(const struct keyring *kr, uint64_t now)
 {
-	return st->keys[1].created != 0 && now < retire_time(st);
+	return kr->keys[1].created != 0 && now < retire_time(kr);
+}
+
+static void
+keyring_init(struct keyring *kr, const char *file, uint32_t rotate_s,
+    uint32_t lifetime_s)
+{
+	kr->file = file;
+	kr->lifetime_s = lifetime_s;
+	/* Two keys cover a lifetime only if a key serves at least that long. */
+	kr->rotate_s = rotate_s < lifetime_s ? lifetime_s : rotate_s;
 }
 
 static int
-load_ticket_keys(struct state_server *st, char **cause)
+keyring_load(struct state_server *st, struct keyring *kr, char **cause)
 {
-	int rv = read_exact(st, TICKET_KEY_FILE, st->keys, sizeof st->keys, true,
+	int rv = read_exact(st, kr->file, kr->keys, sizeof kr->keys, true,
 	    cause);
 
 	if (rv == -1)
 		return -1;
-	if (rv == 1 && st->keys[0].created != 0)
-		return 0; /* state_server_tick rotates it if it is due */
-	memset(st->keys, 0, sizeof st->keys);
-	new_ticket_key(&st->keys[0], clock_wall());
-	if (write_file(st->dirfd, TICKET_KEY_FILE, st->keys, sizeof st->keys) != 0) {
+	if (rv == 1 && kr->keys[0].created != 0)
+		return 0; /* keyring_tick rotates it if it is due */
+	memset(kr->keys, 0, sizeof kr->keys);
+	new_key(&kr->keys[0], clock_wall());
+	if (write_file(st->dirfd, kr->file, kr->keys, sizeof kr->keys) != 0) {
 		xasprintf(cause, "StateDir %s: writing %s: %s", st->dir,
-		    TICKET_KEY_FILE, strerror(errno));
+		    kr->file, strerror(errno));
 		return -1;
 	}
 	return 0;
+}
+
+/* Rotate and retire as due, and save what changed. Returns the wall time
+ * at which it has work again; *retry is set when a write failed. */
+static uint64_t
+keyring_tick(struct state_server *st, struct keyring *kr, uint64_t now,
+    bool *retry)
+{
+	uint64_t next;
+
+	if (rotation_due(kr, now)) {
+		kr->keys[1] = kr->keys[0];
+		new_key(&kr->keys[0], now);
+		kr->rotations++;
+		kr->unsaved = true;
+	}
+	if (kr->keys[1].created != 0 && !previous_live(kr, now)) {
+		explicit_bzero(&kr->keys[1], sizeof kr->keys[1]);
+		kr->unsaved = true;
+	}
+	/* Until this is on disk a restart would bring the old keys back and
+	 * lose what was made since: try again within the minute. */
+	if (kr->unsaved) {
+		if (write_file(st->dirfd, kr->file, kr->keys,
+		    sizeof kr->keys) == 0)
+			kr->unsaved = false;
+		else {
+			log_warn("StateDir %s: writing %s: %s", st->dir,
+			    kr->file, strerror(errno));
+			*retry = true;
+		}
+	}
+	next = kr->keys[0].created + kr->rotate_s;
+	if (kr->keys[1].created != 0 && retire_time(kr) < next)
+		next = retire_time(kr);
+	return next;
 }
 
 /* The key a ticket names, if it may still be used. */
 static const struct ticket_key *
 key_named(const struct state_server *st, const uint8_t *name, uint64_t now)
 {
-	if (memcmp(st->keys[0].name, name, WOLFSSL_TICKET_NAME_SZ) == 0)
-		return &st->keys[0];
-	if (previous_live(st, now) &&
-	    memcmp(st->keys[1].name, name, WOLFSSL_TICKET_NAME_SZ) == 0)
-		return &st->keys[1];
+	const struct keyring *kr = &st->tickets;
+
+	if (memcmp(kr->keys[0].name, name, WOLFSSL_TICKET_NAME_SZ) == 0)
+		return &kr->keys[0];
+	if (previous_live(kr, now) &&
+	    memcmp(kr->keys[1].name, name, WOLFSSL_TICKET_NAME_SZ) == 0)
+		return &kr->keys[1];
 	return NULL;
+}
+
+size_t
+state_token_keys(struct state_server *st,
+    const uint8_t *keys[STATE_TOKEN_KEYS])
+{
+	struct keyring *kr = &st->tokens;
+	uint64_t now = clock_wall();
+
+	/* Should the timer be late (or the clock jump), no token is made
+	 * under a key older than the rotation interval. */
+	if (rotation_due(kr, now) || (kr->keys[1].created != 0 &&
+	    !previous_live(kr, now)))
+		state_server_tick(st);
+	keys[0] = kr->keys[0].key;
+	if (!previous_live(kr, now))
+		return 1;
+	keys[1] = kr->keys[1].key;
+	return 2;
 }
 
 /* --- The register: lists and indexes ---------------------------------- */
@@ -936,35 +1023,19 @@ state_register_info(const struct state_server *st,
 unsigned
 state_server_tick(struct state_server *st)
 {
-	uint64_t now = clock_wall(), next, most = TICK_MAX_S;
+	uint64_t now = clock_wall(), next, tnext, most = TICK_MAX_S;
+	bool retry = false;
 
-	if (rotation_due(st, now)) {
-		st->keys[1] = st->keys[0];
-		new_ticket_key(&st->keys[0], now);
-		st->stats.rotations++;
-		st->keys_unsaved = true;
-	}
-	if (st->keys[1].created != 0 && !previous_live(st, now)) {
-		explicit_bzero(&st->keys[1], sizeof st->keys[1]);
-		st->keys_unsaved = true;
-	}
-	/* Until this is on disk a restart would bring the old keys back and
-	 * lose the tickets sealed since: try again within the minute. */
-	if (st->keys_unsaved) {
-		if (write_file(st->dirfd, TICKET_KEY_FILE, st->keys,
-		    sizeof st->keys) == 0)
-			st->keys_unsaved = false;
-		else {
-			log_warn("StateDir %s: writing %s: %s", st->dir,
-			    TICKET_KEY_FILE, strerror(errno));
-			most = KEYS_RETRY_S;
-		}
-	}
+	next = keyring_tick(st, &st->tickets, now, &retry);
+	tnext = keyring_tick(st, &st->tokens, now, &retry);
+	if (tnext < next)
+		next = tnext;
+	st->stats.rotations = st->tickets.rotations;
+	st->stats.token_rotations = st->tokens.rotations;
+	if (retry)
+		most = KEYS_RETRY_S;
 	if (sweep(&st->reg, now, SWEEP_PER_TICK) == SWEEP_PER_TICK)
 		return 1;
-	next = st->keys[0].created + st->rotate_s;
-	if (st->keys[1].created != 0 && retire_time(st) < next)
-		next = retire_time(st);
 	next = next > now ? next - now : 1;
 	return (unsigned)(next < most ? next : most);
 }
@@ -1004,18 +1075,22 @@ state_server_open_opts(const char *dir, const struct state_opts *opts,
 	st->user = opts->user;
 	st->lifetime_s = opts->lifetime_s != 0 ? opts->lifetime_s :
 	    STATE_TICKET_LIFETIME_S;
-	st->rotate_s = opts->rotate_s != 0 ? opts->rotate_s : STATE_ROTATE_S;
-	/* Two keys cover a ticket's lifetime only if a key serves at least
-	 * that long. */
-	if (st->rotate_s < st->lifetime_s)
-		st->rotate_s = st->lifetime_s;
+	keyring_init(&st->tickets, TICKET_KEY_FILE, opts->rotate_s != 0 ?
+	    opts->rotate_s : STATE_ROTATE_S, st->lifetime_s);
+	keyring_init(&st->tokens, TOKEN_KEY_FILE, opts->token_rotate_s != 0 ?
+	    opts->token_rotate_s : STATE_TOKEN_ROTATE_S, opts->token_rotate_s != 0 ?
+	    opts->token_rotate_s : STATE_TOKEN_ROTATE_S);
 	reg_init(&st->reg);
 	if ((st->dirfd = open_private_dir(dir, opts->user, true, cause)) == -1)
 		goto fail;
 	if (load_reset_secret(st, cause) != 0 ||
-	    load_ticket_keys(st, cause) != 0 || load_register(st, cause) != 0)
+	    keyring_load(st, &st->tickets, cause) != 0 ||
+	    keyring_load(st, &st->tokens, cause) != 0 ||
+	    load_register(st, cause) != 0)
 		goto fail;
 	tv.tv_sec = state_server_tick(st);
+	/* Keys replaced at start-up were not replaced "while running". */
+	st->tickets.rotations = st->tokens.rotations = 0;
 	memset(&st->stats, 0, sizeof st->stats);
 	if (opts->base != NULL) {
 		st->timer = evtimer_new(opts->base, tick_cb, st);
@@ -1042,7 +1117,8 @@ state_server_free(struct state_server *st)
 		close(st->regfd);
 	if (st->dirfd != -1)
 		close(st->dirfd);
-	explicit_bzero(st->keys, sizeof st->keys);
+	explicit_bzero(st->tickets.keys, sizeof st->tickets.keys);
+	explicit_bzero(st->tokens.keys, sizeof st->tokens.keys);
 	explicit_bzero(st->reset_secret, sizeof st->reset_secret);
 	reg_free(&st->reg);
 	free(st->dir);
@@ -1081,9 +1157,9 @@ state_ticket_seal(struct state_server *st, uint8_t name[WOLFSSL_TICKET_NAME_SZ],
 
 	/* Should the timer be late (or the clock jump), no ticket is sealed
 	 * under a key older than the rotation interval. */
-	if (rotation_due(st, clock_wall()))
+	if (rotation_due(&st->tickets, clock_wall()))
 		state_server_tick(st);
-	k = &st->keys[0];
+	k = &st->tickets.keys[0];
 	if (len > UINT32_MAX)
 		return -1;
 	memcpy(name, k->name, WOLFSSL_TICKET_NAME_SZ);

@@ -1,5 +1,6 @@
 /* What rove keeps in StateDir across restarts. roved: the stateless-reset
- * secret, the session-ticket keys (rotated while it runs) and the register
+ * secret, the session-ticket keys and the address-validation token keys
+ * (both rotated while it runs) and the register
  * of tickets it issued, which makes each ticket single-use (a replayed
  * 0-RTT flight finds its ticket spent and gets a full handshake without
  * early data). rove: the last session ticket and transport parameters per
@@ -24,6 +25,11 @@ struct event_base;
 #define STATE_TICKET_LIFETIME_S 86400   /* a ticket is good for a day */
 #define STATE_ROTATE_S 86400            /* a new ticket key every day */
 #define STATE_REGISTER_MAX 16384        /* tickets remembered at once */
+/* Retry and NEW_TOKEN tokens: a new key every hour, the one before still
+ * verifies for another hour (a NEW_TOKEN token's lifetime). */
+#define STATE_TOKEN_ROTATE_S 3600
+#define STATE_TOKEN_KEY_LEN 32
+#define STATE_TOKEN_KEYS 2
 /* Tickets remembered per peer key. A client keeps only the newest ticket
  * it was given, so a peer needs one unspent entry per device using its
  * key; spent entries only let a replay be told from an unknown ticket
@@ -44,6 +50,7 @@ struct state_opts {
 	uid_t user;
 	uint32_t rotate_s;      /* 0: STATE_ROTATE_S */
 	uint32_t lifetime_s;    /* 0: STATE_TICKET_LIFETIME_S; at most rotate_s */
+	uint32_t token_rotate_s; /* 0: STATE_TOKEN_ROTATE_S; also their lifetime */
 };
 
 /*
@@ -76,6 +83,15 @@ void state_server_attach(struct state_server *, WOLFSSL_CTX *ctx);
  * timer calls it; tests with a replaced wall clock call it themselves.
  */
 unsigned state_server_tick(struct state_server *);
+
+/* Token keys, kept in token.key and rotated the same way (every
+ * token_rotate_s, the previous one still good for as long again), so that
+ * a restart keeps NEW_TOKEN tokens valid. Sets keys[0] to the newest key
+ * (which makes tokens) and keys[1] to the previous one while it verifies;
+ * returns how many were set (1 or 2). Each is STATE_TOKEN_KEY_LEN bytes,
+ * valid until the next call. */
+size_t state_token_keys(struct state_server *,
+    const uint8_t *keys[STATE_TOKEN_KEYS]);
 
 /* Encrypt `len` bytes in place under the newest key, filling the key name,
  * the IV and the tag (the first STATE_TAG_LEN bytes of `mac`); open checks
@@ -125,6 +141,7 @@ void state_register_info(const struct state_server *,
 struct state_stats {
 	uint64_t issued, resumed, replayed, unknown;
 	uint64_t rotations;     /* ticket keys replaced while running */
+	uint64_t token_rotations; /* token keys replaced while running */
 };
 void state_server_stats(const struct state_server *, struct state_stats *);
 

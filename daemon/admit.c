@@ -5,16 +5,20 @@
 #include <string.h>
 
 #include "admit.h"
+#include "clock.h"
 #include "quic.h"
+#include "state.h"
 
 void
-admit_init(struct admit *a, size_t retry_threshold, uint64_t now)
+admit_init(struct admit *a, size_t retry_threshold, uint64_t now,
+    struct state_server *state)
 {
 	memset(a, 0, sizeof *a);
 	a->retry_threshold = retry_threshold;
-	/* In memory only: a Retry token lives seconds, and a NEW_TOKEN token
-	 * that a restart invalidates costs its client one Retry, and only
-	 * while roved is under load. */
+	a->state = state;
+	/* Tokens carry the time they were made; wall-clock time means the
+	 * same to the roved that reads them after a restart or a reboot. */
+	a->wall_offset = clock_wall() * NGTCP2_SECONDS - now;
 	quic_random(a->secret[0], sizeof a->secret[0]);
 	quic_random(a->secret[1], sizeof a->secret[1]);
 	quic_random((uint8_t *)&a->hash_key, sizeof a->hash_key);
@@ -24,6 +28,8 @@ admit_init(struct admit *a, size_t retry_threshold, uint64_t now)
 void
 admit_tick(struct admit *a, uint64_t now)
 {
+	if (a->state != NULL)
+		return; /* StateDir rotates its keys itself */
 	if (now - a->rotated < ADMIT_TOKEN_LIFETIME)
 		return;
 	memcpy(a->secret[1], a->secret[0], sizeof a->secret[1]);
@@ -95,14 +101,33 @@ prefix_allows(struct admit *a, const struct sockaddr *from, uint64_t now)
 	return true;
 }
 
+/* The token keys: the newest first, then the previous one if it still
+ * verifies. Returns how many. */
+static size_t
+token_keys(struct admit *a, const uint8_t *keys[2])
+{
+	_Static_assert(STATE_TOKEN_KEY_LEN == ADMIT_SECRET_LEN &&
+	    STATE_TOKEN_KEYS == 2, "StateDir's token keys fit admit's");
+
+	if (a->state != NULL)
+		return state_token_keys(a->state, keys);
+	keys[0] = a->secret[0];
+	keys[1] = a->secret[1];
+	return 2;
+}
+
 static bool
 verify_regular(struct admit *a, const ngtcp2_pkt_hd *hd,
     const struct sockaddr *from, socklen_t fromlen, uint64_t now)
 {
-	for (size_t i = 0; i < 2; i++) {
+	const uint8_t *keys[2];
+	size_t n = token_keys(a, keys);
+
+	for (size_t i = 0; i < n; i++) {
 		if (ngtcp2_crypto_verify_regular_token(hd->token, hd->tokenlen,
-		    a->secret[i], sizeof a->secret[i], (const ngtcp2_sockaddr *)from,
-		    (ngtcp2_socklen)fromlen, ADMIT_TOKEN_LIFETIME, now) == 0)
+		    keys[i], ADMIT_SECRET_LEN, (const ngtcp2_sockaddr *)from,
+		    (ngtcp2_socklen)fromlen, ADMIT_TOKEN_LIFETIME,
+		    now + a->wall_offset) == 0)
 			return true;
 	}
 	return false;
@@ -113,11 +138,14 @@ verify_retry(struct admit *a, const ngtcp2_pkt_hd *hd,
     const struct sockaddr *from, socklen_t fromlen, uint64_t now,
     ngtcp2_cid *odcid)
 {
-	for (size_t i = 0; i < 2; i++) {
+	const uint8_t *keys[2];
+	size_t n = token_keys(a, keys);
+
+	for (size_t i = 0; i < n; i++) {
 		if (ngtcp2_crypto_verify_retry_token(odcid, hd->token, hd->tokenlen,
-		    a->secret[i], sizeof a->secret[i], hd->version,
+		    keys[i], ADMIT_SECRET_LEN, hd->version,
 		    (const ngtcp2_sockaddr *)from, (ngtcp2_socklen)fromlen, &hd->dcid,
-		    ADMIT_RETRY_TOKEN_LIFETIME, now) == 0)
+		    ADMIT_RETRY_TOKEN_LIFETIME, now + a->wall_offset) == 0)
 			return true;
 	}
 	return false;
@@ -130,13 +158,15 @@ write_retry(struct admit *a, const ngtcp2_pkt_hd *hd,
 {
 	uint8_t token[NGTCP2_CRYPTO_MAX_RETRY_TOKENLEN];
 	ngtcp2_ssize tokenlen, n;
+	const uint8_t *keys[2];
 	ngtcp2_cid scid;
 
+	(void)token_keys(a, keys);
 	scid.datalen = QUIC_SCID_LEN;
 	quic_random(scid.data, scid.datalen);
-	tokenlen = ngtcp2_crypto_generate_retry_token(token, a->secret[0],
-	    sizeof a->secret[0], hd->version, (const ngtcp2_sockaddr *)from,
-	    (ngtcp2_socklen)fromlen, &scid, &hd->dcid, now);
+	tokenlen = ngtcp2_crypto_generate_retry_token(token, keys[0],
+	    ADMIT_SECRET_LEN, hd->version, (const ngtcp2_sockaddr *)from,
+	    (ngtcp2_socklen)fromlen, &scid, &hd->dcid, now + a->wall_offset);
 	if (tokenlen < 0)
 		return 0;
 	n = ngtcp2_crypto_write_retry(out, max, hd->version, &hd->scid, &scid,
@@ -198,12 +228,15 @@ size_t
 admit_new_token(struct admit *a, const struct sockaddr *to, socklen_t tolen,
     uint64_t now, uint8_t *token, size_t max)
 {
+	const uint8_t *keys[2];
 	ngtcp2_ssize n;
 
 	if (max < NGTCP2_CRYPTO_MAX_REGULAR_TOKENLEN)
 		return 0;
-	n = ngtcp2_crypto_generate_regular_token(token, a->secret[0],
-	    sizeof a->secret[0], (const ngtcp2_sockaddr *)to, (ngtcp2_socklen)tolen,
-	    now);
+	admit_tick(a, now);
+	(void)token_keys(a, keys);
+	n = ngtcp2_crypto_generate_regular_token(token, keys[0],
+	    ADMIT_SECRET_LEN, (const ngtcp2_sockaddr *)to, (ngtcp2_socklen)tolen,
+	    now + a->wall_offset);
 	return n > 0 ? (size_t)n : 0;
 }

@@ -22,7 +22,8 @@
 #define ADMIT_PREFIX_BURST 20
 #define ADMIT_PREFIX_SLOTS 1024
 /* How long a Retry token is good for, and a NEW_TOKEN token (which is
- * also the period of key rotation: the previous key still verifies). */
+ * also the period of key rotation: the previous key still verifies). With
+ * a StateDir, its token.key holds the keys (STATE_TOKEN_ROTATE_S). */
 #define ADMIT_RETRY_TOKEN_LIFETIME (10 * NGTCP2_SECONDS)
 #define ADMIT_TOKEN_LIFETIME (3600 * NGTCP2_SECONDS)
 #define ADMIT_SECRET_LEN 32
@@ -53,8 +54,13 @@ struct admit {
 	 * address (answer a Retry, or bring a NEW_TOKEN token) before it
 	 * gets a session (RetryThreshold; 0: always). */
 	size_t retry_threshold;
+	/* The token keys: StateDir's when `state` is set (they survive a
+	 * restart, so a returning client's NEW_TOKEN token still counts),
+	 * else these, made at start and rotated in memory. */
+	struct state_server *state;
 	uint8_t secret[2][ADMIT_SECRET_LEN]; /* [0] current, [1] previous */
 	uint64_t rotated;                    /* when [0] became current */
+	uint64_t wall_offset;   /* `now` + this: wall-clock ns, in tokens */
 	uint64_t hash_key;
 	struct admit_bucket buckets[ADMIT_PREFIX_SLOTS];
 	struct admit_stats stats;
@@ -67,7 +73,10 @@ struct admit_result {
 	ngtcp2_cid odcid;        /* retried: the DCID of its first Initial */
 };
 
-void admit_init(struct admit *, size_t retry_threshold, uint64_t now);
+struct state_server;
+/* `state` may be NULL (keys in memory only, for tests). */
+void admit_init(struct admit *, size_t retry_threshold, uint64_t now,
+    struct state_server *state);
 /* Rotates the token key when it is older than ADMIT_TOKEN_LIFETIME. */
 void admit_tick(struct admit *, uint64_t now);
 

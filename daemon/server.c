@@ -956,7 +956,6 @@ server_create(struct event_base *base, const struct cfg *cfg, int verbose,
 	LIST_INIT(&srv->sessions);
 	the_server = srv;
 	quic_random((uint8_t *)&srv->cid_seed, sizeof srv->cid_seed);
-	admit_init(&srv->admit, cfg->retry_threshold, clock_now());
 	quic_set_send_limit_all(cfg->forward_memory_total);
 	/* Kept in StateDir, so that after a restart clients still recognise
 	 * our stateless resets and resume their sessions with 0-RTT. */
@@ -965,6 +964,7 @@ server_create(struct event_base *base, const struct cfg *cfg, int verbose,
 	    cause);
 	if (srv->state == NULL)
 		goto fail;
+	admit_init(&srv->admit, cfg->retry_threshold, clock_now(), srv->state);
 	srv->reset_rl = (struct log_ratelimit)LOG_RATELIMIT_INIT(1000, 200);
 	srv->qs = (struct quic_settings){
 		.role = QUIC_ROLE_SERVER,

@@ -3,7 +3,9 @@
 # to answer a Retry first. The client must get through it (and its tunnel
 # work); a reconnect of the same process presents the NEW_TOKEN token it
 # was given and is admitted without a Retry; a new process, which has no
-# token, gets a Retry again. The admission counters say exactly that.
+# token, gets a Retry again; and a token given before roved restarts still
+# counts after it (the token keys are in StateDir). The admission counters
+# say exactly that.
 . "$(dirname "$0")/lib.sh"
 e2e_init "$@"
 topo_up
@@ -62,4 +64,21 @@ wait_established laptop || die "the restarted laptop does not come up"
 check "laptop -> server after its restart" ping_ok "$NS_LAP" -c 5 -i 0.05 "$SRV_TUN4"
 expect_admission 2 3 3
 expect_eq "handshakes under way now" 0 "$(adm half_open)"
+
+# 4. roved restarts (its counters start again from 0). The laptop learns
+# it from a stateless reset and reconnects with the NEW_TOKEN token the
+# old roved gave it: no Retry.
+[ -s "$(conf_path "$C/roved.conf" StateDir)/token.key" ] ||
+	fail "roved keeps no token.key in its StateDir"
+stop_pid "$ROVED_PID"
+forget_pid "$ROVED_PID"
+mv "$WORK/roved.log" "$WORK/roved-1.log"
+start_roved
+if wait_for 20 "the laptop to reconnect to the new roved" lap_handshakes 2; then
+	ok "laptop reconnected to the restarted roved"
+else
+	fail "laptop did not reconnect to the restarted roved within 20 s"
+fi
+check "laptop -> server after roved's restart" ping_ok "$NS_LAP" -c 5 -i 0.05 "$SRV_TUN4"
+expect_admission 0 1 1
 e2e_finish

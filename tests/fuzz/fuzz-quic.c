@@ -955,7 +955,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	forged_tokenlen = 0;
 	saved_tokenlen = 0;
 	load = 0;
-	admit_init(&adm, RETRY_THRESHOLD, now_ns);
+	admit_init(&adm, RETRY_THRESHOLD, now_ns, NULL);
 	ndgrams = 0;
 	client_starts = 0;
 	memset(dgram_seen, 0, sizeof dgram_seen);

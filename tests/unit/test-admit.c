@@ -8,10 +8,14 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "admit.h"
+#include "state.h"
 
 #define T0 (1000 * NGTCP2_SECONDS)
 #define RETRY_THRESHOLD 16
@@ -74,7 +78,7 @@ static int
 setup(void **state)
 {
 	(void)state;
-	admit_init(&adm, RETRY_THRESHOLD, T0);
+	admit_init(&adm, RETRY_THRESHOLD, T0, NULL);
 	return 0;
 }
 
@@ -196,6 +200,69 @@ test_new_token(void **state)
 	    T0 + 2 * ADMIT_TOKEN_LIFETIME, &res), ADMIT_RETRY);
 }
 
+/* With a StateDir the token keys are its token.key: a NEW_TOKEN token
+ * made before a restart still proves the address after it (to a roved
+ * whose monotonic clock starts somewhere else), and one from another
+ * server's StateDir proves nothing. */
+static void
+test_tokens_survive_restart(void **state)
+{
+	char dir[] = "/tmp/rove-test-admit.XXXXXX", other[] = "/tmp/rove-test-admit.XXXXXX";
+	char sub[64], osub[64], *cause = NULL;
+	struct sockaddr_in a = v4("198.18.1.2", 4000);
+	uint8_t token[NGTCP2_CRYPTO_MAX_REGULAR_TOKENLEN];
+	struct state_server *st;
+	struct admit_result res;
+	ngtcp2_pkt_hd hd;
+	size_t len;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	assert_non_null(mkdtemp(other));
+	snprintf(sub, sizeof sub, "%s/state", dir);
+	snprintf(osub, sizeof osub, "%s/state", other);
+	st = state_server_open(sub, &cause);
+	assert_non_null(st);
+	admit_init(&adm, RETRY_THRESHOLD, T0, st);
+	len = admit_new_token(&adm, (struct sockaddr *)&a, sizeof a, T0, token,
+	    sizeof token);
+	assert_true(len > 0);
+	state_server_free(st);
+
+	st = state_server_open(sub, &cause);
+	assert_non_null(st);
+	admit_init(&adm, RETRY_THRESHOLD, 7 * T0, st);
+	hd = initial(6, token, len);
+	assert_int_equal(check(&hd, &a, sizeof a, RETRY_THRESHOLD, 7 * T0,
+	    &res), ADMIT_ACCEPT);
+	assert_true(res.validated);
+	assert_false(res.retried);
+	state_server_free(st);
+
+	st = state_server_open(osub, &cause);
+	assert_non_null(st);
+	admit_init(&adm, RETRY_THRESHOLD, 7 * T0, st);
+	assert_int_equal(check(&hd, &a, sizeof a, RETRY_THRESHOLD, 7 * T0,
+	    &res), ADMIT_RETRY);
+	assert_false(res.validated);
+	state_server_free(st);
+
+	for (int i = 0; i < 2; i++) {
+		const char *d = i == 0 ? sub : osub;
+		const char *files[] = { "reset.key", "ticket.key", "token.key",
+		    "tickets" };
+		char path[128];
+
+		for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
+			snprintf(path, sizeof path, "%s/%s", d, files[f]);
+			assert_int_equal(unlink(path), 0);
+		}
+		assert_int_equal(rmdir(d), 0);
+	}
+	assert_int_equal(rmdir(dir), 0);
+	assert_int_equal(rmdir(other), 0);
+}
+
 static void
 test_half_open_cap(void **state)
 {
@@ -258,6 +325,7 @@ main(void)
 		cmocka_unit_test_setup(test_retry_round_trip, setup),
 		cmocka_unit_test_setup(test_new_token, setup),
 		cmocka_unit_test_setup(test_half_open_cap, setup),
+		cmocka_unit_test(test_tokens_survive_restart),
 		cmocka_unit_test_setup(test_prefix_rate, setup),
 	};
 

@@ -207,7 +207,7 @@ test_server_creates_private_files(void **state)
 	assert_true(S_ISREG(mode_of(t->dir, "tickets")));
 	/* Nothing else: no temporary files left behind. */
 	list_dir(t->dir, names, sizeof names);
-	assert_string_equal(names, "reset.key ticket.key tickets");
+	assert_string_equal(names, "reset.key ticket.key tickets token.key");
 
 	/* The secret on disk is the one in use; the register starts empty. */
 	assert_int_equal(size_of(t->dir, "reset.key"), STATE_RESET_SECRET_LEN);
@@ -344,6 +344,24 @@ open_ok(const struct tmp *t)
 	return st;
 }
 
+/* The ticket-key tests count the timer's seconds to the next rotation;
+ * token keys rotating hourly would cut them short, so theirs is moved out
+ * of the way (test_token_keys covers them). */
+static const struct state_opts ticket_opts = { .user = (uid_t)-1,
+    .token_rotate_s = 30 * DAY };
+
+static struct state_server *
+open_tickets(const struct tmp *t)
+{
+	char *cause = NULL;
+	struct state_server *st = state_server_open_opts(t->dir, &ticket_opts,
+	    &cause);
+
+	if (st == NULL)
+		fail_msg("state_server_open_opts: %s", cause);
+	return st;
+}
+
 
 /* A ticket sealed by the module, and the text inside. */
 struct sealed {
@@ -422,7 +440,7 @@ test_rotation(void **state)
 	struct sealed a, b, c;
 	char *cause = NULL;
 
-	st = state_server_open(t->dir, &cause);
+	st = state_server_open_opts(t->dir, &ticket_opts, &cause);
 	assert_non_null(st);
 	seal(st, &a, "before");
 	expect_disk_keys(t->dir, a.name, NULL);
@@ -448,7 +466,7 @@ test_rotation(void **state)
 
 	/* A restart keeps both keys, and the newest still seals. */
 	state_server_free(st);
-	st = state_server_open(t->dir, &cause);
+	st = state_server_open_opts(t->dir, &ticket_opts, &cause);
 	assert_non_null(st);
 	assert_null(cause);
 	assert_true(opens(st, &a, "before"));
@@ -481,9 +499,9 @@ test_rotation_retires(void **state)
 {
 	struct tmp *t = *state;
 	const struct state_opts two_days = { .user = (uid_t)-1,
-	    .rotate_s = 2 * DAY, .lifetime_s = DAY };
+	    .rotate_s = 2 * DAY, .lifetime_s = DAY, .token_rotate_s = 30 * DAY };
 	const struct state_opts short_interval = { .user = (uid_t)-1,
-	    .rotate_s = 10, .lifetime_s = 100 };
+	    .rotate_s = 10, .lifetime_s = 100, .token_rotate_s = 30 * DAY };
 	struct state_server *st;
 	struct sealed a, b;
 	char *cause = NULL;
@@ -555,6 +573,95 @@ test_rotation_catches_up(void **state)
 	state_server_free(st);
 }
 
+/* Token keys: kept in token.key, the same after a restart, a new one every
+ * hour while the one before still verifies for another hour, then gone;
+ * a server that was down longer than that starts with one key. */
+static void
+test_token_keys(void **state)
+{
+	struct tmp *t = *state;
+	struct state_server *st;
+	struct state_stats ss;
+	const uint8_t *k[STATE_TOKEN_KEYS];
+	uint8_t k0[STATE_TOKEN_KEY_LEN], k1[STATE_TOKEN_KEY_LEN];
+	uint8_t disk[256];
+
+	st = open_ok(t);
+	assert_int_equal(state_token_keys(st, k), 1);
+	memcpy(k0, k[0], sizeof k0);
+	assert_int_equal(mode_of(t->dir, "token.key") & 07777, 0600);
+	assert_int_equal(slurp(t->dir, "token.key", disk, sizeof disk), 112);
+	assert_memory_equal(disk + WOLFSSL_TICKET_NAME_SZ, k0, sizeof k0);
+	state_server_free(st);
+
+	st = open_ok(t);
+	assert_int_equal(state_token_keys(st, k), 1);
+	assert_memory_equal(k[0], k0, sizeof k0);
+	wall = T0 + STATE_TOKEN_ROTATE_S - 1;
+	assert_int_equal(state_token_keys(st, k), 1);
+	assert_memory_equal(k[0], k0, sizeof k0);
+
+	/* Due: the call itself rotates (no waiting for the timer). */
+	wall = T0 + STATE_TOKEN_ROTATE_S;
+	assert_int_equal(state_token_keys(st, k), 2);
+	assert_memory_not_equal(k[0], k0, sizeof k0);
+	assert_memory_equal(k[1], k0, sizeof k0);
+	memcpy(k1, k[0], sizeof k1);
+	state_server_stats(st, &ss);
+	assert_int_equal(ss.token_rotations, 1);
+	assert_int_equal(ss.rotations, 0);
+	assert_int_equal(slurp(t->dir, "token.key", disk, sizeof disk), 112);
+	assert_memory_equal(disk + WOLFSSL_TICKET_NAME_SZ, k1, sizeof k1);
+	assert_memory_equal(disk + 56 + WOLFSSL_TICKET_NAME_SZ, k0, sizeof k0);
+	state_server_free(st);
+
+	/* Both come back after a restart. */
+	st = open_ok(t);
+	assert_int_equal(state_token_keys(st, k), 2);
+	assert_memory_equal(k[0], k1, sizeof k1);
+	assert_memory_equal(k[1], k0, sizeof k0);
+
+	/* An hour on, k0 has verified for its hour and k1 is due: k1 moves
+	 * back and k0 is erased, on disk too. */
+	wall = T0 + 2 * STATE_TOKEN_ROTATE_S;
+	assert_int_equal(state_token_keys(st, k), 2);
+	assert_memory_equal(k[1], k1, sizeof k1);
+	assert_memory_not_equal(k[0], k0, sizeof k0);
+	assert_memory_not_equal(k[0], k1, sizeof k1);
+	assert_int_equal(slurp(t->dir, "token.key", disk, sizeof disk), 112);
+	assert_memory_equal(disk + 56 + WOLFSSL_TICKET_NAME_SZ, k1, sizeof k1);
+	state_server_free(st);
+
+	/* Down for three hours: the key it had is too old to verify. */
+	wall = T0 + 5 * STATE_TOKEN_ROTATE_S;
+	st = open_ok(t);
+	assert_int_equal(state_server_tick(st) <= STATE_TOKEN_ROTATE_S, true);
+	assert_int_equal(state_token_keys(st, k), 1);
+	assert_memory_not_equal(k[0], k1, sizeof k1);
+	state_server_free(st);
+}
+
+/* A key file one byte too long is not ours: it is replaced, not read. */
+static void
+test_key_file_too_long(void **state)
+{
+	struct tmp *t = *state;
+	struct state_server *st;
+	uint8_t longer[STATE_RESET_SECRET_LEN + 1], disk[64];
+
+	st = open_ok(t);
+	state_server_free(st);
+	memset(longer, 0xab, sizeof longer);
+	put_file(t->dir, "reset.key", longer, sizeof longer);
+	st = open_ok(t);
+	assert_int_equal(slurp(t->dir, "reset.key", disk, sizeof disk),
+	    STATE_RESET_SECRET_LEN);
+	assert_memory_equal(disk, state_reset_secret(st), STATE_RESET_SECRET_LEN);
+	assert_memory_not_equal(state_reset_secret(st), longer,
+	    STATE_RESET_SECRET_LEN);
+	state_server_free(st);
+}
+
 /* A ticket.key that cannot be replaced (here a directory sits where its
  * temporary file goes) is tried again within the minute. */
 static void
@@ -565,7 +672,7 @@ test_rotation_unsaved(void **state)
 	struct sealed a, b;
 	char tmp[512];
 
-	st = open_ok(t);
+	st = open_tickets(t);
 	seal(st, &a, "kept");
 	snprintf(tmp, sizeof tmp, "%s/ticket.key.tmp", t->dir);
 	assert_int_equal(mkdir(tmp, 0700), 0);
@@ -943,7 +1050,7 @@ test_register_cost_bounded(void **state)
 	assert_true(ri.evicted_full > 0);
 	assert_int_equal(size_of(t->dir, "tickets"), REGISTER_FILE_SIZE);
 	list_dir(t->dir, names, sizeof names);
-	assert_string_equal(names, "reset.key ticket.key tickets");
+	assert_string_equal(names, "reset.key ticket.key tickets token.key");
 	state_server_free(st);
 }
 
@@ -1377,6 +1484,10 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_rotation_catches_up,
 		    tmp_setup, tmp_teardown),
 		cmocka_unit_test_setup_teardown(test_rotation_unsaved,
+		    tmp_setup, tmp_teardown),
+		cmocka_unit_test_setup_teardown(test_token_keys,
+		    tmp_setup, tmp_teardown),
+		cmocka_unit_test_setup_teardown(test_key_file_too_long,
 		    tmp_setup, tmp_teardown),
 		cmocka_unit_test_setup_teardown(test_rotation_timer,
 		    tmp_setup, tmp_teardown),
