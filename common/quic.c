@@ -1673,6 +1673,7 @@ quic_conn_get_stats(struct quic_conn *qc, struct quic_conn_stats *st)
 	ngtcp2_conn_info cs;
 
 	*st = qc->stats;
+	st->stream_unacked = qc->unacked;
 	if (qc->conn == NULL)
 		return;
 	ngtcp2_conn_get_conn_info(qc->conn, &cs);

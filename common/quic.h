@@ -140,6 +140,9 @@ struct quic_conn_stats {
 	double min_rtt_ms;
 	uint64_t cwnd;
 	uint64_t bytes_in_flight;
+	/* stream data held until the peer acknowledges it (what
+	 * quic_conn_set_send_limit bounds) */
+	uint64_t stream_unacked;
 };
 
 /* A resumption for the client: the session (wolfSSL DER) and the server's

@@ -169,6 +169,8 @@ render_json(struct evbuffer *out, const struct status *st)
 		json_uint(&j, p->has_quic ? p->quic.cwnd : 0);
 		json_key(&j, "bytes_in_flight");
 		json_uint(&j, p->has_quic ? p->quic.bytes_in_flight : 0);
+		json_key(&j, "stream_unacked");
+		json_uint(&j, p->has_quic ? p->quic.stream_unacked : 0);
 		json_key(&j, "datagrams_lost");
 		json_uint(&j, p->has_quic ? p->quic.dgram_lost : 0);
 		/* Dropped before sending: the queue was full, or they waited
@@ -274,9 +276,11 @@ render_text(struct evbuffer *out, const struct status *st)
 		    (unsigned long long)p->counters->tx_packets);
 		if (p->has_quic) {
 			evbuffer_add_printf(out, "  rtt: %.3f ms, cwnd: %llu B, "
-			    "in flight: %llu B\n", p->quic.rtt_ms,
+			    "in flight: %llu B, stream data unacknowledged: "
+			    "%llu B\n", p->quic.rtt_ms,
 			    (unsigned long long)p->quic.cwnd,
-			    (unsigned long long)p->quic.bytes_in_flight);
+			    (unsigned long long)p->quic.bytes_in_flight,
+			    (unsigned long long)p->quic.stream_unacked);
 			evbuffer_add_printf(out, "  datagrams: %llu lost, %llu dropped "
 			    "(queue full), %llu dropped (stale)\n",
 			    (unsigned long long)p->quic.dgram_lost,
