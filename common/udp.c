@@ -1,4 +1,6 @@
 /* UDP sockets: forced buffers, GRO receive, GSO batched send. */
+#include <linux/filter.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -35,9 +37,9 @@ set_buffers(int fd)
 		(void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
 }
 
-int
-udp_open(struct udp_socket *s, int family, const struct sockaddr *bind_addr,
-    socklen_t bindlen, char **cause)
+static int
+open_socket(struct udp_socket *s, int family, const struct sockaddr *bind_addr,
+    socklen_t bindlen, bool reuseport, char **cause)
 {
 	char buf[ADDR_STRLEN];
 	int one = 1, fd;
@@ -66,6 +68,12 @@ udp_open(struct udp_socket *s, int family, const struct sockaddr *bind_addr,
 		(void)setsockopt(fd, IPPROTO_IPV6, IPV6_MTU_DISCOVER, &pmtu, sizeof pmtu);
 	}
 	(void)setsockopt(fd, SOL_UDP, UDP_GRO, &one, sizeof one);
+	if (reuseport && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one,
+	    sizeof one) == -1) {
+		xasprintf(cause, "SO_REUSEPORT: %s", strerror(errno));
+		close(fd);
+		return -1;
+	}
 	if (bind_addr != NULL && bind(fd, bind_addr, bindlen) == -1) {
 		xasprintf(cause, "bind %s: %s", addr_sockaddr_str(bind_addr, buf),
 		    strerror(errno));
@@ -82,6 +90,59 @@ udp_open(struct udp_socket *s, int family, const struct sockaddr *bind_addr,
 		int seg = 0;
 		s->gso = setsockopt(fd, SOL_UDP, UDP_SEGMENT, &seg, sizeof seg) == 0;
 	}
+	return 0;
+}
+
+int
+udp_open(struct udp_socket *s, int family, const struct sockaddr *bind_addr,
+    socklen_t bindlen, char **cause)
+{
+	return open_socket(s, family, bind_addr, bindlen, false, cause);
+}
+
+/*
+ * The kernel picks the socket of a SO_REUSEPORT group for each datagram by
+ * running this classic BPF program on its UDP payload: a QUIC long header
+ * (first bit set: Initial, 0-RTT, Handshake, Retry) goes to the group's
+ * second socket, anything else to the first. The return value indexes the
+ * group in the order its sockets were bound.
+ */
+static const struct sock_filter steer_long_headers[] = {
+	BPF_STMT(BPF_LD | BPF_B | BPF_ABS, 0),
+	BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, 0x80, 1, 0),
+	BPF_STMT(BPF_RET | BPF_K, 0),
+	BPF_STMT(BPF_RET | BPF_K, 1),
+};
+
+int
+udp_open_split(struct udp_socket *est, struct udp_socket *hs, int family,
+    const struct sockaddr *bind_addr, socklen_t bindlen, char **cause)
+{
+	struct sock_fprog prog = {
+		.len = sizeof steer_long_headers / sizeof steer_long_headers[0],
+		.filter = (struct sock_filter *)steer_long_headers,
+	};
+	int zero = 0;
+
+	hs->fd = -1;
+	if (open_socket(est, family, bind_addr, bindlen, true, cause) != 0)
+		return -1;
+	/* Bound to what the first one got (its port, if bind_addr had 0). */
+	if (open_socket(hs, family, (const struct sockaddr *)&est->local,
+	    est->locallen, true, cause) != 0) {
+		udp_close(est);
+		return -1;
+	}
+	if (setsockopt(est->fd, SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, &prog,
+	    sizeof prog) == -1) {
+		xasprintf(cause, "SO_ATTACH_REUSEPORT_CBPF: %s", strerror(errno));
+		udp_close(hs);
+		udp_close(est);
+		return -1;
+	}
+	/* Long headers are handshakes: one datagram per read keeps the work
+	 * of one read small and bounded, whatever a flood coalesces. */
+	(void)setsockopt(hs->fd, SOL_UDP, UDP_GRO, &zero, sizeof zero);
 	return 0;
 }
 

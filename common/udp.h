@@ -27,6 +27,14 @@ struct udp_socket {
  * on the wildcard address of `family`). Returns 0 or -1 with *cause set. */
 int udp_open(struct udp_socket *, int family, const struct sockaddr *bind,
     socklen_t bindlen, char **cause);
+/* Two sockets sharing one address (SO_REUSEPORT), between which the kernel
+ * steers each datagram by its first byte: QUIC long headers (handshakes)
+ * to `hs`, the rest (established connections) to `est`. A flood of
+ * Initials then fills only `hs`'s queue, and the owner can serve `est`
+ * first. Returns 0, or -1 with *cause set (the caller may fall back to
+ * udp_open). */
+int udp_open_split(struct udp_socket *est, struct udp_socket *hs, int family,
+    const struct sockaddr *bind, socklen_t bindlen, char **cause);
 void udp_close(struct udp_socket *);
 
 /* Packets received by one call: `buf` holds `n` packets back to back, each

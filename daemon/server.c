@@ -67,9 +67,15 @@ struct cid_entry {
 
 struct listener {
 	struct server *srv;
-	struct udp_socket sock;
+	struct udp_socket sock;     /* established connections; all sending */
 	struct udp_batch batch;
 	struct event *ev;
+	/* Long-header datagrams (handshakes), when the kernel steers them to
+	 * a socket of their own (udp_open_split): a flood of Initials then
+	 * overflows this queue, not the established connections'. fd -1:
+	 * everything arrives on `sock`. */
+	struct udp_socket hs;
+	struct event *hs_ev;
 };
 
 struct session {
@@ -687,16 +693,14 @@ flush_all(struct server *srv)
 }
 
 static void
-udp_read_cb(evutil_socket_t fd, short what, void *arg)
+listener_read(struct listener *l, struct udp_socket *sock)
 {
 	static struct udp_recv r;
-	struct listener *l = arg;
 	int rounds = 0;
 
-	(void)fd;
-	(void)what;
-	/* Bounded so the TUN side gets its turn under load. */
-	while (rounds++ < 64 && udp_recv(&l->sock, &r) == 1) {
+	/* Bounded so the TUN side, and the other socket, get their turn
+	 * under load. */
+	while (rounds++ < 64 && udp_recv(sock, &r) == 1) {
 		for (size_t off = 0; off < r.len; off += r.segsize) {
 			size_t seg = r.len - off < r.segsize ? r.len - off : r.segsize;
 			handle_packet(l, r.buf + off, seg,
@@ -704,6 +708,26 @@ udp_read_cb(evutil_socket_t fd, short what, void *arg)
 		}
 	}
 	flush_all(l->srv);
+}
+
+static void
+udp_read_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct listener *l = arg;
+
+	(void)fd;
+	(void)what;
+	listener_read(l, &l->sock);
+}
+
+static void
+hs_read_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct listener *l = arg;
+
+	(void)fd;
+	(void)what;
+	listener_read(l, &l->hs);
 }
 
 static void
@@ -873,14 +897,32 @@ setup_listeners(struct server *srv, char **cause)
 		struct listener *l = &srv->listeners[i];
 		const struct sockaddr *sa = (const struct sockaddr *)&srv->cfg->listen[i];
 
+		char *why = NULL;
+
 		l->srv = srv;
-		if (udp_open(&l->sock, sa->sa_family, sa, srv->cfg->listen_len[i], cause) != 0)
-			return -1;
+		if (udp_open_split(&l->sock, &l->hs, sa->sa_family, sa,
+		    srv->cfg->listen_len[i], &why) != 0) {
+			/* Its own error, if it has one (bind), says more. */
+			if (udp_open(&l->sock, sa->sa_family, sa,
+			    srv->cfg->listen_len[i], cause) != 0) {
+				free(why);
+				return -1;
+			}
+			log_warn("handshakes share the established connections' "
+			    "socket: %s", why);
+			free(why);
+			l->hs.fd = -1;
+		}
 		srv->nlisteners++;
 		udp_batch_init(&l->batch, &l->sock);
 		l->ev = event_new(srv->base, l->sock.fd, EV_READ | EV_PERSIST,
 		    udp_read_cb, l);
 		event_add(l->ev, NULL);
+		if (l->hs.fd != -1) {
+			l->hs_ev = event_new(srv->base, l->hs.fd,
+			    EV_READ | EV_PERSIST, hs_read_cb, l);
+			event_add(l->hs_ev, NULL);
+		}
 	}
 	return 0;
 }
@@ -1029,7 +1071,10 @@ server_free(struct server *srv)
 	for (size_t i = 0; i < srv->nlisteners; i++) {
 		if (srv->listeners[i].ev != NULL)
 			event_free(srv->listeners[i].ev);
+		if (srv->listeners[i].hs_ev != NULL)
+			event_free(srv->listeners[i].hs_ev);
 		udp_close(&srv->listeners[i].sock);
+		udp_close(&srv->listeners[i].hs);
 	}
 	if (srv->tun_ev != NULL)
 		event_free(srv->tun_ev);
