@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # A handshake flood: 5,000 valid QUIC Initials at full rate from a client
 # that never answers (tests/e2e/quic-flood), first from one source address
-# and port, then, on a fresh roved, from random sources in 198.19.128.0/18.
+# and port, then, on a fresh roved, from random sources in 198.19.128.0/18,
+# then 50,000 from one source: ten times what roved can take in while they
+# arrive, so its handshake socket overflows. The established connections'
+# socket is another one (roved steers long headers to a socket of their
+# own), and so no ping may be lost even then.
 # While each flood lands, the laptop pings roved's tunnel address every
 # 20 ms; the branch, a configured peer without a ticket, runs rove up as
 # soon as the last Initial has been sent, so that its Initial waits behind
@@ -30,8 +34,8 @@
 # Topology: tests/e2e/flood-lib.sh.
 . "$(dirname "$0")/flood-lib.sh"
 flood_init "$@"
-COUNT=5000
-flood_build "$COUNT"
+BIG=50000
+flood_build "$BIG"
 flood_topo_up
 
 ADMIT_MS=2000
@@ -40,9 +44,17 @@ LIMIT_KB=$((64 * 1024))
 # roved's idle VmRSS in a plain build, laptop connected (measured: ~9 MiB).
 FLOOD_PLAIN_IDLE_KB=${FLOOD_PLAIN_IDLE_KB:-9216}
 
-for mode in one-source spoofed; do
+# Where datagrams to roved's port go: one socket for established
+# connections, one for handshakes.
+udp_sockets() { nsx "$NS_SRV" ss -Huln "sport = :4433" | wc -l; }
+
+for phase in one-source:5000 spoofed:5000 one-source:$BIG; do
+	mode=${phase%:*}
+	COUNT=${phase#*:}
 	flood_phase "$mode" "$COUNT"
 	kill -0 "$ROVED_PID" 2>/dev/null || die "roved died during the $mode flood"
+	expect_eq "$mode: roved's UDP sockets on port 4433" 2 "$(udp_sockets)"
+	mode="$mode x $COUNT"
 	expect_eq "$mode: Initials sent" "$COUNT" "$FLOOD_SENT"
 	log "$mode: $FLOOD_PPS Initials/s sent; roved answered with" \
 		"$FLOOD_REPLY_PKTS datagrams ($FLOOD_REPLY_BYTES bytes)"
