@@ -4,7 +4,8 @@
 #
 # usage: bench/run.sh BUILD_DIR
 #   BENCH_TIME=SECONDS  length of each iperf3 run (default 10)
-#   BENCH_ONLY="raw wg wgold rove"  which paths to measure (default all)
+#   BENCH_ONLY="raw wg wgold rove roveoff"  which paths to measure
+#                       (default all)
 #
 #   $NS_C (client) eth0 198.18.1.2/24 <---- veth ----> eth0 198.18.1.1/24 $NS_S (server)
 #   raw:          iperf3 to 198.18.1.1
@@ -13,19 +14,24 @@
 #                 MTU 1420, UDP 51820; the row the ratios are taken against
 #   wgold:        bookworm's wireguard-go (no offloads), same tunnel
 #   rove:         rove (configs/rove.conf) -> roved (configs/roved.conf),
-#                 198.19.77.2 -> 198.19.77.1, MTU 1380
+#                 198.19.77.2 -> 198.19.77.1, MTU 1380, Offload = auto
+#   roveoff:      the same with Offload = off on both ends (one IP packet
+#                 per TUN read and write)
 #
 # For each path: iperf3 TCP with 1 stream and with 4 streams (-P 4), ping
-# RTT (average of 50 pings 10 ms apart), and CPU seconds per GB: the user +
-# system time of both tunnel processes (from /proc/PID/stat) during an
-# iperf3 run, divided by the gigabytes it moved.
+# RTT (average of 50 pings 10 ms apart) idle and while the 1-stream run
+# saturates the path, CPU seconds per GB: the user + system time of both
+# tunnel processes (from /proc/PID/stat) during an iperf3 run, divided by
+# the gigabytes it moved, and system calls per GB of both tunnel
+# processes during the 1-stream run (perf stat on raw_syscalls:sys_enter,
+# when perf is installed; linux-perf).
 . "$(dirname "$0")/../tests/e2e/lib.sh"
 # shellcheck source=bench/lib-wg.sh
 . "$(dirname "$0")/lib-wg.sh"
 TEST_NAME=bench
 BENCH_TIME=${BENCH_TIME:-10}
-BENCH_ONLY=${BENCH_ONLY:-raw wg wgold rove}
-PATHS="raw wg wgold rove"
+BENCH_ONLY=${BENCH_ONLY:-raw wg wgold rove roveoff}
+PATHS="raw wg wgold rove roveoff"
 
 e2e_init "$@"
 wg_find
@@ -66,13 +72,38 @@ run_iperf() {
 	local json=$WORK/iperf-$name-$streams.json c0 c1 bytes
 	GBPS=failed
 	CPU_PER_GB=-
+	local perf_out=$WORK/perf-$name-$streams.csv perf_pid= ping_pid=
+	local ping_out=$WORK/ping-load-$name-$streams.txt
+	SYSCALLS_PER_GB=- LOAD_RTT=-
 	c0=$( [ $# -gt 0 ] && cpu_ticks "$@")
+	# With one stream: the tunnel's system calls, and a ping beside the
+	# load (started after iperf3 has ramped up, ended before it stops).
+	if [ "$streams" = 1 ]; then
+		if [ $# -gt 0 ] && command -v perf >/dev/null; then
+			perf stat -x, -e raw_syscalls:sys_enter -p "$(IFS=,; echo "$*")" \
+				-o "$perf_out" -- sleep $((BENCH_TIME + 5)) >/dev/null 2>&1 &
+			perf_pid=$!
+		fi
+		( sleep 1; nsx "$NS_C" ping -n -q -c $(((BENCH_TIME - 2) * 50)) -i 0.02 -W 2 \
+			"$dest" >"$ping_out" 2>&1 ) &
+		ping_pid=$!
+	fi
 	if ! nsx "$NS_C" timeout $((BENCH_TIME + 30)) iperf3 -c "$dest" -t "$BENCH_TIME" \
 		-P "$streams" -J >"$json" 2>"$WORK/iperf-$name-$streams.err"; then
 		log "iperf3 to $dest ($name, $streams streams) failed: $(head -c 300 "$json" "$WORK/iperf-$name-$streams.err")"
+		[ -n "$perf_pid" ] && kill -INT "$perf_pid" 2>/dev/null
 		return 1
 	fi
 	c1=$( [ $# -gt 0 ] && cpu_ticks "$@")
+	if [ -n "$perf_pid" ]; then
+		kill -INT "$perf_pid" 2>/dev/null
+		wait "$perf_pid" 2>/dev/null
+	fi
+	if [ -n "$ping_pid" ]; then
+		wait "$ping_pid"
+		LOAD_RTT=$(sed -n 's|^rtt min/avg/max/mdev = [^/]*/\([^/]*\)/.*|\1|p' "$ping_out")
+		LOAD_RTT=${LOAD_RTT:-failed}
+	fi
 	read -r GBPS bytes < <("$PY" -c '
 import json, sys
 r = json.load(open(sys.argv[1]))["end"]["sum_received"]
@@ -81,7 +112,14 @@ print("%.3f %d" % (r["bits_per_second"] / 1e9, r["bytes"]))' "$json")
 		CPU_PER_GB=$(awk -v t=$((c1 - c0)) -v hz="$HZ" -v b="$bytes" \
 			'BEGIN { printf "%.2f", t / hz / (b / 1e9) }')
 	fi
-	log "$name, $streams stream(s): $GBPS Gbit/s, $CPU_PER_GB CPU s/GB"
+	# perf -x, prints "COUNT,,EVENT,..."; the count covers a little more
+	# than the run (perf starts first), which only overstates it.
+	if [ -s "$perf_out" ] && [ "$bytes" -gt 0 ]; then
+		SYSCALLS_PER_GB=$(awk -F, -v b="$bytes" '$3 ~ /raw_syscalls:sys_enter/ && $1 ~ /^[0-9]+$/ {
+			printf "%.0f", $1 / (b / 1e9) }' "$perf_out")
+		SYSCALLS_PER_GB=${SYSCALLS_PER_GB:--}
+	fi
+	log "$name, $streams stream(s): $GBPS Gbit/s, $CPU_PER_GB CPU s/GB, $SYSCALLS_PER_GB syscalls/GB, ping under load $LOAD_RTT ms"
 }
 
 # run_ping NAME DEST: average RTT in ms of 50 pings 10 ms apart, in RTT.
@@ -97,10 +135,12 @@ run_ping() {
 }
 
 # Results: R[PATH.rtt], R[PATH.g1] / R[PATH.c1] (Gbit/s and CPU s/GB with
-# one stream), R[PATH.g4] / R[PATH.c4] (four streams).
+# one stream), R[PATH.g4] / R[PATH.c4] (four streams), R[PATH.sc]
+# (system calls per GB, one stream), R[PATH.lrtt] (ping under load).
 declare -A R
+FIELDS="rtt g1 c1 g4 c4 sc lrtt"
 for key in $PATHS; do
-	for f in rtt g1 c1 g4 c4; do R[$key.$f]=skipped; done
+	for f in $FIELDS; do R[$key.$f]=skipped; done
 done
 
 # measure KEY DEST PID...: the numbers of one path into R.
@@ -111,6 +151,7 @@ measure() {
 	R[$key.rtt]=$RTT
 	run_iperf "$key" "$dest" 1 "$@"
 	R[$key.g1]=$GBPS R[$key.c1]=$CPU_PER_GB
+	R[$key.sc]=$SYSCALLS_PER_GB R[$key.lrtt]=$LOAD_RTT
 	run_iperf "$key" "$dest" 4 "$@"
 	R[$key.g4]=$GBPS R[$key.c4]=$CPU_PER_GB
 }
@@ -118,7 +159,7 @@ measure() {
 # failed KEY: the path could not be measured.
 failed() {
 	local f
-	for f in rtt g1 c1 g4 c4; do R[$1.$f]=failed; done
+	for f in $FIELDS; do R[$1.$f]=failed; done
 }
 
 bg iperf3-server "$NS_S" iperf3 -s
@@ -148,20 +189,35 @@ wg_measure() {
 wg_measure wg "$WG_NEW_BIN"
 wg_measure wgold "$WG_OLD_BIN"
 
-# --- rove
-if [[ " $BENCH_ONLY " == *" rove "* ]]; then
-	log "rove"
-	start_roved
-	start_client laptop
-	if wait_established laptop; then
-		measure rove "$SRV_TUN4" "$ROVED_PID" "$LAP_PID"
-		status "$NS_S" "$ROVED_SOCK" >"$WORK/roved-status.json"
-		log "roved drops: $(jget drops <"$WORK/roved-status.json"), datagrams lost: $(jget 'peers[name=laptop].datagrams_lost' <"$WORK/roved-status.json")"
-	else
-		log "rove tunnel did not come up"
-		failed rove
+# --- rove, with TUN offloads (as configured) and without
+# rove_measure KEY [CONFIG LINE]: one rove tunnel, measured and stopped.
+rove_measure() {
+	local key=$1 line=${2:-} c=$WORK/configs
+	[[ " $BENCH_ONLY " == *" $key "* ]] || return 0
+	log "rove ($key${line:+: $line})"
+	cp "$c/roved.conf" "$c/roved-$key.conf"
+	cp "$c/rove.conf" "$c/rove-$key.conf"
+	if [ -n "$line" ]; then
+		sed -i "/^\[Server\]/a $line" "$c/roved-$key.conf"
+		sed -i "/^\[Client\]/a $line" "$c/rove-$key.conf"
 	fi
-fi
+	start_roved "$c/roved-$key.conf"
+	start_client laptop "$c/rove-$key.conf"
+	if wait_established laptop; then
+		measure "$key" "$SRV_TUN4" "$ROVED_PID" "$LAP_PID"
+		status "$NS_S" "$ROVED_SOCK" >"$WORK/roved-status-$key.json"
+		log "roved drops: $(jget drops <"$WORK/roved-status-$key.json"), datagrams lost: $(jget 'peers[name=laptop].datagrams_lost' <"$WORK/roved-status-$key.json")"
+	else
+		log "rove tunnel ($key) did not come up"
+		failed "$key"
+	fi
+	stop_pid "$LAP_PID"; forget_pid "$LAP_PID"
+	stop_pid "$ROVED_PID"; forget_pid "$ROVED_PID"
+	mv "$WORK/laptop.log" "$WORK/laptop-$key.log"
+	mv "$WORK/roved.log" "$WORK/roved-$key.log"
+}
+rove_measure rove
+rove_measure roveoff "Offload = off"
 
 # ratio A B: A / B to two places, or "-".
 ratio() {
@@ -176,28 +232,32 @@ label() {
 	raw) echo "raw veth" ;;
 	wg) echo "wireguard-go ${WG_NEW_VER:-?} (trixie, offloads)" ;;
 	wgold) echo "wireguard-go ${WG_OLD_VER:-?} (bookworm)" ;;
-	rove) echo rove ;;
+	rove) echo "rove (Offload = auto)" ;;
+	roveoff) echo "rove (Offload = off)" ;;
 	esac
 }
-row() { printf '%-44s %10s %10s %10s %11s %8s\n' "$@"; }
+row() { printf '%-44s %10s %10s %10s %11s %8s %9s %11s\n' "$@"; }
 
 echo
 echo "rove benchmark: $BENCH_TIME s per iperf3 run, $(nproc) CPUs, kernel $(uname -r)"
-row path "1 stream" "CPU s/GB" "4 streams" "CPU s/GB" "RTT"
-row "" "Gbit/s" "(1 stream)" "Gbit/s" "(4 streams)" "avg ms"
+row path "1 stream" "CPU s/GB" "4 streams" "CPU s/GB" "RTT" "RTT load" "syscalls/GB"
+row "" "Gbit/s" "(1 stream)" "Gbit/s" "(4 streams)" "avg ms" "avg ms" "(1 stream)"
 for key in $PATHS; do
 	row "$(label "$key")" "${R[$key.g1]}" "${R[$key.c1]}" "${R[$key.g4]}" \
-		"${R[$key.c4]}" "${R[$key.rtt]}"
+		"${R[$key.c4]}" "${R[$key.rtt]}" "${R[$key.lrtt]}" "${R[$key.sc]}"
 done
 echo
-row "ratio" "1 stream" "CPU s/GB" "4 streams" "CPU s/GB" "RTT"
+row "ratio" "1 stream" "CPU s/GB" "4 streams" "CPU s/GB" "RTT" "RTT load" "syscalls/GB"
 # ratios KEY_A KEY_B: a row of A / B.
 ratios() {
 	row "$3" "$(ratio "${R[$1.g1]}" "${R[$2.g1]}")" "$(ratio "${R[$1.c1]}" "${R[$2.c1]}")" \
 		"$(ratio "${R[$1.g4]}" "${R[$2.g4]}")" "$(ratio "${R[$1.c4]}" "${R[$2.c4]}")" \
-		"$(ratio "${R[$1.rtt]}" "${R[$2.rtt]}")"
+		"$(ratio "${R[$1.rtt]}" "${R[$2.rtt]}")" "$(ratio "${R[$1.lrtt]}" "${R[$2.lrtt]}")" \
+		"$(ratio "${R[$1.sc]}" "${R[$2.sc]}")"
 }
 ratios rove wg "rove / wireguard-go ${WG_NEW_VER:-?} (trixie)"
+ratios roveoff wg "rove (Offload = off) / wireguard-go (trixie)"
+ratios rove roveoff "rove: Offload = auto / off"
 ratios wgold wg "wireguard-go bookworm / trixie"
 ratios rove raw "rove / raw"
 
