@@ -6,6 +6,10 @@
 #   make bench      throughput against wireguard-go and the raw link
 #   make fuzz       libFuzzer harnesses over their seeds; fuzz-run fuzzes
 #                   each for FUZZ_TIME seconds (tests/fuzz/Makefile.inc)
+#   make install    programs, man pages, systemd units and example configs
+#                   under PREFIX (/usr/local), staged in DESTDIR; uninstall
+#                   removes exactly those
+#   make deb        the Debian package (debian/), in ../
 #   V=1             print full commands
 
 CC ?= cc
@@ -42,10 +46,12 @@ ALL_CFLAGS := -std=c17 $(OPT) -g $(WARN) $(HARDEN) -fPIE \
 	-ftrivial-auto-var-init=zero -MMD -MP $(CFLAGS)
 SAN_FLAGS := -fsanitize=address,undefined
 LDFLAGS += -pie -Wl,-z,relro,-z,now $(if $(SAN),$(SAN_FLAGS))
-# libcap-ng drops root after setup (common/privdrop.c).
+# libcap-ng drops root after setup (common/privdrop.c); libsystemd tells
+# the service manager when we are ready (common/notify.c).
 CAPNG_LIBS := $(shell pkg-config --libs libcap-ng 2>/dev/null || echo -lcap-ng)
+SYSTEMD_LIBS := $(shell pkg-config --libs libsystemd 2>/dev/null || echo -lsystemd)
 LIBS := $(DEPS_LIBS) -levent_core -levent_extra -lnl-route-3 -lnl-3 \
-	$(CAPNG_LIBS) -lm
+	$(CAPNG_LIBS) $(SYSTEMD_LIBS) -lm
 NL_CFLAGS := $(shell pkg-config --cflags libnl-route-3.0 2>/dev/null || echo -I/usr/include/libnl3)
 CPPFLAGS += $(NL_CFLAGS)
 
@@ -72,7 +78,7 @@ UNIT_SRC := $(wildcard tests/unit/test-*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 
 .PHONY: FORCE all deps test check check-unit check-configs check-e2e demo bench \
-	clean distclean
+	clean distclean install uninstall deb
 
 all: $(BUILD)/roved $(BUILD)/rove
 
@@ -162,6 +168,46 @@ soak: all $(BUILD)/tests/quic-flood
 	$(Q)bench/soak.sh $(BUILD)
 
 include tests/fuzz/Makefile.inc
+
+# --- Installation
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+SBINDIR ?= $(PREFIX)/sbin
+MANDIR ?= $(PREFIX)/share/man
+DOCDIR ?= $(PREFIX)/share/doc/rove
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+# Everything install puts in place, and so all that uninstall removes.
+INSTALLED := $(SBINDIR)/roved $(BINDIR)/rove \
+	$(MANDIR)/man8/roved.8 $(MANDIR)/man8/rove.8 $(MANDIR)/man5/rove.conf.5 \
+	$(UNITDIR)/roved.service $(UNITDIR)/rove@.service \
+	$(DOCDIR)/examples/roved.conf $(DOCDIR)/examples/rove.conf
+UNIT_SED := -e 's|@SBINDIR@|$(SBINDIR)|g' -e 's|@BINDIR@|$(BINDIR)|g'
+
+# The examples hold no secret (public keys and paths), so they are
+# readable like any documentation; the files an administrator makes from
+# them, with the private key beside them, are 0600 under /etc/rove.
+install: $(BUILD)/roved $(BUILD)/rove
+	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man8 \
+		$(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(UNITDIR) $(DESTDIR)$(DOCDIR)/examples
+	install -m 0755 $(BUILD)/roved $(DESTDIR)$(SBINDIR)/roved
+	install -m 0755 $(BUILD)/rove $(DESTDIR)$(BINDIR)/rove
+	install -m 0644 docs/roved.8 docs/rove.8 $(DESTDIR)$(MANDIR)/man8/
+	install -m 0644 docs/rove.conf.5 $(DESTDIR)$(MANDIR)/man5/
+	sed $(UNIT_SED) configs/systemd/roved.service.in >$(DESTDIR)$(UNITDIR)/roved.service
+	sed $(UNIT_SED) configs/systemd/rove@.service.in >$(DESTDIR)$(UNITDIR)/rove@.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/roved.service $(DESTDIR)$(UNITDIR)/rove@.service
+	install -m 0644 configs/examples/roved.conf configs/examples/rove.conf \
+		$(DESTDIR)$(DOCDIR)/examples/
+
+uninstall:
+	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
+	-rmdir $(DESTDIR)$(DOCDIR)/examples $(DESTDIR)$(DOCDIR) 2>/dev/null
+
+# dpkg-buildpackage builds with this Makefile (debian/rules); the .deb and
+# its .buildinfo/.changes land in the parent directory, as usual.
+deb:
+	scripts/deps.sh --packages-only
+	scripts/deb.sh
 
 clean:
 	rm -rf build build-san build-fuzz

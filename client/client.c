@@ -17,6 +17,7 @@
 #include "forward.h"
 #include "key.h"
 #include "log.h"
+#include "notify.h"
 #include "proto.h"
 #include "quic.h"
 #include "state.h"
@@ -240,6 +241,21 @@ bring_up(struct client *c, const struct proto_server_config *sc, char **cause)
 	return 0;
 }
 
+/* The service manager learns we are up (READY, the first time) and over
+ * which path; `what` says how far the session is. */
+static void
+client_notify(struct client *c, const char *what)
+{
+	char local[ADDR_STRLEN], status[256];
+
+	snprintf(status, sizeof status, "%s: %s:%u from %s%s%s", what,
+	    c->cfg->server_host, (unsigned)c->cfg->server_port,
+	    c->sock != NULL ? addr_sockaddr_str((const struct sockaddr *)
+	    &c->sock->sock.local, local) : "-", c->tun_open ? ", tunnel on " : "",
+	    c->tun_open ? c->tun.name : "");
+	notify_ready(status);
+}
+
 static int
 apply_config(struct client *c, const uint8_t *body, size_t len)
 {
@@ -264,6 +280,7 @@ apply_config(struct client *c, const uint8_t *body, size_t len)
 	forward_attach(c->fwd, c->qc);
 	if (c->cfg->tun == NULL) {
 		log_info("connected (forward-only mode)");
+		client_notify(c, "connected (forward-only)");
 		return 0;
 	}
 	if (c->tun_open) {
@@ -274,6 +291,7 @@ apply_config(struct client *c, const uint8_t *body, size_t len)
 			log_warn("the server assigned different addresses; restart "
 			    "rove to use them");
 		log_info("connection re-established");
+		client_notify(c, "connected");
 		return 0;
 	}
 	if (bring_up(c, &sc, &cause) != 0) {
@@ -283,6 +301,7 @@ apply_config(struct client *c, const uint8_t *body, size_t len)
 		client_shutdown(c);
 		return 0;
 	}
+	client_notify(c, "connected");
 	return 0;
 }
 
@@ -383,6 +402,8 @@ schedule_reconnect(struct client *c)
 	tv.tv_sec = (time_t)(d / 1000);
 	tv.tv_usec = (suseconds_t)(d % 1000) * 1000;
 	log_info("reconnecting in %llu ms", (unsigned long long)d);
+	notify_status("reconnecting to %s:%u (attempt %u)", c->cfg->server_host,
+	    (unsigned)c->cfg->server_port, c->failures);
 	evtimer_add(c->reconnect_ev, &tv);
 }
 
@@ -594,6 +615,8 @@ path_validated_cb(struct quic_conn *qc, enum quic_path_result res,
 		return;
 	}
 	log_info("path from %s validated", addr_sockaddr_str(local, buf));
+	if (c->configured)
+		client_notify(c, "connected");
 	/* The new path works: the old socket has served its purpose. */
 	if (c->old_sock != NULL && (c->sock == NULL ||
 	    memcmp(local, &c->old_sock->sock.local, c->old_sock->sock.locallen) != 0)) {

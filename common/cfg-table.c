@@ -143,6 +143,11 @@ const struct cfg_key cfg_table[CFG_KEY_COUNT] = {
 		"bytes the forwards of all peers together may hold until "
 		"acknowledged",
 	},
+	[CFG_KEY_SYSLOG] = {
+		"Syslog", SEC_MAIN, CFG_T_BOOL, 0, 0, 0, CFG(syslog), 0, "no",
+		"log through syslog(3) (facility daemon) instead of stderr, "
+		"as -s does; configuration errors still go to stderr",
+	},
 	[CFG_KEY_PEER_NAME] = {
 		"Name", CFG_SEC_PEER, CFG_T_NAME, CFG_F_REQUIRED, 0, 0,
 		PEER(name), 0, NULL,

@@ -3,12 +3,14 @@
 #include <event2/event.h>
 #include <getopt.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #include "daemon.h"
 #include "log.h"
+#include "notify.h"
 #include "privdrop.h"
 #include "xmalloc.h"
 
@@ -41,15 +43,29 @@ signal_cb(evutil_socket_t sig, short what, void *arg)
 	(void)what;
 	ctx = arg;
 	log_info("%s: shutting down", sig == SIGINT ? "SIGINT" : "SIGTERM");
-	if (ctx->count++ == 0)
+	if (ctx->count++ == 0) {
+		notify_stopping();
 		ctx->stop(ctx->arg);
+	}
 	else
 		event_base_loopbreak(ctx->base);
 }
 
+/* SIGHUP (systemctl reload) must never end the program, as its default
+ * action would. */
+static void
+hup_cb(evutil_socket_t sig, short what, void *arg)
+{
+	(void)sig;
+	(void)what;
+	(void)arg;
+	log_warn("SIGHUP: reloading the configuration is not supported yet; "
+	    "nothing changed (restart to apply a new configuration)");
+}
+
 void
 daemon_signals(struct event_base *base, void (*stop)(void *), void *arg,
-    struct event *evs[2])
+    struct event *evs[3])
 {
 	static struct stop_ctx ctx;
 
@@ -57,8 +73,9 @@ daemon_signals(struct event_base *base, void (*stop)(void *), void *arg,
 	ctx = (struct stop_ctx){ base, stop, arg, 0 };
 	evs[0] = evsignal_new(base, SIGINT, signal_cb, &ctx);
 	evs[1] = evsignal_new(base, SIGTERM, signal_cb, &ctx);
-	event_add(evs[0], NULL);
-	event_add(evs[1], NULL);
+	evs[2] = evsignal_new(base, SIGHUP, hup_cb, NULL);
+	for (int i = 0; i < 3; i++)
+		event_add(evs[i], NULL);
 }
 
 static void
@@ -83,17 +100,18 @@ daemon_main(int argc, char **argv, const struct daemon_ops *ops)
 {
 	const char *path = NULL;
 	int ch, verbose = 0, check = 0, print = 0, status = 0, drop;
+	bool use_syslog = false;
 	struct cfg_option *opts = NULL;
 	size_t nopts = 0;
 	int rv;
-	struct event *sigs[2];
+	struct event *sigs[3];
 	struct event_base *base;
 	struct cfg cfg = { 0 };
 	char *cause = NULL;
 	void *prog;
 
 	while ((ch = getopt(argc, argv, ops->role == CFG_ROLE_CLIENT ?
-	    "c:fnTvhL:R:D:" : "c:fnTvh")) != -1) {
+	    "c:fnsTvhL:R:D:" : "c:fnsTvh")) != -1) {
 		switch (ch) {
 		case 'L':
 		case 'R':
@@ -108,6 +126,9 @@ daemon_main(int argc, char **argv, const struct daemon_ops *ops)
 			break; /* both programs stay in the foreground */
 		case 'n':
 			check = 1;
+			break;
+		case 's':
+			use_syslog = true;
 			break;
 		case 'T':
 			print = 1;
@@ -134,6 +155,10 @@ daemon_main(int argc, char **argv, const struct daemon_ops *ops)
 		cfg_clear(&cfg);
 		return 0;
 	}
+	/* Config errors went to stderr, to whoever ran us; from here on the
+	 * log may go to syslog. */
+	if (use_syslog || cfg.syslog)
+		log_to_syslog();
 	/* A user other than root cannot become User: say so before any
 	 * setup, like a config error. */
 	if ((drop = privdrop_needed(&cfg, geteuid(), getegid(), &cause)) == -1) {
@@ -161,7 +186,8 @@ daemon_main(int argc, char **argv, const struct daemon_ops *ops)
 	/* Everything that needs root is set up: the TUN device, the UDP
 	 * sockets (with their forced buffer sizes), the control socket and
 	 * the files in StateDir. */
-	if (drop && privdrop_apply(&cfg, &cause) != 0) {
+	if ((drop ? privdrop_apply(&cfg, &cause) :
+	    geteuid() != 0 ? privdrop_trim(&cfg, &cause) : 0) != 0) {
 		log_error("%s", cause);
 		free(cause);
 		ops->free(prog);
@@ -170,12 +196,16 @@ daemon_main(int argc, char **argv, const struct daemon_ops *ops)
 		return 1;
 	}
 	daemon_signals(base, ops->shutdown, prog, sigs);
+	notify_init(base);
+	if (ops->started != NULL)
+		ops->started(prog);
 	event_base_dispatch(base);
+	notify_free();
 	if (ops->exit_status != NULL)
 		status = ops->exit_status(prog);
 	ops->free(prog);
-	event_free(sigs[0]);
-	event_free(sigs[1]);
+	for (int i = 0; i < 3; i++)
+		event_free(sigs[i]);
 	event_base_free(base);
 	cfg_clear(&cfg);
 	return status;

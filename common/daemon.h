@@ -13,9 +13,10 @@ int daemon_load_config(const char *path, enum cfg_role role, struct cfg *cfg,
     const struct cfg_option *opts, size_t nopts);
 
 /* Ignore SIGPIPE; call `stop(arg)` on the first SIGINT/SIGTERM and leave
- * the loop at once on a second. Returns the two signal events to free. */
+ * the loop at once on a second; SIGHUP is logged and changes nothing.
+ * Returns the three signal events to free. */
 void daemon_signals(struct event_base *, void (*stop)(void *), void *arg,
-    struct event *evs[2]);
+    struct event *evs[3]);
 
 /* Route libevent's own messages into our log. */
 void daemon_log_libevent(void);
@@ -30,9 +31,13 @@ struct daemon_ops {
 	void (*shutdown)(void *);  /* on SIGINT/SIGTERM */
 	void (*free)(void *);
 	int (*exit_status)(const void *); /* NULL: 0 */
+	/* Set up and unprivileged, about to run the loop (may be NULL): a
+	 * server tells the service manager it is ready here; a client does
+	 * so once its tunnel is up (notify.h). */
+	void (*started)(void *);
 };
 
-/* The common main: parse -c FILE [-f] [-n] [-T] [-v] (and for the client
+/* The common main: parse -c FILE [-f] [-n] [-s] [-T] [-v] (and for the client
  * role, -L/-R/-D forwards as ssh writes them), load and check the
  * configuration (every error printed), then create, drop root when User
  * is set (privdrop.h), run the event loop until shutdown, and free.

@@ -1,19 +1,57 @@
-/* Logging to stderr with levels, rate limits and escaping of peer strings. */
+/* Logging to stderr (or syslog) with levels, rate limits and escaping of
+ * peer strings. */
+#include <sys/stat.h>
+
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <syslog.h>
 
 #include "log.h"
 
 static const char *log_name = "rove";
 static enum log_level log_level = LOG_LEVEL_INFO;
+static bool log_syslog;         /* lines go to syslog(3) */
+static bool log_journal;        /* stderr is journald's: "<N>" prefixes */
+
+static const int log_priority[] = {
+	[LOG_LEVEL_ERROR] = LOG_ERR,
+	[LOG_LEVEL_WARN] = LOG_WARNING,
+	[LOG_LEVEL_INFO] = LOG_INFO,
+	[LOG_LEVEL_DEBUG] = LOG_DEBUG,
+};
+
+/* systemd sets JOURNAL_STREAM to "DEVICE:INODE" of the stream it connected
+ * to stderr; only if stderr is still that stream do prefixes belong. */
+static bool
+stderr_is_journal(void)
+{
+	const char *js = getenv("JOURNAL_STREAM");
+	unsigned long long dev, ino;
+	struct stat st;
+
+	if (js == NULL || sscanf(js, "%llu:%llu", &dev, &ino) != 2 ||
+	    fstat(2, &st) != 0)
+		return false;
+	return (unsigned long long)st.st_dev == dev &&
+	    (unsigned long long)st.st_ino == ino;
+}
+
+void
+log_to_syslog(void)
+{
+	openlog(log_name, LOG_PID | LOG_NDELAY, LOG_DAEMON);
+	log_syslog = true;
+}
 
 void
 log_open(const char *name, int verbose)
 {
 	log_name = name;
 	log_level = verbose > 0 ? LOG_LEVEL_DEBUG : LOG_LEVEL_INFO;
+	log_journal = stderr_is_journal();
 }
 
 enum log_level
@@ -31,7 +69,13 @@ log_vmsg(enum log_level level, const char *fmt, va_list ap)
 	if (level > log_level)
 		return;
 	vsnprintf(line, sizeof line, fmt, ap);
-	fprintf(stderr, "%s: %s%s\n", log_name, prefix[level], line);
+	if (log_syslog)
+		syslog(log_priority[level], "%s%s", prefix[level], line);
+	else if (log_journal)
+		fprintf(stderr, "<%d>%s: %s%s\n", log_priority[level], log_name,
+		    prefix[level], line);
+	else
+		fprintf(stderr, "%s: %s%s\n", log_name, prefix[level], line);
 }
 
 void

@@ -9,8 +9,12 @@
 enum log_level { LOG_LEVEL_ERROR, LOG_LEVEL_WARN, LOG_LEVEL_INFO, LOG_LEVEL_DEBUG };
 
 /* Set the program name and verbosity (0 = info, 1+ = debug). Logs go to
- * stderr; each line is "name: message". */
+ * stderr; each line is "name: message", preceded by its syslog priority
+ * ("<3>") when stderr is the journal (JOURNAL_STREAM), which then files
+ * each line at its level. */
 void log_open(const char *name, int verbose);
+/* From now on, send log lines to syslog(3) (facility daemon) instead. */
+void log_to_syslog(void);
 enum log_level log_get_level(void);
 
 void log_msg(enum log_level, const char *fmt, ...)

@@ -453,3 +453,40 @@ privdrop_apply(const struct cfg *cfg, char **cause)
 	    privdrop_caps_str(caps, capstr, sizeof capstr));
 	return 0;
 }
+
+int
+privdrop_trim(const struct cfg *cfg, char **cause)
+{
+	uint64_t keep = privdrop_caps(cfg), extra = 0;
+	char capstr[128];
+
+	if (capng_get_caps_process() != 0) {
+		xasprintf(cause, "reading our capabilities: %s", strerror(errno));
+		return -1;
+	}
+	for (unsigned bit = 0; bit <= CAP_LAST_CAP; bit++) {
+		if (!(keep & PRIVDROP_CAP(bit)) &&
+		    capng_have_capability(CAPNG_PERMITTED, bit))
+			extra |= PRIVDROP_CAP(bit);
+	}
+	if (extra == 0)
+		return 0;
+	capng_clear(CAPNG_SELECT_CAPS);
+	for (unsigned bit = 0; bit <= CAP_LAST_CAP; bit++) {
+		if ((keep & PRIVDROP_CAP(bit)) && capng_update(CAPNG_ADD,
+		    CAPNG_EFFECTIVE | CAPNG_PERMITTED, bit) != 0) {
+			xasprintf(cause, "cannot keep capability %u", bit);
+			return -1;
+		}
+	}
+	/* Ambient capabilities not also permitted lapse by themselves. */
+	if (capng_apply(CAPNG_SELECT_CAPS) != 0) {
+		xasprintf(cause, "dropping capabilities %s: %s",
+		    privdrop_caps_str(extra, capstr, sizeof capstr),
+		    strerror(errno));
+		return -1;
+	}
+	log_info("set up; capabilities dropped: %s",
+	    privdrop_caps_str(extra, capstr, sizeof capstr));
+	return 0;
+}

@@ -33,6 +33,12 @@ int privdrop_lookup_group(const char *name, gid_t *gid);
  */
 uint64_t privdrop_caps(const struct cfg *cfg);
 
+/* Not root but started with capabilities (a systemd unit's User= with
+ * AmbientCapabilities=): once set up, give up those privdrop_caps does
+ * not list. Returns 0 (also when there was nothing to drop), or -1 with
+ * *cause set. */
+int privdrop_trim(const struct cfg *cfg, char **cause);
+
 /* "CAP_NET_ADMIN", "CAP_NET_ADMIN, CAP_NET_BIND_SERVICE", ... or "none"
  * for the empty set; unknown bits print as "cap_N". Always NUL-terminates
  * `buf` (truncating if `len` is too small) and returns it. */

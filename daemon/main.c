@@ -42,6 +42,12 @@ free_server(void *arg)
 	server_free(arg);
 }
 
+static void
+started(void *arg)
+{
+	server_notify(arg);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -52,6 +58,7 @@ main(int argc, char **argv)
 		.create = create,
 		.shutdown = shutdown_server,
 		.free = free_server,
+		.started = started,
 	};
 
 	return daemon_main(argc, argv, &ops);

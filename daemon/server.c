@@ -18,6 +18,7 @@
 #include "proto-fwd.h"
 #include "key.h"
 #include "log.h"
+#include "notify.h"
 #include "proto.h"
 #include "quic.h"
 #include "route.h"
@@ -346,6 +347,7 @@ handshake_done_cb(struct quic_conn *qc, void *arg)
 	quic_conn_submit_new_token(qc, token, tokenlen);
 	log_info("peer %s connected from %s", peer->cfg->name,
 	    addr_sockaddr_str(remote, abuf));
+	server_notify(sess->srv);
 }
 
 static int
@@ -520,12 +522,16 @@ static void
 closed_cb(struct quic_conn *qc, const struct quic_close_info *ci, void *arg)
 {
 	struct session *sess = arg;
+	struct server *srv = sess->srv;
+	bool was_peer = sess->peer != NULL;
 
 	(void)qc;
-	if (sess->peer != NULL)
+	if (was_peer)
 		log_info("peer %s disconnected: %s%s", sess->peer->cfg->name,
 		    ci->remote ? "closed by peer: " : "", ci->reason);
 	session_free(sess);
+	if (was_peer)
+		server_notify(srv);
 }
 
 static const struct quic_conn_cbs session_cbs = {
@@ -925,6 +931,24 @@ setup_listeners(struct server *srv, char **cause)
 		}
 	}
 	return 0;
+}
+
+void
+server_notify(struct server *srv)
+{
+	char buf[ADDR_STRLEN], status[200];
+	size_t up = 0;
+
+	if (srv->shutting_down)
+		return;
+	for (size_t i = 0; i < srv->npeers; i++)
+		up += srv->peers[i].sess != NULL;
+	snprintf(status, sizeof status, "%zu of %zu peers connected; "
+	    "listening on %s%s", up, srv->npeers, srv->nlisteners > 0 ?
+	    addr_sockaddr_str((const struct sockaddr *)
+	    &srv->listeners[0].sock.local, buf) : "-",
+	    srv->nlisteners > 1 ? " and more" : "");
+	notify_ready(status);
 }
 
 static void

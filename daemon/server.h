@@ -14,6 +14,9 @@ struct server;
  * Returns NULL with *cause set. The server keeps `cfg` (caller owns it). */
 struct server *server_create(struct event_base *, const struct cfg *, int verbose,
     char **cause);
+/* Tell the service manager we are ready (the first time) and how many
+ * peers are connected (notify.h); called again whenever that changes. */
+void server_notify(struct server *);
 /* Close every connection (CONNECTION_CLOSE sent), then stop the loop
  * shortly after, once those packets have left. */
 void server_shutdown(struct server *);

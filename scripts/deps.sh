@@ -40,8 +40,9 @@ WOLFSSL_CFLAGS="-O2 -fPIC -DWOLFSSL_ALWAYS_VERIFY_CB -DHAVE_AES_ECB"
 # clang and libclang-rt-dev (libFuzzer, the sanitizers) build the fuzzers.
 PACKAGES=(build-essential pkg-config autoconf automake libtool cmake dpkg-dev
 	libevent-dev libnl-3-dev libnl-route-3-dev libcap-ng-dev libcmocka-dev
+	libsystemd-dev
 	iproute2 nftables conntrack iperf3 iputils-ping procps psmisc curl
-	python3 openssl clang libclang-rt-dev)
+	python3 openssl clang libclang-rt-dev debhelper lintian fakeroot)
 
 log() { printf 'deps: %s\n' "$*" >&2; }
 die() { log "$*"; exit 1; }
