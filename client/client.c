@@ -71,6 +71,7 @@ struct client {
 	bool configured;     /* the server's configuration arrived */
 
 	struct tun tun;
+	struct tunnel_out tun_out; /* the TUN's write side, coalescing */
 	int tun_clone;     /* /dev/net/tun, opened at start; -1 once attached */
 	bool tun_open;
 	struct event *tun_ev;
@@ -219,7 +220,8 @@ bring_up(struct client *c, const struct proto_server_config *sc, char **cause)
 	/* tun_attach owns the clone fd from here, whatever happens. */
 	fd = c->tun_clone;
 	c->tun_clone = -1;
-	if (tun_attach(&c->tun, fd, c->cfg->tun, cause) != 0)
+	if (tun_attach(&c->tun, fd, c->cfg->tun,
+	    c->cfg->offload == CFG_OFFLOAD_AUTO, cause) != 0)
 		return -1;
 	c->tun_open = true;
 	c->tun_mtu = sc->mtu;
@@ -372,7 +374,7 @@ datagram_cb(struct quic_conn *qc, const uint8_t *data, size_t len, void *arg)
 		tunnel_drop(TUNNEL_DROP_NO_ROUTE, NULL, &c->counters);
 		return;
 	}
-	tunnel_deliver(&c->tun, pkt, pktlen, NULL, &c->counters);
+	tunnel_deliver(&c->tun_out, pkt, pktlen, NULL);
 }
 
 static void
@@ -519,6 +521,9 @@ udp_read_cb(evutil_socket_t fd, short what, void *arg)
 			    r.peerlen, r.buf + off, seg, r.ecn);
 		}
 	}
+	/* The packets this batch delivered go to the TUN, coalesced. */
+	if (c->tun_open)
+		tunnel_flush(&c->tun_out);
 	quic_write_dirty();
 }
 
@@ -650,13 +655,18 @@ tun_read_cb(evutil_socket_t fd, short what, void *arg)
 {
 	static uint8_t buf[TUNNEL_BUF];
 	struct client *c = arg;
+	struct virtio_net_hdr vh;
 	struct ippkt_info info;
 	ssize_t n;
 
 	(void)fd;
 	(void)what;
 	for (int i = 0; i < TUN_BURST; i++) {
-		n = tun_read(&c->tun, buf + TUNNEL_HEADROOM, sizeof buf - TUNNEL_HEADROOM);
+		n = tun_read_vnet(&c->tun, &vh, buf + TUNNEL_HEADROOM,
+		    sizeof buf - TUNNEL_HEADROOM);
+		/* EINVAL lost one packet and turned the offloads off. */
+		if (n == -EINVAL)
+			continue;
 		if (n <= 0)
 			break;
 		if (ippkt_parse(buf + TUNNEL_HEADROOM, (size_t)n, &info) != IPPKT_OK) {
@@ -671,7 +681,8 @@ tun_read_cb(evutil_socket_t fd, short what, void *arg)
 			tunnel_drop(TUNNEL_DROP_NO_ROUTE, NULL, &c->counters);
 			continue;
 		}
-		tunnel_send(c->qc, buf, &info, &c->tun, NULL, &c->counters);
+		tunnel_send_read(c->qc, &vh, buf, (size_t)n, &info, &c->tun, NULL,
+		    &c->counters);
 	}
 	quic_write_dirty();
 }
@@ -888,6 +899,7 @@ status_cb(struct evbuffer *out, const char *request, void *arg)
 	if (c->tun_open) {
 		/* The MTU the server gave, as configured on the device. */
 		st.mtu = (unsigned)c->tun_mtu;
+		st.offloads = c->tun.offloads;
 	}
 	status_render(out, &st, strstr(request, "json") != NULL);
 }
@@ -923,6 +935,7 @@ client_create(struct event_base *base, const struct cfg *cfg, int verbose,
 	c->base = base;
 	c->cfg = cfg;
 	c->tun_clone = -1;
+	tunnel_out_init(&c->tun_out, &c->tun, &c->counters);
 	quic_random(c->reset_secret, sizeof c->reset_secret);
 	c->qs = (struct quic_settings){
 		.role = QUIC_ROLE_CLIENT,
@@ -1001,8 +1014,11 @@ client_free(struct client *c)
 	if (c->tun_ev != NULL)
 		event_free(c->tun_ev);
 	/* Routes through the TUN vanish with the device. */
-	if (c->tun_open)
+	if (c->tun_open) {
+		tunnel_flush(&c->tun_out);
 		tun_close(&c->tun);
+	}
+	tunnel_out_clear(&c->tun_out);
 	if (c->tun_clone != -1)
 		close(c->tun_clone);
 	csock_free(c->sock);

@@ -91,6 +91,11 @@ const struct cfg_key cfg_table[CFG_KEY_COUNT] = {
 		CFG(congestion), 0, "bbr",
 		"congestion controller: cubic or bbr",
 	},
+	[CFG_KEY_OFFLOAD] = {
+		"Offload", SEC_MAIN, CFG_T_OFFLOAD, 0, 0, 0,
+		CFG(offload), 0, "auto",
+		"TUN checksum and segmentation offloads: auto or off",
+	},
 	[CFG_KEY_LOCAL_FORWARD] = {
 		"LocalForward", CFG_SEC_CLIENT, CFG_T_FORWARD, CFG_F_REPEAT, 0,
 		0, CFG(local_forward), CFG(nlocal_forward), NULL,

@@ -387,6 +387,24 @@ parse_congestion(struct cfg_parse *cp, const struct cfg_key *k,
 }
 
 static int
+parse_offload(struct cfg_parse *cp, const struct cfg_key *k,
+    enum cfg_offload *dst, const char *v)
+{
+	char e[ESC_LEN];
+
+	if (strcasecmp(v, "auto") == 0)
+		*dst = CFG_OFFLOAD_AUTO;
+	else if (strcasecmp(v, "off") == 0)
+		*dst = CFG_OFFLOAD_OFF;
+	else {
+		parse_error(cp, "%s: '%s' is not auto or off", k->name,
+		    quote(e, v));
+		return -1;
+	}
+	return 0;
+}
+
+static int
 parse_bool(struct cfg_parse *cp, const struct cfg_key *k, bool *dst, const char *v)
 {
 	static const char *const yes[] = { "yes", "true", "on", "1" };
@@ -917,6 +935,8 @@ parse_value(struct cfg_parse *cp, const struct cfg_key *k, void *obj, char *v)
 		return parse_number(cp, k, f, v);
 	case CFG_T_CONGESTION:
 		return parse_congestion(cp, k, f, v);
+	case CFG_T_OFFLOAD:
+		return parse_offload(cp, k, f, v);
 	case CFG_T_BOOL:
 		return parse_bool(cp, k, f, v);
 	case CFG_T_LISTEN:
@@ -1870,6 +1890,10 @@ print_key(const struct cfg_key *k, const void *obj, FILE *f)
 		fprintf(f, "%s = %s\n", k->name,
 		    *(const enum cfg_congestion *)p == CFG_CC_BBR ?
 		    "bbr" : "cubic");
+		break;
+	case CFG_T_OFFLOAD:
+		fprintf(f, "%s = %s\n", k->name,
+		    *(const enum cfg_offload *)p == CFG_OFFLOAD_OFF ? "off" : "auto");
 		break;
 	case CFG_T_LISTEN: {
 		const struct cfg *cfg = obj;

@@ -15,6 +15,8 @@
 
 enum cfg_role { CFG_ROLE_SERVER, CFG_ROLE_CLIENT };
 enum cfg_congestion { CFG_CC_CUBIC, CFG_CC_BBR };
+/* TUN offloads (tun/offload.h): whatever the kernel accepts, or none. */
+enum cfg_offload { CFG_OFFLOAD_AUTO, CFG_OFFLOAD_OFF };
 
 #define CFG_DEFAULT_PORT 4433
 #define CFG_DEFAULT_MTU 1380
@@ -79,6 +81,7 @@ struct cfg {
 	uint32_t keepalive;    /* seconds, 0 = off */
 	uint32_t idle_timeout; /* seconds */
 	enum cfg_congestion congestion;
+	enum cfg_offload offload;
 	uint32_t forward_buffer; /* bytes per direction per forward */
 	uint32_t max_forwards;   /* concurrent forwards per peer */
 	uint32_t retry_threshold; /* server: see CFG_DEFAULT_RETRY_THRESHOLD */

@@ -70,6 +70,21 @@ render_json(struct evbuffer *out, const struct status *st)
 	json_uint(&j, st->counters->rx_packets);
 	json_key(&j, "tx_packets");
 	json_uint(&j, st->counters->tx_packets);
+	json_key(&j, "offload");
+	json_begin_object(&j);
+	json_key(&j, "csum");
+	json_bool(&j, (st->offloads & OFFLOAD_F_CSUM) != 0);
+	json_key(&j, "tso");
+	json_bool(&j, (st->offloads & OFFLOAD_F_TSO) != 0);
+	json_key(&j, "uso");
+	json_bool(&j, (st->offloads & OFFLOAD_F_USO) != 0);
+	/* Super-packets: read from the TUN and split, coalesced and
+	 * written; rx/tx_packets count their segments. */
+	json_key(&j, "gso_read");
+	json_uint(&j, st->counters->gso_read);
+	json_key(&j, "gso_written");
+	json_uint(&j, st->counters->gso_written);
+	json_end_object(&j);
 	json_drops(&j, st->counters);
 	if (st->tickets != NULL) {
 		json_key(&j, "tickets");
@@ -244,6 +259,15 @@ render_text(struct evbuffer *out, const struct status *st)
 		text_prefixes(out, st->addrs, st->naddrs);
 		evbuffer_add_printf(out, "\n");
 	}
+	if (st->tun != NULL)
+		evbuffer_add_printf(out, "  offloads: %s%s%s%s; super-packets "
+		    "read %llu, written %llu\n",
+		    st->offloads == 0 ? "off" : "",
+		    st->offloads & OFFLOAD_F_CSUM ? "checksum" : "",
+		    st->offloads & OFFLOAD_F_TSO ? " tso" : "",
+		    st->offloads & OFFLOAD_F_USO ? " uso" : "",
+		    (unsigned long long)st->counters->gso_read,
+		    (unsigned long long)st->counters->gso_written);
 	text_drops(out, "  ", st->counters);
 	for (size_t i = 0; i < st->npeers; i++) {
 		const struct status_peer *p = &st->peers[i];

@@ -54,6 +54,7 @@ struct status {
 	const char *tun;   /* NULL in forward-only mode */
 	unsigned mtu;
 	size_t datagram_mtu; /* largest inner packet one DATAGRAM carries now */
+	unsigned offloads;   /* OFFLOAD_F_* on the TUN now */
 	const struct prefix *addrs; /* client: addresses it was given */
 	size_t naddrs;
 	const struct tunnel_counters *counters;

@@ -116,6 +116,9 @@ struct server {
 	struct tun tun;
 	bool has_tun;
 	struct event *tun_ev;
+	/* The TUN's write side, shared by all peers: one receive batch may
+	 * mix them, and each super-packet is one flow, so one peer. */
+	struct tunnel_out tun_out;
 	struct route_table *routes;
 
 	struct peer *peers;
@@ -497,7 +500,7 @@ datagram_cb(struct quic_conn *qc, const uint8_t *data, size_t len, void *arg)
 		tunnel_drop(TUNNEL_DROP_NO_ROUTE, &peer->counters, &srv->counters);
 		return;
 	}
-	tunnel_deliver(&srv->tun, pkt, pktlen, &peer->counters, &srv->counters);
+	tunnel_deliver(&srv->tun_out, pkt, pktlen, &peer->counters);
 }
 
 static void
@@ -693,6 +696,9 @@ handle_packet(struct listener *l, const uint8_t *pkt, size_t len,
 static void
 flush_all(struct server *srv)
 {
+	/* The packets this batch delivered go to the TUN, coalesced. */
+	if (srv->has_tun)
+		tunnel_flush(&srv->tun_out);
 	quic_write_dirty();
 	for (size_t i = 0; i < srv->nlisteners; i++)
 		udp_batch_flush(&srv->listeners[i].batch);
@@ -741,6 +747,7 @@ tun_read_cb(evutil_socket_t fd, short what, void *arg)
 {
 	static uint8_t buf[TUNNEL_BUF];
 	struct server *srv = arg;
+	struct virtio_net_hdr vh;
 	struct ippkt_info info;
 	struct peer *peer;
 	ssize_t n;
@@ -748,7 +755,11 @@ tun_read_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	for (int i = 0; i < TUN_BURST; i++) {
-		n = tun_read(&srv->tun, buf + TUNNEL_HEADROOM, sizeof buf - TUNNEL_HEADROOM);
+		n = tun_read_vnet(&srv->tun, &vh, buf + TUNNEL_HEADROOM,
+		    sizeof buf - TUNNEL_HEADROOM);
+		/* EINVAL lost one packet and turned the offloads off. */
+		if (n == -EINVAL)
+			continue;
 		if (n <= 0)
 			break;
 		if (ippkt_parse(buf + TUNNEL_HEADROOM, (size_t)n, &info) != IPPKT_OK) {
@@ -761,8 +772,9 @@ tun_read_cb(evutil_socket_t fd, short what, void *arg)
 			    NULL, &srv->counters);
 			continue;
 		}
-		tunnel_send(peer->sess->qc, buf, &info, &srv->tun, &peer->counters,
-		    &srv->counters);
+		/* A super-packet has one destination: route it once. */
+		tunnel_send_read(peer->sess->qc, &vh, buf, (size_t)n, &info,
+		    &srv->tun, &peer->counters, &srv->counters);
 	}
 	flush_all(srv);
 }
@@ -872,9 +884,11 @@ setup_tun(struct server *srv, char **cause)
 {
 	if (srv->cfg->tun == NULL)
 		return 0;
-	if (tun_open(&srv->tun, srv->cfg->tun, cause) != 0)
+	if (tun_open(&srv->tun, srv->cfg->tun,
+	    srv->cfg->offload == CFG_OFFLOAD_AUTO, cause) != 0)
 		return -1;
 	srv->has_tun = true;
+	tunnel_out_init(&srv->tun_out, &srv->tun, &srv->counters);
 	for (size_t i = 0; i < srv->cfg->naddrs; i++) {
 		if (tun_netlink_add_address(srv->tun.ifindex, &srv->cfg->addrs[i], cause) != 0)
 			return -1;
@@ -960,6 +974,7 @@ status_cb(struct evbuffer *out, const char *request, void *arg)
 		.role = "server",
 		.tun = srv->has_tun ? srv->tun.name : NULL,
 		.mtu = srv->cfg->mtu,
+		.offloads = srv->has_tun ? srv->tun.offloads : 0,
 		.counters = &srv->counters,
 		.peers = sp,
 		.npeers = srv->npeers,
@@ -1102,8 +1117,11 @@ server_free(struct server *srv)
 	}
 	if (srv->tun_ev != NULL)
 		event_free(srv->tun_ev);
-	if (srv->has_tun)
+	if (srv->has_tun) {
+		tunnel_flush(&srv->tun_out);
+		tunnel_out_clear(&srv->tun_out);
 		tun_close(&srv->tun);
+	}
 	route_free(srv->routes);
 	egress_free(srv->egress);
 	state_server_free(srv->state);

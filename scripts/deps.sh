@@ -41,7 +41,7 @@ WOLFSSL_CFLAGS="-O2 -fPIC -DWOLFSSL_ALWAYS_VERIFY_CB -DHAVE_AES_ECB"
 PACKAGES=(build-essential pkg-config autoconf automake libtool cmake dpkg-dev
 	libevent-dev libnl-3-dev libnl-route-3-dev libcap-ng-dev libcmocka-dev
 	libsystemd-dev
-	iproute2 nftables conntrack iperf3 iputils-ping procps psmisc curl
+	iproute2 nftables conntrack iperf3 iputils-ping procps psmisc curl tcpdump
 	python3 openssl clang libclang-rt-dev debhelper lintian fakeroot)
 
 log() { printf 'deps: %s\n' "$*" >&2; }

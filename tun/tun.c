@@ -1,16 +1,76 @@
 /* The TUN device: open /dev/net/tun, nonblocking packet read and write. */
 #include <sys/ioctl.h>
+#include <sys/uio.h>
 
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/if_tun.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "log.h"
 #include "tun.h"
 #include "xmalloc.h"
 
 #define TUN_CLONE_DEVICE "/dev/net/tun"
+
+/* USO arrived in Linux 6.2; older uapi headers lack the flags. */
+#ifndef TUN_F_USO4
+#define TUN_F_USO4 0x20
+#define TUN_F_USO6 0x40
+#endif
+
+/* Enable what the kernel accepts, most first: TSO needs checksum
+ * offload, and a kernel before 6.2 refuses the USO bits with EINVAL. */
+static void
+enable_offloads(struct tun *t)
+{
+	static const struct {
+		unsigned tun, ours;
+		const char *names;
+	} tries[] = {
+		{ TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6 | TUN_F_USO4 | TUN_F_USO6,
+		  OFFLOAD_F_CSUM | OFFLOAD_F_TSO | OFFLOAD_F_USO,
+		  "checksum, TSO4, TSO6, USO4, USO6" },
+		{ TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6,
+		  OFFLOAD_F_CSUM | OFFLOAD_F_TSO, "checksum, TSO4, TSO6" },
+		{ TUN_F_CSUM, OFFLOAD_F_CSUM, "checksum" },
+	};
+	const char *env = getenv("ROVE_TEST_TUN_EINVAL");
+
+	for (size_t i = 0; i < sizeof tries / sizeof tries[0]; i++) {
+		if (ioctl(t->fd, TUNSETOFFLOAD, tries[i].tun) == 0) {
+			t->offloads = tries[i].ours;
+			log_info("%s: offloads on: %s", t->name, tries[i].names);
+			break;
+		}
+	}
+	if (t->offloads == 0)
+		log_info("%s: the kernel accepts no offloads", t->name);
+	/* An environment variable rather than a test-only build, so the
+	 * e2e tests run the very binaries they test. It can do no more
+	 * than Offload = off does. */
+	if (env != NULL && t->offloads != 0) {
+		t->fail_read = strcmp(env, "read") == 0;
+		t->fail_write = strcmp(env, "write") == 0;
+	}
+}
+
+void
+tun_offload_off(struct tun *t, const char *why)
+{
+	if (t->offloads == 0)
+		return;
+	t->offloads = 0;
+	t->fail_read = t->fail_write = false;
+	if (ioctl(t->fd, TUNSETOFFLOAD, 0u) == -1)
+		log_warn("%s: %s failed with EINVAL; turning offloads off "
+		    "failed too: %s", t->name, why, strerror(errno));
+	else
+		log_warn("%s: %s failed with EINVAL; offloads turned off",
+		    t->name, why);
+}
 
 int
 tun_clone_open(char **cause)
@@ -26,16 +86,15 @@ tun_clone_open(char **cause)
 
 /* Attach the clone device `fd` to interface `name`. */
 int
-tun_attach(struct tun *t, int fd, const char *name, char **cause)
+tun_attach(struct tun *t, int fd, const char *name, bool offload, char **cause)
 {
 	struct ifreq ifr;
 	size_t len;
-	int ret = -1;
+	int ret = -1, hdrsz = (int)sizeof(struct virtio_net_hdr);
 	unsigned ifindex;
 
+	memset(t, 0, sizeof *t);
 	t->fd = -1;
-	t->name[0] = '\0';
-	t->ifindex = 0;
 
 	if (name == NULL || *name == '\0') {
 		xasprintf(cause, "TUN device name is empty");
@@ -53,6 +112,10 @@ tun_attach(struct tun *t, int fd, const char *name, char **cause)
 	/* No packet-information header: each read or write is exactly one
 	 * IP packet, and the kernel tells v4 from v6 by the version nibble. */
 	ifr.ifr_flags = IFF_TUN | IFF_NO_PI;
+	/* With offloads each packet also carries a virtio_net_hdr: its
+	 * GSO type, segment size and partial checksum. */
+	if (offload)
+		ifr.ifr_flags |= IFF_VNET_HDR;
 	if (ioctl(fd, TUNSETIFF, &ifr) == -1) {
 		xasprintf(cause, "creating TUN device %s: %s", name,
 		    strerror(errno));
@@ -68,9 +131,17 @@ tun_attach(struct tun *t, int fd, const char *name, char **cause)
 		goto out;
 	}
 
+	if (offload && ioctl(fd, TUNSETVNETHDRSZ, &hdrsz) == -1) {
+		xasprintf(cause, "setting the virtio header size of %s: %s",
+		    ifr.ifr_name, strerror(errno));
+		goto out;
+	}
 	t->fd = fd;
 	memcpy(t->name, ifr.ifr_name, sizeof t->name);
 	t->ifindex = (int)ifindex;
+	t->vnet_hdr = offload;
+	if (offload)
+		enable_offloads(t);
 	fd = -1;
 	ret = 0;
 out:
@@ -80,10 +151,11 @@ out:
 }
 
 int
-tun_open(struct tun *t, const char *name, char **cause)
+tun_open(struct tun *t, const char *name, bool offload, char **cause)
 {
 	int fd;
 
+	memset(t, 0, sizeof *t);
 	t->fd = -1;
 	t->name[0] = '\0';
 	t->ifindex = 0;
@@ -98,7 +170,7 @@ tun_open(struct tun *t, const char *name, char **cause)
 	}
 	if ((fd = tun_clone_open(cause)) == -1)
 		return -1;
-	return tun_attach(t, fd, name, cause);
+	return tun_attach(t, fd, name, offload, cause);
 }
 
 void
@@ -112,23 +184,45 @@ tun_close(struct tun *t)
 }
 
 ssize_t
-tun_read(struct tun *t, uint8_t *buf, size_t len)
+tun_read_vnet(struct tun *t, struct virtio_net_hdr *hdr, uint8_t *buf, size_t len)
 {
+	struct iovec iov[2];
 	ssize_t n;
 
+	memset(hdr, 0, sizeof *hdr);
 	if (t == NULL || t->fd < 0)
 		return -EBADF;
 	if (buf == NULL || len == 0)
 		return -EINVAL;
+	iov[0].iov_base = hdr;
+	iov[0].iov_len = sizeof *hdr;
+	iov[1].iov_base = buf;
+	iov[1].iov_len = len;
 	for (;;) {
-		n = read(t->fd, buf, len);
+		if (t->vnet_hdr)
+			n = readv(t->fd, iov, 2);
+		else
+			n = read(t->fd, buf, len);
 		if (n >= 0)
 			break;
 		if (errno == EINTR)
 			continue;
 		if (errno == EAGAIN || errno == EWOULDBLOCK)
 			return 0;
+		if (errno == EINVAL)
+			tun_offload_off(t, "reading");
 		return -errno;
+	}
+	if (t->vnet_hdr) {
+		if ((size_t)n < sizeof *hdr)
+			return -EIO;
+		n -= (ssize_t)sizeof *hdr;
+		if (t->fail_read && hdr->gso_type != VIRTIO_NET_HDR_GSO_NONE) {
+			/* The test hook: this super-packet is lost, as with
+			 * a kernel that fails the read. */
+			tun_offload_off(t, "reading");
+			return -EINVAL;
+		}
 	}
 	/* A packet larger than the buffer is cut short by the kernel; never
 	 * hand a truncated packet on as if it were whole. */
@@ -137,21 +231,56 @@ tun_read(struct tun *t, uint8_t *buf, size_t len)
 	return n;
 }
 
+ssize_t
+tun_read(struct tun *t, uint8_t *buf, size_t len)
+{
+	struct virtio_net_hdr hdr;
+
+	return tun_read_vnet(t, &hdr, buf, len);
+}
+
 int
 tun_write(struct tun *t, const uint8_t *pkt, size_t len)
 {
+	struct virtio_net_hdr hdr;
+	struct iovec iov[2];
+
+	if (pkt == NULL || len == 0)
+		return -EINVAL;
+	memset(&hdr, 0, sizeof hdr);
+	iov[0].iov_base = &hdr;
+	iov[0].iov_len = sizeof hdr;
+	iov[1].iov_base = (void *)(uintptr_t)pkt;
+	iov[1].iov_len = len;
+	return tun_writev(t, iov, 2);
+}
+
+int
+tun_writev(struct tun *t, const struct iovec *iov, int iovcnt)
+{
+	const struct virtio_net_hdr *hdr = iov[0].iov_base;
+	size_t len = 0;
 	ssize_t n;
+	int skip = t != NULL && t->vnet_hdr ? 0 : 1;
 
 	if (t == NULL || t->fd < 0)
 		return -EBADF;
-	if (pkt == NULL || len == 0)
+	for (int i = skip; i < iovcnt; i++)
+		len += iov[i].iov_len;
+	if (iovcnt < 2 || len == 0)
 		return -EINVAL;
+	if (t->fail_write && hdr->gso_type != VIRTIO_NET_HDR_GSO_NONE) {
+		tun_offload_off(t, "writing");
+		return -EINVAL;
+	}
 	for (;;) {
-		n = write(t->fd, pkt, len);
+		n = writev(t->fd, iov + skip, iovcnt - skip);
 		if (n >= 0)
 			break;
 		if (errno == EINTR)
 			continue;
+		if (errno == EINVAL)
+			tun_offload_off(t, "writing");
 		return -errno;
 	}
 	/* The TUN driver takes whole packets or nothing. */

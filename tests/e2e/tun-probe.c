@@ -324,7 +324,7 @@ command(char *line)
 		return;
 
 	if (strcmp(argv[0], "open") == 0) {
-		if (tun_open(&tun, argv[1], &cause) != 0)
+		if (tun_open(&tun, argv[1], false, &cause) != 0)
 			reply_cause(cause);
 		else
 			printf("ok %s %d\n", tun.name, tun.ifindex);

@@ -145,6 +145,7 @@ static const char server_full_printed[] =
     "KeepAlive = 0\n"
     "IdleTimeout = 30\n"
     "Congestion = bbr\n"
+    "Offload = auto\n"
     "ForwardBuffer = 8388608\n"
     "MaxForwards = 256\n"
     "ZeroRTT = yes\n"
@@ -198,6 +199,7 @@ test_server_full(void **state)
 	assert_int_equal(cfg.keepalive, 0);
 	assert_int_equal(cfg.idle_timeout, 30);
 	assert_int_equal(cfg.congestion, CFG_CC_BBR);
+	assert_int_equal(cfg.offload, CFG_OFFLOAD_AUTO);
 
 	/* Client keys stay empty. */
 	assert_null(cfg.server_host);
@@ -267,7 +269,8 @@ static const char client_full[] =
     "RemoteForward = 0.0.0.0:2222 = 127.0.0.1:22\n"
     "RemoteForward = 2223 = [fd00::5]:22\n"
     "DynamicForward = 127.0.0.1:1080\n"
-    "DynamicForward = 1081\n";
+    "DynamicForward = 1081\n"
+    "Offload = OFF\n";
 
 static const char client_full_printed[] =
     "[Client]\n"
@@ -280,6 +283,7 @@ static const char client_full_printed[] =
     "KeepAlive = 25\n"
     "IdleTimeout = 3600\n"
     "Congestion = cubic\n"
+    "Offload = off\n"
     "LocalForward = 8080 = Intranet.example:80\n"
     "LocalForward = [::1]:8081 = 10.0.0.1:8443\n"
     "RemoteForward = 0.0.0.0:2222 = 127.0.0.1:22\n"
@@ -326,6 +330,7 @@ test_client_full(void **state)
 	assert_int_equal(cfg.keepalive, 25);
 	assert_int_equal(cfg.idle_timeout, 3600);
 	assert_int_equal(cfg.congestion, CFG_CC_CUBIC);
+	assert_int_equal(cfg.offload, CFG_OFFLOAD_OFF);
 	assert_int_equal(cfg.routes.n, 0);
 
 	assert_int_equal(cfg.nlocal_forward, 2);
@@ -779,6 +784,8 @@ static const struct bad_case bad_cases[] = {
 	    { "t.conf:4: Congestion: 'cubic#x' is not cubic or bbr" } },
 	{ S, SRV "Congestion = reno\n" PEER_A, 0,
 	    { "t.conf:4: Congestion: 'reno' is not cubic or bbr" } },
+	{ S, SRV "Offload = on\n" PEER_A, 0,
+	    { "t.conf:4: Offload: 'on' is not auto or off" } },
 	{ S, "[Server]\nPrivateKeyFile = k\nAddress = 10.77.0.1\n" PEER_A, 0,
 	    { "t.conf:3: Address: 10.77.0.1 needs a prefix length, e.g. "
 	      "10.77.0.1/24" } },

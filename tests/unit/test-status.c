@@ -60,6 +60,7 @@ test_text_escapes_strings(void **state)
 	assert_string_equal(text,
 	    "server\\x07: interface rove\\x1b]0;title\\x07, mtu 1380 "
 	    "(datagram fits 1200)\n"
+	    "  offloads: off; super-packets read 0, written 0\n"
 	    "  drops: none\n"
 	    "\n"
 	    "peer lap\\x1b[2Jtop\\x0afake: line\\x7f "

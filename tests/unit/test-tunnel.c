@@ -85,7 +85,9 @@ test_drop_names(void **state)
 	assert_string_equal(tunnel_drop_names[TUNNEL_DROP_QUEUE_FULL], "queue_full");
 	assert_string_equal(tunnel_drop_names[TUNNEL_DROP_UNKNOWN_PEER],
 	    "unknown_peer");
-	assert_int_equal(TUNNEL_DROP_COUNT, 7);
+	assert_string_equal(tunnel_drop_names[TUNNEL_DROP_BAD_OFFLOAD],
+	    "bad_offload");
+	assert_int_equal(TUNNEL_DROP_COUNT, 8);
 }
 
 static void
