@@ -152,6 +152,7 @@ static const char server_full_printed[] =
     "RetryThreshold = 16\n"
     "ForwardMemory = 67108864\n"
     "ForwardMemoryTotal = 536870912\n"
+    "Syslog = no\n"
     "\n"
     "[Peer]\n"
     "Name = laptop\n"
@@ -293,7 +294,8 @@ static const char client_full_printed[] =
     "ForwardBuffer = 8388608\n"
     "MaxForwards = 256\n"
     "ZeroRTT = yes\n"
-    "ForwardMemory = 67108864\n";
+    "ForwardMemory = 67108864\n"
+    "Syslog = no\n";
 
 static void
 assert_forward(const struct cfg_forward *f, const char *bind, uint16_t bport,
