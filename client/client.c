@@ -17,6 +17,7 @@
 #include "forward.h"
 #include "key.h"
 #include "log.h"
+#include "metrics.h"
 #include "notify.h"
 #include "proto.h"
 #include "quic.h"
@@ -88,6 +89,7 @@ struct client {
 	unsigned failures;   /* consecutive, for the back-off */
 	struct event *reconnect_ev;
 	struct control *control;
+	struct metrics *metrics;    /* MetricsListen; NULL: off */
 	struct forward *fwd;
 	bool stopping;
 	int exit_status;
@@ -901,7 +903,17 @@ status_cb(struct evbuffer *out, const char *request, void *arg)
 		st.mtu = (unsigned)c->tun_mtu;
 		st.offloads = c->tun.offloads;
 	}
-	status_render(out, &st, strstr(request, "json") != NULL);
+	/* "metrics": the same figures for Prometheus (MetricsListen). */
+	if (strcmp(request, "metrics") == 0)
+		metrics_render(out, &st);
+	else
+		status_render(out, &st, strstr(request, "json") != NULL);
+}
+
+static void
+metrics_cb(struct evbuffer *out, void *arg)
+{
+	status_cb(out, "metrics", arg);
 }
 
 /* Sessions are remembered per server address and key. */
@@ -977,6 +989,10 @@ client_create(struct event_base *base, const struct cfg *cfg, int verbose,
 	c->control = control_create(base, cfg->control_socket, status_cb, c, cause);
 	if (c->control == NULL)
 		goto fail;
+	if (cfg->metrics_listen_len != 0 && (c->metrics = metrics_create(base,
+	    (const struct sockaddr *)&cfg->metrics_listen,
+	    cfg->metrics_listen_len, metrics_cb, c, cause)) == NULL)
+		goto fail;
 	connect_server(c);
 	return c;
 fail:
@@ -1029,6 +1045,7 @@ client_free(struct client *c)
 	if (c->reconnect_ev != NULL)
 		event_free(c->reconnect_ev);
 	control_free(c->control);
+	metrics_free(c->metrics);
 	forward_free(c->fwd);
 	if (c->tls != NULL)
 		wolfSSL_CTX_free(c->tls);

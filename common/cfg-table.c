@@ -153,6 +153,12 @@ const struct cfg_key cfg_table[CFG_KEY_COUNT] = {
 		"log through syslog(3) (facility daemon) instead of stderr, "
 		"as -s does; configuration errors still go to stderr",
 	},
+	[CFG_KEY_METRICS_LISTEN] = {
+		"MetricsListen", SEC_MAIN, CFG_T_ADDRPORT, 0, 0, 0,
+		CFG(metrics_listen), CFG(metrics_listen_len), NULL,
+		"numeric ADDR:PORT to serve Prometheus metrics on at /metrics "
+		"(HTTP); unset: off",
+	},
 	[CFG_KEY_PEER_NAME] = {
 		"Name", CFG_SEC_PEER, CFG_T_NAME, CFG_F_REQUIRED, 0, 0,
 		PEER(name), 0, NULL,

@@ -28,6 +28,7 @@ enum cfg_type {
 	CFG_T_OFFLOAD,    /* enum cfg_offload */
 	CFG_T_BOOL,       /* bool: yes/no, true/false, on/off, 1/0 */
 	CFG_T_LISTEN,     /* struct cfg listen[], listen_len[], nlisten */
+	CFG_T_ADDRPORT,   /* struct sockaddr_storage + socklen_t (0: unset) */
 	CFG_T_IFADDRS,    /* struct prefix[CFG_MAX_ADDRS] + size_t: addr/len */
 	CFG_T_HOSTADDRS,  /* struct prefix[CFG_MAX_ADDRS] + size_t: /32, /128 */
 	CFG_T_PREFIXES,   /* struct cfg_prefix_list, host bits must be zero */
@@ -76,6 +77,7 @@ enum cfg_key_id {
 	CFG_KEY_FORWARD_MEMORY,
 	CFG_KEY_FORWARD_MEMORY_TOTAL,
 	CFG_KEY_SYSLOG,
+	CFG_KEY_METRICS_LISTEN,
 	CFG_KEY_PEER_NAME,
 	CFG_KEY_PEER_PUBLIC_KEY,
 	CFG_KEY_PEER_ADDRESS,

@@ -464,6 +464,27 @@ parse_listen(struct cfg_parse *cp, const struct cfg_key *k, struct cfg *cfg,
 	return 0;
 }
 
+/* A numeric ADDR:PORT, the port required (there is no usual one). */
+static int
+parse_addrport(struct cfg_parse *cp, const struct cfg_key *k, void *obj,
+    const char *v)
+{
+	char host[INET6_ADDRSTRLEN], e[ESC_LEN];
+	struct sockaddr_storage *ss = field(obj, k->off);
+	socklen_t *len = field(obj, k->off_n);
+	struct ipaddr a;
+	uint16_t port;
+
+	if (addr_split_hostport(v, host, sizeof host, &port, 0) != 0 ||
+	    addr_parse_ip(host, &a) != 0 || port == 0) {
+		parse_error(cp, "%s: '%s' is not a numeric address:port",
+		    k->name, quote(e, v));
+		return -1;
+	}
+	addr_to_sockaddr(&a, port, ss, len);
+	return 0;
+}
+
 /* Server Address: a host address with the length of the pool's subnet. */
 static int
 check_ifaddr(struct cfg_parse *cp, const struct cfg_key *k, const char *item,
@@ -941,6 +962,8 @@ parse_value(struct cfg_parse *cp, const struct cfg_key *k, void *obj, char *v)
 		return parse_bool(cp, k, f, v);
 	case CFG_T_LISTEN:
 		return parse_listen(cp, k, obj, v);
+	case CFG_T_ADDRPORT:
+		return parse_addrport(cp, k, obj, v);
 	case CFG_T_IFADDRS:
 		return parse_addrs(cp, k, f, field(obj, k->off_n), v, check_ifaddr);
 	case CFG_T_HOSTADDRS:
@@ -1906,6 +1929,11 @@ print_key(const struct cfg_key *k, const void *obj, FILE *f)
 		}
 		break;
 	}
+	case CFG_T_ADDRPORT:
+		if (*(const socklen_t *)cfield(obj, k->off_n) != 0)
+			fprintf(f, "%s = %s\n", k->name,
+			    addr_sockaddr_str(p, s));
+		break;
 	case CFG_T_IFADDRS:
 	case CFG_T_HOSTADDRS:
 		print_prefixes(f, k->name, p,

@@ -89,6 +89,8 @@ struct cfg {
 	uint32_t forward_memory_total; /* server: bytes in all */
 	bool zero_rtt;           /* send / accept 0-RTT on resumption */
 	bool syslog;             /* log to syslog(3), not stderr */
+	struct sockaddr_storage metrics_listen; /* MetricsListen */
+	socklen_t metrics_listen_len;           /* 0: no metrics */
 	char *user;              /* User: run as this after setup; NULL = stay */
 	char *group;             /* Group as given; NULL = User's primary group */
 	uid_t uid;               /* User's, looked up while parsing */

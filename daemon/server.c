@@ -18,6 +18,7 @@
 #include "proto-fwd.h"
 #include "key.h"
 #include "log.h"
+#include "metrics.h"
 #include "notify.h"
 #include "proto.h"
 #include "quic.h"
@@ -134,6 +135,7 @@ struct server {
 	struct egress *egress;
 	struct unknown_log unknown_log[UNKNOWN_LOG_SLOTS];
 	struct control *control;
+	struct metrics *metrics;    /* MetricsListen; NULL: off */
 	bool shutting_down;
 };
 
@@ -1021,8 +1023,18 @@ status_cb(struct evbuffer *out, const char *request, void *arg)
 				st.datagram_mtu = tunnel_inner_mtu(qc);
 		}
 	}
-	status_render(out, &st, strstr(request, "json") != NULL);
+	/* "metrics": the same figures for Prometheus (MetricsListen). */
+	if (strcmp(request, "metrics") == 0)
+		metrics_render(out, &st);
+	else
+		status_render(out, &st, strstr(request, "json") != NULL);
 	free(sp);
+}
+
+static void
+metrics_cb(struct evbuffer *out, void *arg)
+{
+	status_cb(out, "metrics", arg);
 }
 
 struct server *
@@ -1076,6 +1088,10 @@ server_create(struct event_base *base, const struct cfg *cfg, int verbose,
 	srv->control = control_create(base, cfg->control_socket, status_cb, srv, cause);
 	if (srv->control == NULL)
 		goto fail;
+	if (cfg->metrics_listen_len != 0 && (srv->metrics = metrics_create(base,
+	    (const struct sockaddr *)&cfg->metrics_listen,
+	    cfg->metrics_listen_len, metrics_cb, srv, cause)) == NULL)
+		goto fail;
 	return srv;
 fail:
 	server_free(srv);
@@ -1107,6 +1123,7 @@ server_free(struct server *srv)
 	while ((sess = LIST_FIRST(&srv->sessions)) != NULL)
 		session_free(sess);
 	control_free(srv->control);
+	metrics_free(srv->metrics);
 	for (size_t i = 0; i < srv->nlisteners; i++) {
 		if (srv->listeners[i].ev != NULL)
 			event_free(srv->listeners[i].ev);

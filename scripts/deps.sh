@@ -42,7 +42,8 @@ PACKAGES=(build-essential pkg-config autoconf automake libtool cmake dpkg-dev
 	libevent-dev libnl-3-dev libnl-route-3-dev libcap-ng-dev libcmocka-dev
 	libsystemd-dev
 	iproute2 nftables conntrack iperf3 iputils-ping procps psmisc curl tcpdump
-	python3 openssl clang libclang-rt-dev debhelper lintian fakeroot)
+	python3 openssl clang libclang-rt-dev debhelper lintian fakeroot
+	python3-prometheus-client)
 
 log() { printf 'deps: %s\n' "$*" >&2; }
 die() { log "$*"; exit 1; }

@@ -1,0 +1,320 @@
+/* Prometheus text exposition of the status, over evhttp (metrics.h). */
+#include <event2/buffer.h>
+#include <event2/http.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "addr.h"
+#include "fwd.h"
+#include "metrics.h"
+#include "proto-fwd.h"
+#include "tunnel.h"
+#include "xmalloc.h"
+
+/* A scrape is a few KiB per peer; a request is one line and some headers,
+ * and one that stalls is dropped rather than held. */
+#define METRICS_MAX_HEADERS 8192
+#define METRICS_TIMEOUT_S 10
+
+struct metrics {
+	struct evhttp *http;
+	void (*fill)(struct evbuffer *, void *);
+	void *arg;
+};
+
+static void
+family(struct evbuffer *out, const char *name, const char *type,
+    const char *help)
+{
+	evbuffer_add_printf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help,
+	    name, type);
+}
+
+/* Label values are peer names (a restricted charset) and fixed reason
+ * names; escaped anyway as the format asks. */
+static void
+label_value(struct evbuffer *out, const char *v)
+{
+	for (; *v != '\0'; v++) {
+		if (*v == '\\' || *v == '"')
+			evbuffer_add_printf(out, "\\%c", *v);
+		else if (*v == '\n')
+			evbuffer_add(out, "\\n", 2);
+		else
+			evbuffer_add(out, v, 1);
+	}
+}
+
+static void
+peer_u64(struct evbuffer *out, const char *name, const char *peer,
+    uint64_t v)
+{
+	evbuffer_add_printf(out, "%s{peer=\"", name);
+	label_value(out, peer);
+	evbuffer_add_printf(out, "\"} %llu\n", (unsigned long long)v);
+}
+
+/* One family with a value per peer, from `get`. */
+static void
+per_peer(struct evbuffer *out, const struct status *st, const char *name,
+    const char *type, const char *help,
+    uint64_t (*get)(const struct status_peer *))
+{
+	family(out, name, type, help);
+	for (size_t i = 0; i < st->npeers; i++)
+		peer_u64(out, name, st->peers[i].name, get(&st->peers[i]));
+}
+
+#define GETTER(fn, expr) \
+	static uint64_t fn(const struct status_peer *p) { return (expr); }
+GETTER(get_rx_bytes, p->counters->rx_bytes)
+GETTER(get_tx_bytes, p->counters->tx_bytes)
+GETTER(get_rx_packets, p->counters->rx_packets)
+GETTER(get_tx_packets, p->counters->tx_packets)
+GETTER(get_connected, strcmp(p->state, "established") == 0)
+GETTER(get_cwnd, p->has_quic ? p->quic.cwnd : 0)
+GETTER(get_inflight, p->has_quic ? p->quic.bytes_in_flight : 0)
+GETTER(get_unacked, p->has_quic ? p->quic.stream_unacked : 0)
+GETTER(get_lost, p->has_quic ? p->quic.dgram_lost : 0)
+GETTER(get_queue_full, p->has_quic ? p->quic.dgram_queue_full : 0)
+GETTER(get_stale, p->has_quic ? p->quic.dgram_stale : 0)
+GETTER(get_handshakes, p->handshakes)
+GETTER(get_migrations, p->roam.migrations)
+GETTER(get_rebinds, p->roam.rebinds)
+GETTER(get_reconnects, p->roam.reconnects)
+GETTER(get_resets, p->roam.stateless_resets)
+GETTER(get_0rtt_attempted, p->roam.zero_rtt_attempted)
+GETTER(get_0rtt_accepted, p->roam.zero_rtt_accepted)
+GETTER(get_0rtt_rejected, p->roam.zero_rtt_rejected)
+GETTER(get_fwd_open, p->fwds != NULL ? p->fwds->n : 0)
+#undef GETTER
+
+static void
+process_figures(struct evbuffer *out)
+{
+	struct rusage ru;
+	unsigned long long pages = 0;
+	long pagesize = sysconf(_SC_PAGESIZE);
+	size_t fds = 0;
+	struct dirent *d;
+	FILE *f;
+	DIR *dir;
+
+	if (getrusage(RUSAGE_SELF, &ru) == 0) {
+		family(out, "process_cpu_seconds_total", "counter",
+		    "User and system CPU time spent in seconds.");
+		evbuffer_add_printf(out, "process_cpu_seconds_total %.6f\n",
+		    (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+		    (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6);
+	}
+	if ((f = fopen("/proc/self/statm", "r")) != NULL) {
+		if (fscanf(f, "%*u %llu", &pages) == 1 && pagesize > 0) {
+			family(out, "process_resident_memory_bytes", "gauge",
+			    "Resident memory size in bytes.");
+			evbuffer_add_printf(out, "process_resident_memory_bytes "
+			    "%llu\n", pages * (unsigned long long)pagesize);
+		}
+		fclose(f);
+	}
+	if ((dir = opendir("/proc/self/fd")) != NULL) {
+		while ((d = readdir(dir)) != NULL)
+			fds += d->d_name[0] != '.';
+		closedir(dir);
+		/* Less the one opendir itself holds. */
+		family(out, "process_open_fds", "gauge",
+		    "Number of open file descriptors.");
+		evbuffer_add_printf(out, "process_open_fds %zu\n",
+		    fds > 0 ? fds - 1 : 0);
+	}
+}
+
+void
+metrics_render(struct evbuffer *out, const struct status *st)
+{
+	family(out, "rove_info", "gauge", "Which program this is.");
+	evbuffer_add_printf(out, "rove_info{role=\"%s\"} 1\n", st->role);
+	family(out, "rove_drops_total", "counter",
+	    "IP packets dropped, by reason, for all peers.");
+	for (int i = 0; i < TUNNEL_DROP_COUNT; i++)
+		evbuffer_add_printf(out, "rove_drops_total{reason=\"%s\"} %llu\n",
+		    tunnel_drop_names[i], (unsigned long long)st->counters->drops[i]);
+	if (st->admission != NULL) {
+		const struct status_admission *a = st->admission;
+
+		family(out, "rove_handshakes_half_open", "gauge",
+		    "Handshakes under way now.");
+		evbuffer_add_printf(out, "rove_handshakes_half_open %llu\n",
+		    (unsigned long long)a->half_open);
+		family(out, "rove_admission_total", "counter",
+		    "New connections by what admission did with them.");
+		evbuffer_add_printf(out, "rove_admission_total{result=\"accepted\"} %llu\n"
+		    "rove_admission_total{result=\"retry\"} %llu\n"
+		    "rove_admission_total{result=\"bad_token\"} %llu\n"
+		    "rove_admission_total{result=\"rate_limited\"} %llu\n"
+		    "rove_admission_total{result=\"half_open_full\"} %llu\n",
+		    (unsigned long long)a->accepted, (unsigned long long)a->retries,
+		    (unsigned long long)a->bad_tokens,
+		    (unsigned long long)a->rate_limited,
+		    (unsigned long long)a->half_open_full);
+	}
+	per_peer(out, st, "rove_peer_connected", "gauge",
+	    "1 while the peer's connection is established.", get_connected);
+	per_peer(out, st, "rove_peer_rx_bytes_total", "counter",
+	    "IP bytes received from the peer and written to the TUN.",
+	    get_rx_bytes);
+	per_peer(out, st, "rove_peer_tx_bytes_total", "counter",
+	    "IP bytes read from the TUN and sent to the peer.", get_tx_bytes);
+	per_peer(out, st, "rove_peer_rx_packets_total", "counter",
+	    "IP packets received from the peer.", get_rx_packets);
+	per_peer(out, st, "rove_peer_tx_packets_total", "counter",
+	    "IP packets sent to the peer.", get_tx_packets);
+	family(out, "rove_peer_rtt_seconds", "gauge",
+	    "Smoothed round-trip time of the peer's connection.");
+	for (size_t i = 0; i < st->npeers; i++) {
+		const struct status_peer *p = &st->peers[i];
+
+		evbuffer_add_printf(out, "rove_peer_rtt_seconds{peer=\"");
+		label_value(out, p->name);
+		evbuffer_add_printf(out, "\"} %.6f\n",
+		    p->has_quic ? p->quic.rtt_ms / 1000.0 : 0.0);
+	}
+	per_peer(out, st, "rove_peer_cwnd_bytes", "gauge",
+	    "Congestion window of the peer's connection.", get_cwnd);
+	per_peer(out, st, "rove_peer_bytes_in_flight", "gauge",
+	    "Bytes sent and not yet acknowledged or lost.", get_inflight);
+	per_peer(out, st, "rove_peer_stream_unacked_bytes", "gauge",
+	    "Forwarded bytes held until the peer acknowledges them.",
+	    get_unacked);
+	per_peer(out, st, "rove_peer_datagrams_lost_total", "counter",
+	    "DATAGRAM frames (IP packets) declared lost.", get_lost);
+	per_peer(out, st, "rove_peer_datagrams_queue_full_total", "counter",
+	    "IP packets dropped before sending: the queue was full.",
+	    get_queue_full);
+	per_peer(out, st, "rove_peer_datagrams_stale_total", "counter",
+	    "IP packets dropped before sending: they waited too long.",
+	    get_stale);
+	per_peer(out, st, "rove_peer_handshakes_total", "counter",
+	    "Connections established.", get_handshakes);
+	per_peer(out, st, "rove_peer_migrations_total", "counter",
+	    "Client: migrations to a new local address.", get_migrations);
+	per_peer(out, st, "rove_peer_rebinds_total", "counter",
+	    "Server: new peer addresses validated (NAT rebinding, roaming).",
+	    get_rebinds);
+	per_peer(out, st, "rove_peer_reconnects_total", "counter",
+	    "Client: new connections after one was lost.", get_reconnects);
+	per_peer(out, st, "rove_peer_stateless_resets_total", "counter",
+	    "Client: stateless resets received.", get_resets);
+	per_peer(out, st, "rove_peer_zero_rtt_attempted_total", "counter",
+	    "Connections that tried 0-RTT.", get_0rtt_attempted);
+	per_peer(out, st, "rove_peer_zero_rtt_accepted_total", "counter",
+	    "Connections whose 0-RTT was accepted.", get_0rtt_accepted);
+	per_peer(out, st, "rove_peer_zero_rtt_rejected_total", "counter",
+	    "Connections whose 0-RTT was rejected.", get_0rtt_rejected);
+	family(out, "rove_peer_drops_total", "counter",
+	    "IP packets of the peer dropped, by reason.");
+	for (size_t i = 0; i < st->npeers; i++) {
+		for (int r = 0; r < TUNNEL_DROP_COUNT; r++) {
+			evbuffer_add_printf(out, "rove_peer_drops_total{peer=\"");
+			label_value(out, st->peers[i].name);
+			evbuffer_add_printf(out, "\",reason=\"%s\"} %llu\n",
+			    tunnel_drop_names[r], (unsigned long long)
+			    st->peers[i].counters->drops[r]);
+		}
+	}
+	per_peer(out, st, "rove_peer_forwards_open", "gauge",
+	    "Forwarded TCP connections open now.", get_fwd_open);
+	family(out, "rove_peer_forwards_total", "counter",
+	    "Forwarded TCP connections that ended, by outcome.");
+	for (size_t i = 0; i < st->npeers; i++) {
+		const struct fwd_counters *c = st->peers[i].fwd_counters;
+
+		if (c == NULL)
+			continue;
+		evbuffer_add_printf(out, "rove_peer_forwards_total{peer=\"");
+		label_value(out, st->peers[i].name);
+		evbuffer_add_printf(out, "\",outcome=\"completed\"} %llu\n",
+		    (unsigned long long)c->completed);
+		for (uint64_t e = 1; e < PROTO_FWD_ERR_COUNT; e++) {
+			evbuffer_add_printf(out, "rove_peer_forwards_total{peer=\"");
+			label_value(out, st->peers[i].name);
+			evbuffer_add_printf(out, "\",outcome=\"%s\"} %llu\n",
+			    proto_fwd_error_name(e),
+			    (unsigned long long)c->failed[e]);
+		}
+	}
+	process_figures(out);
+}
+
+static void
+request_cb(struct evhttp_request *req, void *arg)
+{
+	struct metrics *m = arg;
+	struct evbuffer *out;
+
+	if (evhttp_request_get_command(req) != EVHTTP_REQ_GET) {
+		evhttp_send_error(req, 405, NULL);
+		return;
+	}
+	if ((out = evbuffer_new()) == NULL) {
+		evhttp_send_error(req, 500, NULL);
+		return;
+	}
+	m->fill(out, m->arg);
+	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+	    "text/plain; version=0.0.4; charset=utf-8");
+	evhttp_send_reply(req, 200, "OK", out);
+	evbuffer_free(out);
+}
+
+struct metrics *
+metrics_create(struct event_base *base, const struct sockaddr *addr,
+    socklen_t addrlen, void (*fill)(struct evbuffer *, void *), void *arg,
+    char **cause)
+{
+	struct metrics *m = xcalloc(1, sizeof *m);
+	char host[ADDR_STRLEN];
+	struct ipaddr ip;
+	uint16_t port;
+
+	(void)addrlen;
+	m->fill = fill;
+	m->arg = arg;
+	if (addr_from_sockaddr(addr, &ip, &port) != 0) {
+		xasprintf(cause, "MetricsListen: not an IP address");
+		free(m);
+		return NULL;
+	}
+	addr_ip_str(&ip, host);
+	if ((m->http = evhttp_new(base)) == NULL) {
+		xasprintf(cause, "MetricsListen: cannot make an HTTP server");
+		free(m);
+		return NULL;
+	}
+	evhttp_set_max_headers_size(m->http, METRICS_MAX_HEADERS);
+	evhttp_set_max_body_size(m->http, 0);
+	evhttp_set_timeout(m->http, METRICS_TIMEOUT_S);
+	evhttp_set_cb(m->http, "/metrics", request_cb, m);
+	if (evhttp_bind_socket(m->http, host, port) != 0) {
+		xasprintf(cause, "MetricsListen %s: cannot listen: %s",
+		    addr_sockaddr_str(addr, host), strerror(errno));
+		metrics_free(m);
+		return NULL;
+	}
+	return m;
+}
+
+void
+metrics_free(struct metrics *m)
+{
+	if (m == NULL)
+		return;
+	if (m->http != NULL)
+		evhttp_free(m->http);
+	free(m);
+}
