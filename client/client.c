@@ -957,6 +957,7 @@ client_create(struct event_base *base, const struct cfg *cfg, int verbose,
 		.reset_secret = c->reset_secret,
 		.stream_window = cfg->forward_buffer,
 		.verbose = verbose > 1,
+		.qlog_dir = cfg->qlog_dir,
 	};
 	quic_set_pin_check(pin_check);
 	c->reconnect_ev = evtimer_new(base, reconnect_cb, c);
@@ -973,6 +974,12 @@ client_create(struct event_base *base, const struct cfg *cfg, int verbose,
 	if (c->tls == NULL || resolve_server(c, cause) != 0)
 		goto fail;
 	tls_ctx_enable_resumption(c->tls, TLS_ROLE_CLIENT, cfg->zero_rtt);
+	if (cfg->keylog_file != NULL &&
+	    tls_ctx_set_keylog(c->tls, cfg->keylog_file, cause) != 0)
+		goto fail;
+	if (cfg->qlog_dir != NULL)
+		log_info("QlogDir: a qlog file per connection goes to %s",
+		    cfg->qlog_dir);
 	if ((c->fwd = forward_create(base, cfg, cause)) == NULL)
 		goto fail;
 	session_id(c);

@@ -159,6 +159,16 @@ const struct cfg_key cfg_table[CFG_KEY_COUNT] = {
 		"numeric ADDR:PORT to serve Prometheus metrics on at /metrics "
 		"(HTTP); unset: off",
 	},
+	[CFG_KEY_KEYLOG_FILE] = {
+		"KeyLogFile", SEC_MAIN, CFG_T_PATH, 0, 0, 0, CFG(keylog_file), 0,
+		NULL, "debugging: append every connection's TLS secrets here "
+		"(NSS key log format, for Wireshark); unset: off",
+	},
+	[CFG_KEY_QLOG_DIR] = {
+		"QlogDir", SEC_MAIN, CFG_T_PATH, 0, 0, 0, CFG(qlog_dir), 0, NULL,
+		"debugging: write a qlog file per connection into this "
+		"directory (at most 16 MiB each); unset: off",
+	},
 	[CFG_KEY_PEER_NAME] = {
 		"Name", CFG_SEC_PEER, CFG_T_NAME, CFG_F_REQUIRED, 0, 0,
 		PEER(name), 0, NULL,

@@ -1823,6 +1823,8 @@ cfg_clear(struct cfg *cfg)
 	free(cfg->tun);
 	free(cfg->state_dir);
 	free(cfg->control_socket);
+	free(cfg->keylog_file);
+	free(cfg->qlog_dir);
 	free(cfg->user);
 	free(cfg->group);
 	for (size_t i = 0; i < cfg->npeers; i++) {

@@ -91,6 +91,8 @@ struct cfg {
 	bool syslog;             /* log to syslog(3), not stderr */
 	struct sockaddr_storage metrics_listen; /* MetricsListen */
 	socklen_t metrics_listen_len;           /* 0: no metrics */
+	char *keylog_file;       /* KeyLogFile; NULL: none */
+	char *qlog_dir;          /* QlogDir; NULL: none */
 	char *user;              /* User: run as this after setup; NULL = stay */
 	char *group;             /* Group as given; NULL = User's primary group */
 	uid_t uid;               /* User's, looked up while parsing */

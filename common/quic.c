@@ -9,6 +9,7 @@
 #include <ngtcp2/ngtcp2_crypto_wolfssl.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +51,8 @@ struct quic_stream {
 };
 
 struct quic_conn {
+	int qlog_fd;            /* QlogDir's file for it; -1: none */
+	size_t qlog_bytes;
 	ngtcp2_crypto_conn_ref conn_ref;
 	ngtcp2_conn *conn;
 	WOLFSSL *ssl;
@@ -589,6 +592,57 @@ static const uint16_t common_mtus[] = { 1500 - 28, 1500 - 48, 1492 - 48,
 
 /* `probes` holds 1 + nitems(common_mtus) entries and must live as long
  * as the call that creates the connection (ngtcp2 copies it). */
+/* ngtcp2 hands over qlog text as it goes (JSON-SEQ); written as is, up to
+ * QUIC_QLOG_MAX_BYTES per connection so a long one cannot fill the disk. */
+static void
+qlog_write_cb(void *user_data, uint32_t flags, const void *data,
+    size_t datalen)
+{
+	struct quic_conn *qc = user_data;
+	ssize_t n;
+
+	if (qc->qlog_fd == -1)
+		return;
+	if (qc->qlog_bytes + datalen > QUIC_QLOG_MAX_BYTES) {
+		log_warn("qlog: a connection's file reached %d bytes; no more "
+		    "of it is written", QUIC_QLOG_MAX_BYTES);
+		flags |= NGTCP2_QLOG_WRITE_FLAG_FIN;
+	} else if (datalen > 0) {
+		n = write(qc->qlog_fd, data, datalen);
+		if (n != (ssize_t)datalen) {
+			log_warn("qlog: write: %s", n < 0 ? strerror(errno) :
+			    "short write");
+			flags |= NGTCP2_QLOG_WRITE_FLAG_FIN;
+		} else
+			qc->qlog_bytes += datalen;
+	}
+	if (flags & NGTCP2_QLOG_WRITE_FLAG_FIN) {
+		close(qc->qlog_fd);
+		qc->qlog_fd = -1;
+	}
+}
+
+/* QlogDir/ROLE-SCID.sqlog, new (never through a link), mode 0600: it
+ * names the connection IDs and timing of the peer's traffic. */
+static void
+qlog_open(struct quic_conn *qc, const struct quic_settings *qs,
+    const ngtcp2_cid *scid)
+{
+	char path[4096], hex[2 * NGTCP2_MAX_CIDLEN + 1];
+
+	if (qs->qlog_dir == NULL)
+		return;
+	for (size_t i = 0; i < scid->datalen; i++)
+		snprintf(hex + 2 * i, 3, "%02x", scid->data[i]);
+	hex[2 * scid->datalen] = '\0';
+	snprintf(path, sizeof path, "%s/%s-%s.sqlog", qs->qlog_dir,
+	    qs->role == QUIC_ROLE_SERVER ? "server" : "client", hex);
+	qc->qlog_fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+	    O_CLOEXEC, 0600);
+	if (qc->qlog_fd == -1)
+		log_warn("qlog: %s: %s", path, strerror(errno));
+}
+
 static void
 fill_settings(ngtcp2_settings *s, const struct quic_settings *qs,
     uint16_t *probes)
@@ -620,6 +674,8 @@ fill_settings(ngtcp2_settings *s, const struct quic_settings *qs,
 	s->max_stream_window = qs->stream_window;
 	if (qs->verbose)
 		s->log_printf = ngtcp2_log_cb;
+	if (qs->qlog_dir != NULL)
+		s->qlog_write = qlog_write_cb;
 	/* A client facing a dead server gives up and backs off instead of
 	 * retrying its Initial for a whole idle timeout; a server drops a
 	 * handshake that does not finish soon (admit.c caps how many run). */
@@ -675,6 +731,7 @@ conn_alloc(struct event_base *base, const struct quic_settings *qs,
 	qc->last_rx = clock_now();
 	qc->last_ack = qc->last_rx;
 	qc->conn_ref.user_data = qc;
+	qc->qlog_fd = -1;
 	memcpy(&qc->local, &batch->sock->local, batch->sock->locallen);
 	memcpy(&qc->remote, remote, remotelen);
 	qc->path.local.addr = (ngtcp2_sockaddr *)&qc->local;
@@ -734,6 +791,7 @@ quic_conn_client_create(struct event_base *base, const struct quic_settings *qs,
 	quic_random(dcid.data, dcid.datalen);
 	scid.datalen = QUIC_SCID_LEN;
 	quic_random(scid.data, scid.datalen);
+	qlog_open(qc, qs, &scid);
 	rv = ngtcp2_conn_client_new(&qc->conn, &dcid, &scid, &qc->path,
 	    NGTCP2_PROTO_VER_V1, &cb, &settings, &params, NULL, qc);
 	if (rv != 0) {
@@ -787,6 +845,7 @@ quic_conn_server_create(struct event_base *base, const struct quic_settings *qs,
 		return NULL;
 	}
 	params.stateless_reset_token_present = 1;
+	qlog_open(qc, qs, &scid);
 	rv = ngtcp2_conn_server_new(&qc->conn, &hd->scid, &scid, &qc->path,
 	    hd->version, &cb, &settings, &params, NULL, qc);
 	if (rv != 0) {
@@ -830,6 +889,8 @@ quic_conn_free(struct quic_conn *qc)
 		ngtcp2_conn_del(qc->conn);
 	if (qc->ssl != NULL)
 		wolfSSL_free(qc->ssl);
+	if (qc->qlog_fd != -1)
+		close(qc->qlog_fd);
 	free(qc);
 }
 

@@ -110,6 +110,8 @@ struct quic_settings {
 	uint64_t initial_rtt_ns;  /* 0: ngtcp2's default */
 	const uint8_t *reset_secret; /* QUIC_RESET_SECRET_LEN bytes */
 	bool verbose;             /* route ngtcp2's own log to ours */
+	/* QlogDir: one qlog file per connection here (NULL: none). */
+	const char *qlog_dir;
 	/* Client: a NEW_TOKEN token to present in the Initial. Server: the
 	 * token the client's Initial carried, already verified (admit.c);
 	 * `token_retry` when it answered our Retry, whose first Initial had
@@ -119,6 +121,9 @@ struct quic_settings {
 	bool token_retry;
 	const ngtcp2_cid *odcid;
 };
+
+/* A connection's qlog stops growing here (it says so in the log). */
+#define QUIC_QLOG_MAX_BYTES (16 * 1024 * 1024)
 
 /* How long a server gives a handshake: long enough for a lossy mobile
  * path, short enough that half-open connections do not pile up. */

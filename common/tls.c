@@ -9,7 +9,13 @@
 #include <ngtcp2/ngtcp2_crypto.h>
 #include <ngtcp2/ngtcp2_crypto_wolfssl.h>
 
+#include <sys/uio.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "log.h"
 #include "proto.h"
@@ -189,4 +195,40 @@ tls_session_create(WOLFSSL_CTX *ctx, enum tls_role role, void *conn_ref)
 		wolfSSL_set_accept_state(ssl);
 	}
 	return ssl;
+}
+
+/* One process, one key log: both programs make one context. */
+static int keylog_fd = -1;
+
+static void
+keylog_cb(const WOLFSSL *ssl, const char *line)
+{
+	struct iovec iov[2] = { { (void *)(uintptr_t)line, strlen(line) },
+	    { (void *)(uintptr_t)"\n", 1 } };
+
+	(void)ssl;
+	/* One writev per line: O_APPEND keeps lines whole even when two
+	 * programs share the file. A failed write loses a line, no more. */
+	if (keylog_fd != -1 && writev(keylog_fd, iov, 2) == -1)
+		log_debug("KeyLogFile: %s", strerror(errno));
+}
+
+int
+tls_ctx_set_keylog(WOLFSSL_CTX *ctx, const char *path, char **cause)
+{
+	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW |
+	    O_CLOEXEC, 0600);
+
+	if (fd == -1) {
+		xasprintf(cause, "KeyLogFile %s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (keylog_fd != -1)
+		close(keylog_fd);
+	keylog_fd = fd;
+	wolfSSL_CTX_set_keylog_callback(ctx, keylog_cb);
+	log_warn("KeyLogFile: the TLS secrets of every connection go to %s; "
+	    "with it, anyone holding a capture can decrypt all traffic. Turn "
+	    "it off after debugging", path);
+	return 0;
 }

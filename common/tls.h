@@ -30,6 +30,13 @@ WOLFSSL_CTX *tls_ctx_create(enum tls_role role, const uint8_t priv[static KEY_LE
  * keys come from state_server_attach). */
 void tls_ctx_enable_resumption(WOLFSSL_CTX *, enum tls_role, bool early_data);
 
+/* Append the TLS secrets of every connection of `ctx` to `path` in the NSS
+ * key log format (what SSLKEYLOGFILE files hold), so that Wireshark can
+ * decrypt a capture. For debugging only: whoever reads the file and a
+ * capture reads the traffic. The file is created 0600 if missing, never
+ * followed through a link. Returns 0, or -1 with *cause set. */
+int tls_ctx_set_keylog(WOLFSSL_CTX *, const char *path, char **cause);
+
 /* A new WOLFSSL object for one QUIC connection (client side: ALPN set and
  * the connect state entered). `conn_ref` becomes its app data. */
 WOLFSSL *tls_session_create(WOLFSSL_CTX *, enum tls_role, void *conn_ref);

@@ -1069,6 +1069,7 @@ server_create(struct event_base *base, const struct cfg *cfg, int verbose,
 		.stream_window = cfg->forward_buffer,
 		.early_data = cfg->zero_rtt,
 		.verbose = verbose > 1,
+		.qlog_dir = cfg->qlog_dir,
 	};
 	srv->routes = route_create();
 	if ((srv->egress = egress_create(base, cause)) == NULL)
@@ -1081,6 +1082,12 @@ server_create(struct event_base *base, const struct cfg *cfg, int verbose,
 	if (srv->tls == NULL)
 		goto fail;
 	tls_ctx_enable_resumption(srv->tls, TLS_ROLE_SERVER, cfg->zero_rtt);
+	if (cfg->keylog_file != NULL &&
+	    tls_ctx_set_keylog(srv->tls, cfg->keylog_file, cause) != 0)
+		goto fail;
+	if (cfg->qlog_dir != NULL)
+		log_info("QlogDir: a qlog file per connection goes to %s",
+		    cfg->qlog_dir);
 	state_server_attach(srv->state, srv->tls);
 	if (setup_peers(srv, cause) != 0 || setup_listeners(srv, cause) != 0 ||
 	    setup_tun(srv, cause) != 0)

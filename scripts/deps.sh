@@ -35,7 +35,9 @@ WOLFSSL_CONFIGURE=(--enable-quic --enable-earlydata --enable-session-ticket
 	--disable-shared --disable-examples --disable-crypttests)
 
 # HAVE_AES_ECB: ngtcp2 >= 1.22 protects QUIC headers with AES-ECB.
-WOLFSSL_CFLAGS="-O2 -fPIC -DWOLFSSL_ALWAYS_VERIFY_CB -DHAVE_AES_ECB"
+# HAVE_SECRET_CALLBACK: wolfSSL_CTX_set_keylog_callback, for the opt-in
+# KeyLogFile (NSS key log, so Wireshark can decrypt a capture).
+WOLFSSL_CFLAGS="-O2 -fPIC -DWOLFSSL_ALWAYS_VERIFY_CB -DHAVE_AES_ECB -DHAVE_SECRET_CALLBACK"
 
 # clang and libclang-rt-dev (libFuzzer, the sanitizers) build the fuzzers.
 PACKAGES=(build-essential pkg-config autoconf automake libtool cmake dpkg-dev
@@ -43,7 +45,7 @@ PACKAGES=(build-essential pkg-config autoconf automake libtool cmake dpkg-dev
 	libsystemd-dev
 	iproute2 nftables conntrack iperf3 iputils-ping procps psmisc curl tcpdump
 	python3 openssl clang libclang-rt-dev debhelper lintian fakeroot
-	python3-prometheus-client)
+	python3-prometheus-client tshark)
 
 log() { printf 'deps: %s\n' "$*" >&2; }
 die() { log "$*"; exit 1; }
