@@ -95,6 +95,63 @@ GETTER(get_0rtt_rejected, p->roam.zero_rtt_rejected)
 GETTER(get_fwd_open, p->fwds != NULL ? p->fwds->n : 0)
 #undef GETTER
 
+/* The per-peer families with one integer each, in the order printed
+ * around the RTT (a float, printed by itself). */
+struct peer_family {
+	const char *name, *type, *help;
+	uint64_t (*get)(const struct status_peer *);
+};
+static const struct peer_family peer_families_head[] = {
+	{ "rove_peer_connected", "gauge",
+	    "1 while the peer's connection is established.", get_connected },
+	{ "rove_peer_rx_bytes_total", "counter",
+	    "IP bytes received from the peer and written to the TUN.", get_rx_bytes },
+	{ "rove_peer_tx_bytes_total", "counter",
+	    "IP bytes read from the TUN and sent to the peer.", get_tx_bytes },
+	{ "rove_peer_rx_packets_total", "counter",
+	    "IP packets received from the peer.", get_rx_packets },
+	{ "rove_peer_tx_packets_total", "counter",
+	    "IP packets sent to the peer.", get_tx_packets },
+};
+static const struct peer_family peer_families_tail[] = {
+	{ "rove_peer_cwnd_bytes", "gauge",
+	    "Congestion window of the peer's connection.", get_cwnd },
+	{ "rove_peer_bytes_in_flight", "gauge",
+	    "Bytes sent and not yet acknowledged or lost.", get_inflight },
+	{ "rove_peer_stream_unacked_bytes", "gauge",
+	    "Forwarded bytes held until the peer acknowledges them.", get_unacked },
+	{ "rove_peer_datagrams_lost_total", "counter",
+	    "DATAGRAM frames (IP packets) declared lost.", get_lost },
+	{ "rove_peer_datagrams_queue_full_total", "counter",
+	    "IP packets dropped before sending: the queue was full.", get_queue_full },
+	{ "rove_peer_datagrams_stale_total", "counter",
+	    "IP packets dropped before sending: they waited too long.", get_stale },
+	{ "rove_peer_handshakes_total", "counter",
+	    "Connections established.", get_handshakes },
+	{ "rove_peer_migrations_total", "counter",
+	    "Client: migrations to a new local address.", get_migrations },
+	{ "rove_peer_rebinds_total", "counter",
+	    "Server: new peer addresses validated (NAT rebinding, roaming).", get_rebinds },
+	{ "rove_peer_reconnects_total", "counter",
+	    "Client: new connections after one was lost.", get_reconnects },
+	{ "rove_peer_stateless_resets_total", "counter",
+	    "Client: stateless resets received.", get_resets },
+	{ "rove_peer_zero_rtt_attempted_total", "counter",
+	    "Connections that tried 0-RTT.", get_0rtt_attempted },
+	{ "rove_peer_zero_rtt_accepted_total", "counter",
+	    "Connections whose 0-RTT was accepted.", get_0rtt_accepted },
+	{ "rove_peer_zero_rtt_rejected_total", "counter",
+	    "Connections whose 0-RTT was rejected.", get_0rtt_rejected },
+};
+
+static void
+per_peer_all(struct evbuffer *out, const struct status *st,
+    const struct peer_family *f, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		per_peer(out, st, f[i].name, f[i].type, f[i].help, f[i].get);
+}
+
 static void
 process_figures(struct evbuffer *out)
 {
@@ -163,17 +220,8 @@ metrics_render(struct evbuffer *out, const struct status *st)
 		    (unsigned long long)a->rate_limited,
 		    (unsigned long long)a->half_open_full);
 	}
-	per_peer(out, st, "rove_peer_connected", "gauge",
-	    "1 while the peer's connection is established.", get_connected);
-	per_peer(out, st, "rove_peer_rx_bytes_total", "counter",
-	    "IP bytes received from the peer and written to the TUN.",
-	    get_rx_bytes);
-	per_peer(out, st, "rove_peer_tx_bytes_total", "counter",
-	    "IP bytes read from the TUN and sent to the peer.", get_tx_bytes);
-	per_peer(out, st, "rove_peer_rx_packets_total", "counter",
-	    "IP packets received from the peer.", get_rx_packets);
-	per_peer(out, st, "rove_peer_tx_packets_total", "counter",
-	    "IP packets sent to the peer.", get_tx_packets);
+	per_peer_all(out, st, peer_families_head,
+	    sizeof peer_families_head / sizeof peer_families_head[0]);
 	family(out, "rove_peer_rtt_seconds", "gauge",
 	    "Smoothed round-trip time of the peer's connection.");
 	for (size_t i = 0; i < st->npeers; i++) {
@@ -184,38 +232,8 @@ metrics_render(struct evbuffer *out, const struct status *st)
 		evbuffer_add_printf(out, "\"} %.6f\n",
 		    p->has_quic ? p->quic.rtt_ms / 1000.0 : 0.0);
 	}
-	per_peer(out, st, "rove_peer_cwnd_bytes", "gauge",
-	    "Congestion window of the peer's connection.", get_cwnd);
-	per_peer(out, st, "rove_peer_bytes_in_flight", "gauge",
-	    "Bytes sent and not yet acknowledged or lost.", get_inflight);
-	per_peer(out, st, "rove_peer_stream_unacked_bytes", "gauge",
-	    "Forwarded bytes held until the peer acknowledges them.",
-	    get_unacked);
-	per_peer(out, st, "rove_peer_datagrams_lost_total", "counter",
-	    "DATAGRAM frames (IP packets) declared lost.", get_lost);
-	per_peer(out, st, "rove_peer_datagrams_queue_full_total", "counter",
-	    "IP packets dropped before sending: the queue was full.",
-	    get_queue_full);
-	per_peer(out, st, "rove_peer_datagrams_stale_total", "counter",
-	    "IP packets dropped before sending: they waited too long.",
-	    get_stale);
-	per_peer(out, st, "rove_peer_handshakes_total", "counter",
-	    "Connections established.", get_handshakes);
-	per_peer(out, st, "rove_peer_migrations_total", "counter",
-	    "Client: migrations to a new local address.", get_migrations);
-	per_peer(out, st, "rove_peer_rebinds_total", "counter",
-	    "Server: new peer addresses validated (NAT rebinding, roaming).",
-	    get_rebinds);
-	per_peer(out, st, "rove_peer_reconnects_total", "counter",
-	    "Client: new connections after one was lost.", get_reconnects);
-	per_peer(out, st, "rove_peer_stateless_resets_total", "counter",
-	    "Client: stateless resets received.", get_resets);
-	per_peer(out, st, "rove_peer_zero_rtt_attempted_total", "counter",
-	    "Connections that tried 0-RTT.", get_0rtt_attempted);
-	per_peer(out, st, "rove_peer_zero_rtt_accepted_total", "counter",
-	    "Connections whose 0-RTT was accepted.", get_0rtt_accepted);
-	per_peer(out, st, "rove_peer_zero_rtt_rejected_total", "counter",
-	    "Connections whose 0-RTT was rejected.", get_0rtt_rejected);
+	per_peer_all(out, st, peer_families_tail,
+	    sizeof peer_families_tail / sizeof peer_families_tail[0]);
 	family(out, "rove_peer_drops_total", "counter",
 	    "IP packets of the peer dropped, by reason.");
 	for (size_t i = 0; i < st->npeers; i++) {
