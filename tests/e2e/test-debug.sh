@@ -23,7 +23,9 @@ client_add "$C/rove.conf" "KeyLogFile = $KEYLOG" "QlogDir = $QLOG" \
 peer_bg echo "$NS_LAN" serve "$LAN_HOST:$T_PORT" --echo --results "$WORK/echo.json"
 wait_listen "$NS_LAN" "$T_PORT" "the echo target"
 
-bg capture "$NS_LAP" tcpdump -i eth0 -U -w "$WORK/outer.pcap" udp port 4433
+# Immediate mode: libpcap would otherwise hand packets over in batches,
+# and a SIGTERM drops whatever batch is still pending.
+bg capture "$NS_LAP" tcpdump -i eth0 --immediate-mode -U -w "$WORK/outer.pcap" udp port 4433
 cap_pid=$BG_PID
 sleep 1
 start_roved
@@ -41,7 +43,9 @@ expect_eq "the marker echoed through the forward" "$marker" "$out"
 sleep 0.5
 # The laptop first: its qlog is complete once its connection has closed.
 stop_checked "$LAP_PID" laptop
+sleep 0.5
 stop_pid "$cap_pid"; forget_pid "$cap_pid"
+grep -E 'packets (captured|received by filter)' "$WORK/capture.log" | tr '\n' ' ' | sed 's/^/capture: /'; echo
 
 grep -q "KeyLogFile: the TLS secrets of every connection go to" "$WORK/laptop.log" &&
 	ok "rove warned about the key log" || fail "rove did not warn about the key log"
