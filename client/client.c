@@ -411,6 +411,29 @@ schedule_reconnect(struct client *c)
 	evtimer_add(c->reconnect_ev, &tv);
 }
 
+/* A TLS alert (CRYPTO_ERROR 0x100 + alert) that says the server refused
+ * our certificate, i.e. our key: retrying cannot help, so rove stops.
+ * Any other alert (internal_error, or none at all) may be transient and
+ * is retried like a lost connection. */
+static bool
+refusal_alert(uint64_t code)
+{
+	if (code < 0x100 || code >= 0x200)
+		return false;
+	switch (code - 0x100) {
+	case 42:        /* bad_certificate */
+	case 43:        /* unsupported_certificate */
+	case 44:        /* certificate_revoked */
+	case 45:        /* certificate_expired */
+	case 46:        /* certificate_unknown */
+	case 48:        /* unknown_ca: wolfSSL's answer to a refused pin */
+	case 49:        /* access_denied */
+	case 116:       /* certificate_required */
+		return true;
+	}
+	return false;
+}
+
 static void
 closed_cb(struct quic_conn *qc, const struct quic_close_info *info, void *arg)
 {
@@ -447,7 +470,7 @@ closed_cb(struct quic_conn *qc, const struct quic_close_info *info, void *arg)
 		event_base_loopexit(c->base, NULL);
 		return;
 	}
-	if (ci->remote && ((ci->transport && ci->code >= 0x100 && ci->code < 0x200) ||
+	if (ci->remote && ((ci->transport && refusal_alert(ci->code)) ||
 	    (!ci->transport && ci->code == APP_ERR_NOT_ALLOWED))) {
 		log_error("rejected by the server (%s %llu): is this client's "
 		    "public key configured there?", ci->transport ? "TLS alert" :

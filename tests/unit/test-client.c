@@ -118,6 +118,14 @@ srv_read_cb(evutil_socket_t fd, short what, void *arg)
 			size_t seg = r.len - off < r.segsize ? r.len - off : r.segsize;
 			const struct sockaddr *from = (const struct sockaddr *)&r.peer;
 
+			/* A handshake that failed leaves a closed connection;
+			 * the client's next attempt gets a fresh one. */
+			if (s->qc != NULL && quic_conn_state(s->qc) ==
+			    QUIC_STATE_CLOSED && ngtcp2_accept(&hd, r.buf + off,
+			    seg) == 0) {
+				quic_conn_free(s->qc);
+				s->qc = NULL;
+			}
 			if (s->qc == NULL) {
 				if (ngtcp2_accept(&hd, r.buf + off, seg) != 0)
 					continue;
