@@ -9,7 +9,8 @@
 #   PROFILE_TIME=SECONDS   length of each iperf3 run (default 10)
 #   PROFILE_STREAMS=N      iperf3 parallel streams (default 1)
 #   PROFILE_DIRS="up down" up: client -> server; down: iperf3 -R
-#   PROFILE_CG=1           record call graphs (DWARF unwinding; slower)
+#   PROFILE_CG=fp|dwarf   record call graphs: frame pointers (the kernel's
+#                          stacks) or DWARF unwinding (user space too; slower)
 #   PROFILE_CC=bbr|cubic   Congestion of both programs (default: config's)
 #
 # For each direction OUT_DIR (default: a temporary directory, printed) gets
@@ -125,7 +126,11 @@ for dir in $PROFILE_DIRS; do
 		"$OUT/syscalls-$dir.csv" | sort
 	# 3. Samples of both programs.
 	cg=()
-	[ -n "${PROFILE_CG:-}" ] && cg=(--call-graph dwarf,16384)
+	case ${PROFILE_CG:-} in
+	"") ;;
+	fp) cg=(-g) ;;
+	*) cg=(--call-graph dwarf,16384) ;;
+	esac
 	perf record -q -F 999 "${cg[@]}" -p "$ROVED_PID,$LAP_PID" \
 		-o "$OUT/perf-$dir.data" >/dev/null 2>&1 &
 	rec=$!

@@ -684,7 +684,7 @@ conn_alloc(struct event_base *base, const struct quic_settings *qs,
 	LIST_INIT(&qc->streams);
 	TAILQ_INIT(&qc->pending_streams);
 	LIST_INSERT_HEAD(&all_conns, qc, all_entry);
-	dgramq_init(&qc->dq, QUIC_DGRAM_QUEUE);
+	dgramq_init(&qc->dq, QUIC_DGRAM_QUEUE, qs->max_udp_payload);
 	qc->timer = evtimer_new(base, timer_cb, qc);
 	if (flush_ev == NULL)
 		flush_ev = event_new(base, -1, 0, flush_cb, NULL);
