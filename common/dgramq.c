@@ -4,14 +4,17 @@
 #include <string.h>
 
 #include "dgramq.h"
+#include "log.h"
 #include "xmalloc.h"
 
 void
-dgramq_init(struct dgramq *q, size_t cap)
+dgramq_init(struct dgramq *q, size_t cap, size_t maxlen)
 {
 	memset(q, 0, sizeof *q);
 	q->cap = cap > 0 ? cap : 1;
+	q->maxlen = maxlen;
 	q->ring = xcalloc(q->cap, sizeof *q->ring);
+	q->spare = xcalloc(q->cap, sizeof *q->spare);
 }
 
 void
@@ -19,9 +22,32 @@ dgramq_clear(struct dgramq *q)
 {
 	while (q->len > 0)
 		dgramq_pop(q);
+	for (size_t i = 0; i < q->nspare; i++)
+		free(q->spare[i]);
+	free(q->spare);
 	free(q->ring);
+	q->spare = NULL;
 	q->ring = NULL;
+	q->nspare = q->nslots = 0;
 	q->cap = 0;
+}
+
+/* A slot for the next push: a recycled one if any. There is always room
+ * on the spare stack for a released slot, since slots in use plus spare
+ * ones never exceed the capacity. */
+static struct dgramq_item *
+slot_get(struct dgramq *q)
+{
+	if (q->nspare > 0)
+		return q->spare[--q->nspare];
+	q->nslots++;
+	return xmalloc(sizeof(struct dgramq_item) + q->maxlen);
+}
+
+static void
+slot_put(struct dgramq *q, struct dgramq_item *it)
+{
+	q->spare[q->nspare++] = it;
 }
 
 const struct dgramq_item *
@@ -35,7 +61,7 @@ dgramq_pop(struct dgramq *q)
 {
 	if (q->len == 0)
 		return;
-	free(q->ring[q->head]);
+	slot_put(q, q->ring[q->head]);
 	q->ring[q->head] = NULL;
 	q->head = (q->head + 1) % q->cap;
 	q->len--;
@@ -61,7 +87,7 @@ drop_oldest(struct dgramq *q)
 		dgramq_pop(q);
 		return;
 	}
-	free(q->ring[(q->head + i) % q->cap]);
+	slot_put(q, q->ring[(q->head + i) % q->cap]);
 	/* Close the gap: the small ones ahead of it move up one slot. */
 	for (; i > 0; i--)
 		q->ring[(q->head + i) % q->cap] = q->ring[(q->head + i - 1) % q->cap];
@@ -76,12 +102,15 @@ dgramq_push(struct dgramq *q, const uint8_t *data, size_t len, uint64_t now)
 	struct dgramq_item *it;
 	size_t dropped = 0;
 
+	if (len > q->maxlen)
+		fatalx("%s: %zu bytes in a queue of %zu-byte slots", __func__,
+		    len, q->maxlen);
 	if (q->len == q->cap) {
 		drop_oldest(q);
 		q->dropped_full++;
 		dropped = 1;
 	}
-	it = xmalloc(sizeof *it + len);
+	it = slot_get(q);
 	it->queued = now;
 	it->len = len;
 	if (len > 0)

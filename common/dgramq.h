@@ -5,7 +5,13 @@
  * above its target delay for a whole interval, single packets go, spaced
  * so that the senders behind it slow down without a burst of losses.
  * Every drop is counted. Pure: time is passed in, so tests drive it
- * without a clock. */
+ * without a clock.
+ *
+ * Storage: every item is a slot of the same size (the largest payload
+ * the queue takes), allocated the first time the queue grows that deep
+ * and recycled after that, so a queue in steady use costs no allocation
+ * per packet. It holds at most as many slots as its deepest point, never
+ * more than its capacity. */
 #ifndef ROVE_DGRAMQ_H
 #define ROVE_DGRAMQ_H
 
@@ -28,6 +34,9 @@ struct dgramq_item {
 struct dgramq {
 	struct dgramq_item **ring;
 	size_t cap, head, len;
+	size_t maxlen;               /* payload bytes each slot holds */
+	struct dgramq_item **spare;  /* slots not in use (a stack of nspare) */
+	size_t nspare, nslots;       /* spare ones; all ever allocated */
 	uint64_t dropped_full;  /* pushed out by a newer packet */
 	uint64_t dropped_stale; /* waited too long: age bound or CoDel */
 	/* CoDel's state: when the delay first stood above target (0: it
@@ -37,15 +46,17 @@ struct dgramq {
 	bool dropping;
 };
 
-/* Storage for `cap` packets (at least 1); the items are allocated as
- * they are pushed. */
-void dgramq_init(struct dgramq *, size_t cap);
-/* Frees every queued item and the ring. */
+/* Room for `cap` packets (at least 1) of at most `maxlen` bytes each; the
+ * slots are allocated as the queue first grows, then reused. */
+void dgramq_init(struct dgramq *, size_t cap, size_t maxlen);
+/* Frees every slot and the ring. */
 void dgramq_clear(struct dgramq *);
 
-/* Appends a copy of `data`. Never fails: a full queue first drops its
- * oldest packet (sparing small ones, see DGRAMQ_SMALL). Returns the
- * number dropped to make room (0 or 1). */
+/* Appends a copy of `data`, which the caller has checked is at most the
+ * queue's maxlen (a longer one is a broken invariant: fatal). Never fails
+ * otherwise: a full queue first drops its oldest packet (sparing small
+ * ones, see DGRAMQ_SMALL). Returns the number dropped to make room (0 or
+ * 1). */
 size_t dgramq_push(struct dgramq *, const uint8_t *data, size_t len,
     uint64_t now);
 /* Drops, from the head, every packet queued before now - max_age.
@@ -58,7 +69,8 @@ size_t dgramq_expire(struct dgramq *, uint64_t now, uint64_t max_age);
 size_t dgramq_codel(struct dgramq *, uint64_t now, uint64_t interval);
 /* The oldest packet, or NULL when empty. It stays queued. */
 const struct dgramq_item *dgramq_peek(const struct dgramq *);
-/* Removes and frees the oldest packet (no-op when empty); not a drop. */
+/* Removes the oldest packet, its slot kept for reuse (no-op when empty);
+ * not a drop. */
 void dgramq_pop(struct dgramq *);
 
 static inline size_t

@@ -741,7 +741,7 @@ conn_alloc(struct event_base *base, const struct quic_settings *qs,
 	LIST_INIT(&qc->streams);
 	TAILQ_INIT(&qc->pending_streams);
 	LIST_INSERT_HEAD(&all_conns, qc, all_entry);
-	dgramq_init(&qc->dq, QUIC_DGRAM_QUEUE);
+	dgramq_init(&qc->dq, QUIC_DGRAM_QUEUE, qs->max_udp_payload);
 	qc->timer = evtimer_new(base, timer_cb, qc);
 	if (flush_ev == NULL)
 		flush_ev = event_new(base, -1, 0, flush_cb, NULL);
@@ -1100,30 +1100,41 @@ write_one(struct quic_conn *qc, uint8_t *dst, ngtcp2_path_storage *ps,
 	struct quic_stream *s;
 	const struct dgramq_item *d;
 
-	/* Larger than the path takes yet (discovery still running): waiting
-	 * would hold up everything behind it. */
-	while ((d = dgramq_peek(&qc->dq)) != NULL && d->len > qc->dgram_fit) {
-		qc->stats.dgram_too_big++;
-		dgramq_pop(&qc->dq);
-	}
-	if (d != NULL &&
-	    (qc->state == QUIC_STATE_ESTABLISHED || qc->early_ready)) {
-		ngtcp2_vec v = { (uint8_t *)(uintptr_t)d->data, d->len };
+	/* DATAGRAMs share a packet while they fit (MORE): an inner TCP's
+	 * acknowledgements, 40 to 80 bytes each, would otherwise cost a
+	 * packet, an AEAD pass and a share of the peer's acknowledgements
+	 * each. A packet left open when the queue runs dry is finished below,
+	 * with stream data or by ngtcp2_conn_write_pkt. */
+	while (qc->state == QUIC_STATE_ESTABLISHED || qc->early_ready) {
+		ngtcp2_vec v;
 		int accepted = 0;
 
-		n = ngtcp2_conn_writev_datagram(qc->conn, &ps->path, pi, dst,
-		    UDP_MAX_PAYLOAD, &accepted, 0, 0, &v, d->len > 0 ? 1 : 0, ts);
-		if (accepted || n == NGTCP2_ERR_INVALID_ARGUMENT) {
-			if (accepted) {
-				qc->stats.tx_dgrams++;
-				qc->stats.tx_dgram_bytes += d->len;
-			} else
-				qc->stats.dgram_too_big++;
+		/* Larger than the path takes yet (discovery still running):
+		 * waiting would hold up everything behind it. */
+		while ((d = dgramq_peek(&qc->dq)) != NULL && d->len > qc->dgram_fit) {
+			qc->stats.dgram_too_big++;
 			dgramq_pop(&qc->dq);
-			if (n == NGTCP2_ERR_INVALID_ARGUMENT)
-				return write_one(qc, dst, ps, pi, ts);
 		}
-		return n;
+		if (d == NULL)
+			break;
+		v.base = (uint8_t *)(uintptr_t)d->data;
+		v.len = d->len;
+		n = ngtcp2_conn_writev_datagram(qc->conn, &ps->path, pi, dst,
+		    UDP_MAX_PAYLOAD, &accepted, NGTCP2_WRITE_DATAGRAM_FLAG_MORE, 0,
+		    &v, 1, ts);
+		if (accepted) {
+			qc->stats.tx_dgrams++;
+			qc->stats.tx_dgram_bytes += d->len;
+			dgramq_pop(&qc->dq);
+		} else if (n == NGTCP2_ERR_INVALID_ARGUMENT) {
+			/* ngtcp2 checks the size before it touches the packet,
+			 * so one in progress stays valid. */
+			qc->stats.dgram_too_big++;
+			dgramq_pop(&qc->dq);
+			continue;
+		}
+		if (n != NGTCP2_ERR_WRITE_MORE)
+			return n;
 	}
 	while ((s = TAILQ_FIRST(&qc->pending_streams)) != NULL) {
 		ngtcp2_vec v[8];

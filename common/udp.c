@@ -154,34 +154,13 @@ udp_close(struct udp_socket *s)
 	s->fd = -1;
 }
 
-int
-udp_recv(struct udp_socket *s, struct udp_recv *r)
+/* The GRO segment size and the ECN bits of one receive. */
+static void
+parse_cmsgs(struct udp_recv *r, struct msghdr *msg)
 {
-	union {
-		struct cmsghdr align;
-		uint8_t buf[CMSG_SPACE(sizeof(int)) * 4];
-	} ctl;
-	struct iovec iov = { r->buf, sizeof r->buf };
-	struct msghdr msg = {
-		.msg_name = &r->peer,
-		.msg_namelen = sizeof r->peer,
-		.msg_iov = &iov,
-		.msg_iovlen = 1,
-		.msg_control = ctl.buf,
-		.msg_controllen = sizeof ctl.buf,
-	};
-	ssize_t n;
-
-	do {
-		n = recvmsg(s->fd, &msg, 0);
-	} while (n == -1 && errno == EINTR);
-	if (n == -1)
-		return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -errno;
-	r->len = (size_t)n;
-	r->segsize = (size_t)n;
-	r->peerlen = msg.msg_namelen;
+	r->segsize = r->len;
 	r->ecn = 0;
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c != NULL; c = CMSG_NXTHDR(&msg, c)) {
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(msg); c != NULL; c = CMSG_NXTHDR(msg, c)) {
 		int v;
 		if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO) {
 			memcpy(&v, CMSG_DATA(c), sizeof v);
@@ -199,7 +178,45 @@ udp_recv(struct udp_socket *s, struct udp_recv *r)
 			r->ecn = tos & 0x3;
 		}
 	}
-	return 1;
+}
+
+int
+udp_recv_many(struct udp_socket *s, struct udp_recv *r, size_t n)
+{
+	struct mmsghdr mm[UDP_RECV_BATCH];
+	struct iovec iov[UDP_RECV_BATCH];
+	int got;
+
+	if (n > UDP_RECV_BATCH)
+		n = UDP_RECV_BATCH;
+	for (size_t i = 0; i < n; i++) {
+		iov[i].iov_base = r[i].buf;
+		iov[i].iov_len = sizeof r[i].buf;
+		memset(&mm[i], 0, sizeof mm[i]);
+		mm[i].msg_hdr.msg_name = &r[i].peer;
+		mm[i].msg_hdr.msg_namelen = sizeof r[i].peer;
+		mm[i].msg_hdr.msg_iov = &iov[i];
+		mm[i].msg_hdr.msg_iovlen = 1;
+		mm[i].msg_hdr.msg_control = r[i].ctl.buf;
+		mm[i].msg_hdr.msg_controllen = sizeof r[i].ctl.buf;
+	}
+	do {
+		got = recvmmsg(s->fd, mm, (unsigned int)n, MSG_DONTWAIT, NULL);
+	} while (got == -1 && errno == EINTR);
+	if (got == -1)
+		return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -errno;
+	for (int i = 0; i < got; i++) {
+		r[i].len = mm[i].msg_len;
+		r[i].peerlen = mm[i].msg_hdr.msg_namelen;
+		parse_cmsgs(&r[i], &mm[i].msg_hdr);
+	}
+	return got;
+}
+
+int
+udp_recv(struct udp_socket *s, struct udp_recv *r)
+{
+	return udp_recv_many(s, r, 1);
 }
 
 void

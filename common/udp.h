@@ -14,6 +14,7 @@
 #define UDP_MAX_PAYLOAD6 1452 /* the same path over IPv6 */
 #define UDP_BATCH_MAX 64      /* packets per send batch */
 #define UDP_GRO_BUF 65536     /* one receive may hold many coalesced packets */
+#define UDP_RECV_BATCH 8      /* receives per recvmmsg call */
 
 struct udp_socket {
 	int fd;
@@ -37,8 +38,8 @@ int udp_open_split(struct udp_socket *est, struct udp_socket *hs, int family,
     const struct sockaddr *bind, socklen_t bindlen, char **cause);
 void udp_close(struct udp_socket *);
 
-/* Packets received by one call: `buf` holds `n` packets back to back, each
- * `segsize` bytes but the last (GRO), all from `peer`. */
+/* One receive: `buf` holds packets back to back, each `segsize` bytes but
+ * the last (GRO), all from `peer`. */
 struct udp_recv {
 	uint8_t buf[UDP_GRO_BUF];
 	size_t len;
@@ -46,8 +47,16 @@ struct udp_recv {
 	struct sockaddr_storage peer;
 	socklen_t peerlen;
 	uint8_t ecn;
+	union {
+		struct cmsghdr align;
+		uint8_t buf[CMSG_SPACE(sizeof(int)) * 4]; /* UDP_GRO, IP_TOS, ... */
+	} ctl;
 };
-/* Returns 1 when something was read, 0 on EAGAIN, -errno on error. */
+/* Up to `n` receives in one recvmmsg call. Returns how many (fewer than
+ * `n`: the socket was drained, no need to ask again), 0 on EAGAIN, or
+ * -errno. */
+int udp_recv_many(struct udp_socket *, struct udp_recv *, size_t n);
+/* One receive: 1 when something was read, 0 on EAGAIN, -errno. */
 int udp_recv(struct udp_socket *, struct udp_recv *);
 
 /* Outgoing packets of one socket, flushed together. Packets are written

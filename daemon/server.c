@@ -709,18 +709,24 @@ flush_all(struct server *srv)
 static void
 listener_read(struct listener *l, struct udp_socket *sock)
 {
-	static struct udp_recv r;
-	int rounds = 0;
+	static struct udp_recv r[UDP_RECV_BATCH];
+	int got, rounds = 0;
 
 	/* Bounded so the TUN side, and the other socket, get their turn
-	 * under load. */
-	while (rounds++ < 64 && udp_recv(sock, &r) == 1) {
-		for (size_t off = 0; off < r.len; off += r.segsize) {
-			size_t seg = r.len - off < r.segsize ? r.len - off : r.segsize;
-			handle_packet(l, r.buf + off, seg,
-			    (const struct sockaddr *)&r.peer, r.peerlen, r.ecn);
+	 * under load; a short batch means the socket is empty, so no call
+	 * is spent learning that. */
+	do {
+		got = udp_recv_many(sock, r, UDP_RECV_BATCH);
+		for (int i = 0; i < got; i++) {
+			for (size_t off = 0; off < r[i].len; off += r[i].segsize) {
+				size_t seg = r[i].len - off < r[i].segsize ?
+				    r[i].len - off : r[i].segsize;
+				handle_packet(l, r[i].buf + off, seg,
+				    (const struct sockaddr *)&r[i].peer, r[i].peerlen,
+				    r[i].ecn);
+			}
 		}
-	}
+	} while (got == UDP_RECV_BATCH && ++rounds < 8);
 	flush_all(l->srv);
 }
 

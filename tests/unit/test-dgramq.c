@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <cmocka.h>
 
 #include "dgramq.h"
@@ -36,7 +37,7 @@ test_fifo(void **state)
 	struct dgramq q;
 
 	(void)state;
-	dgramq_init(&q, 4);
+	dgramq_init(&q, 4, 64);
 	assert_null(dgramq_peek(&q));
 	for (uint8_t i = 0; i < 3; i++)
 		push_id(&q, i, 100, 0);
@@ -61,7 +62,7 @@ test_full_drops_oldest(void **state)
 	struct dgramq q;
 
 	(void)state;
-	dgramq_init(&q, 3);
+	dgramq_init(&q, 3, 64);
 	for (uint8_t i = 0; i < 3; i++)
 		push_id(&q, i, 100, 0);
 	for (uint8_t i = 3; i < 10; i++)
@@ -81,7 +82,7 @@ test_expire(void **state)
 	struct dgramq q;
 
 	(void)state;
-	dgramq_init(&q, 8);
+	dgramq_init(&q, 8, 64);
 	push_id(&q, 0, 1000, 0);
 	push_id(&q, 1, 2000, 0);
 	push_id(&q, 2, 3000, 0);
@@ -104,7 +105,7 @@ test_expire_clock_behind(void **state)
 	struct dgramq q;
 
 	(void)state;
-	dgramq_init(&q, 2);
+	dgramq_init(&q, 2, 64);
 	push_id(&q, 5, 5000, 0);
 	assert_int_equal(dgramq_expire(&q, 1000, 0), 0);
 	assert_int_equal(pop_id(&q), 5);
@@ -121,7 +122,7 @@ test_drop_spares_small(void **state)
 	const struct dgramq_item *it;
 
 	(void)state;
-	dgramq_init(&q, 5);
+	dgramq_init(&q, 5, sizeof big);
 	push_id(&q, 1, 10, 0);
 	push_id(&q, 2, 10, 0);
 	big[0] = 3;
@@ -161,7 +162,7 @@ test_codel(void **state)
 	uint8_t id = 0;
 
 	(void)state;
-	dgramq_init(&q, 64);
+	dgramq_init(&q, 64, 64);
 	/* Fresh packets: below target, nothing happens. */
 	for (; id < 10; id++)
 		push_id(&q, id, t0, 0);
@@ -210,7 +211,7 @@ test_edges(void **state)
 	const struct dgramq_item *it;
 
 	(void)state;
-	dgramq_init(&q, 0);
+	dgramq_init(&q, 0, 64);
 	assert_int_equal(dgramq_push(&q, NULL, 0, 1), 0);
 	assert_int_equal(dgramq_push(&q, NULL, 0, 2), 1);
 	it = dgramq_peek(&q);
@@ -219,6 +220,67 @@ test_edges(void **state)
 	assert_int_equal(it->queued, 2);
 	dgramq_clear(&q);
 	dgramq_clear(&q); /* twice is harmless */
+}
+
+/* Slots are allocated as the queue first grows, then recycled: as many
+ * as its deepest point, however many packets pass, and pops, drops from
+ * a full queue, the age bound and CoDel all give theirs back. */
+static void
+test_slots_recycled(void **state)
+{
+	static uint8_t full[100];
+	struct dgramq q;
+	uint8_t id = 0;
+
+	(void)state;
+	dgramq_init(&q, 4, sizeof full);
+	assert_int_equal(q.nslots, 0);
+	/* One at a time, many times over: one slot. */
+	for (int i = 0; i < 1000; i++, id++) {
+		push_id(&q, id, 10, 0);
+		assert_int_equal(pop_id(&q), id);
+	}
+	assert_int_equal(q.nslots, 1);
+	assert_int_equal(q.nspare, 1);
+	/* Three deep: three slots, the old one among them. */
+	for (int i = 0; i < 3; i++)
+		push_id(&q, (uint8_t)(id + i), 10, 0);
+	assert_int_equal(q.nslots, 3);
+	assert_int_equal(q.nspare, 0);
+	/* Full, then pushed past it: never more slots than the capacity. */
+	push_id(&q, (uint8_t)(id + 3), 10, 0);
+	for (int i = 4; i < 50; i++)
+		push_id(&q, (uint8_t)(id + i), 10, 1);
+	assert_int_equal(q.nslots, 4);
+	assert_int_equal(q.nspare, 0);
+	assert_int_equal(q.dropped_full, 46);
+	/* The age bound empties it into the spares. */
+	assert_int_equal(dgramq_expire(&q, 1000, 10), 4);
+	assert_int_equal(dgramq_len(&q), 0);
+	assert_int_equal(q.nspare, 4);
+	/* A recycled slot takes a payload of the full size, and a shorter
+	 * one after it reads back only its own bytes. */
+	memset(full, 0xab, sizeof full);
+	assert_int_equal(dgramq_push(&q, full, sizeof full, 2000), 0);
+	assert_int_equal(dgramq_peek(&q)->len, sizeof full);
+	assert_memory_equal(dgramq_peek(&q)->data, full, sizeof full);
+	dgramq_pop(&q);
+	push_id(&q, 7, 2000, 0);
+	assert_int_equal(pop_id(&q), 7);
+	assert_int_equal(q.nslots, 4);
+	assert_int_equal(q.nspare, 4);
+	/* CoDel's drops give their slots back too. */
+	for (int i = 0; i < 4; i++)
+		push_id(&q, (uint8_t)i, 3000, 0);
+	assert_int_equal(dgramq_codel(&q, 3500, 100), 0);
+	assert_int_equal(dgramq_codel(&q, 3600, 100), 1);
+	assert_int_equal(dgramq_len(&q), 3);
+	assert_int_equal(q.nspare + dgramq_len(&q), 4);
+	assert_int_equal(q.nslots, 4);
+	/* Clearing with packets still queued frees every slot (ASan's leak
+	 * check holds it to that). */
+	dgramq_clear(&q);
+	assert_int_equal(q.nslots, 0);
 }
 
 int
@@ -232,6 +294,7 @@ main(void)
 		cmocka_unit_test(test_codel),
 		cmocka_unit_test(test_drop_spares_small),
 		cmocka_unit_test(test_edges),
+		cmocka_unit_test(test_slots_recycled),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
