@@ -706,6 +706,10 @@ fill_params(ngtcp2_transport_params *p, const struct quic_settings *qs)
 	p->active_connection_id_limit = 8;
 	p->max_datagram_frame_size = 65535;
 	p->max_udp_payload_size = qs->max_udp_payload;
+	/* RFC 9287: either end may then send the fixed "QUIC bit" as 0 at
+	 * random (ngtcp2 does so when the peer said it takes it), so that
+	 * middleboxes cannot come to rely on it. */
+	p->grease_quic_bit = 1;
 }
 
 static void timer_cb(evutil_socket_t, short, void *);

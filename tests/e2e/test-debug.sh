@@ -5,7 +5,8 @@
 # forward's data (a marker string found in the decrypted payload); each
 # side writes a qlog file per connection, mode 0600, that parses as JSON
 # text sequences; and the key log warning is in the log. roved, without
-# the keys, writes neither file.
+# the keys, writes neither file. The capture also shows the QUIC bit
+# greased (RFC 9287).
 . "$(dirname "$0")/fwd-lib.sh"
 fwd_init "$@"
 command -v tshark >/dev/null || die "tshark is not installed (scripts/deps.sh installs it)"
@@ -69,6 +70,15 @@ if [ "$n" -ge 2 ]; then
 	ok "tshark finds the forward's data in $n decrypted STREAM frames"
 else
 	fail "tshark finds the forward's data in $n STREAM frames (want >= 2: out and echoed)"
+fi
+
+# RFC 9287: both ends advertise grease_quic_bit, so 1-RTT packets go out
+# with the fixed bit cleared (ngtcp2 chooses), and still get through.
+n=$(tsk -Y 'quic.header_form == 0 && quic.fixed_bit == 0' | wc -l)
+if [ "$n" -gt 0 ]; then
+	ok "$n short-header packets with the QUIC bit greased to 0"
+else
+	fail "no short-header packet with the QUIC bit greased"
 fi
 
 files=("$QLOG"/client-*.sqlog)
