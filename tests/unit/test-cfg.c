@@ -288,6 +288,8 @@ static const char client_full_printed[] =
     "DynamicForward = 1081\n"
     "ForwardBuffer = 8388608\n"
     "MaxForwards = 256\n"
+    "ForwardWait = 10\n"
+    "ForwardWaitMax = 128\n"
     "ZeroRTT = yes\n"
     "ForwardMemory = 67108864\n";
 
