@@ -25,12 +25,13 @@ end received. Standard library only.
   limit ADDR:PORT --open N --ready-file F --go-file F
       Hold N echo connections, check that one more is closed without an
       answer, write F (ready), wait for the go file, check the N still echo.
-  first ADDR:PORT [--size N] [--send-at NS]
+  first ADDR:PORT [--size N] [--send-at NS] [--ready-file F]
       Try to connect every millisecond until something listens (the
       tunnel program starting), send N (default 100) random bytes and read
       their echo; print when the connection was made and when the echo
       was complete (time.time_ns()), and whether it matched. With
       --send-at, the bytes go at that wall-clock time at the earliest.
+      --ready-file: created once the interpreter is up and trying.
   probe ADDR:PORT [--socks HOST:PORT]
       Connect (through a SOCKS5 proxy with --socks) and measure how soon
       and how the connection is closed: "reset", "eof" or "open".
@@ -271,6 +272,8 @@ def cmd_first(a):
     """The first echoed message through a forward that is coming up."""
     deadline = Deadline(a.timeout)
     msg = os.urandom(a.size)
+    if a.ready_file:
+        open(a.ready_file, 'w').close()
     while True:
         s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -613,6 +616,7 @@ def main():
     common(sp)
     sp.add_argument('--size', type=size, default=100)
     sp.add_argument('--send-at', type=int, default=0)
+    sp.add_argument('--ready-file')
     sp = sub.add_parser('probe')
     common(sp)
     sp.add_argument('--socks')
