@@ -37,11 +37,13 @@ WOLFSSL_CONFIGURE=(--enable-quic --enable-earlydata --enable-session-ticket
 # HAVE_AES_ECB: ngtcp2 >= 1.22 protects QUIC headers with AES-ECB.
 WOLFSSL_CFLAGS="-O2 -fPIC -DWOLFSSL_ALWAYS_VERIFY_CB -DHAVE_AES_ECB"
 
-# clang and libclang-rt-dev (libFuzzer, the sanitizers) build the fuzzers.
+# clang and libclang-rt-dev (libFuzzer, the sanitizers) build the fuzzers;
+# openssh is the reference for the forwarding benchmarks (bench/forward.sh,
+# bench/setup.sh).
 PACKAGES=(build-essential pkg-config autoconf automake libtool cmake dpkg-dev
 	libevent-dev libnl-3-dev libnl-route-3-dev libcap-ng-dev libcmocka-dev
 	iproute2 nftables conntrack iperf3 iputils-ping procps psmisc curl
-	python3 openssl clang libclang-rt-dev)
+	python3 openssl clang libclang-rt-dev openssh-client openssh-server)
 
 log() { printf 'deps: %s\n' "$*" >&2; }
 die() { log "$*"; exit 1; }
