@@ -3,7 +3,8 @@
 #   make SAN=1      build with AddressSanitizer + UndefinedBehaviorSanitizer
 #   make test       unit tests, config checks, end-to-end tests (root)
 #   make demo       a real tunnel between network namespaces, with traffic
-#   make bench      throughput against wireguard-go and the raw link
+#   make bench      throughput against wireguard-go and the raw link; forward
+#                   set-up time against ssh -L (bench/setup.sh)
 #   make fuzz       libFuzzer harnesses over their seeds; fuzz-run fuzzes
 #                   each for FUZZ_TIME seconds (tests/fuzz/Makefile.inc)
 #   make install    programs, man pages, systemd units and example configs
@@ -157,6 +158,7 @@ demo: all
 bench: all $(BUILD)/tests/delay-relay $(E2E_TOOLS)
 	$(Q)bench/run.sh $(BUILD)
 	$(Q)bench/forward.sh $(BUILD)
+	$(Q)bench/setup.sh $(BUILD)
 	$(Q)bench/roam.sh $(BUILD)
 	$(Q)bench/lossy.sh $(BUILD)
 	$(Q)bench/flood.sh $(BUILD)

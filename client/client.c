@@ -70,6 +70,7 @@ struct client {
 	uint8_t ctl[PROTO_MAX_MSG + 16];
 	size_t ctllen;
 	bool configured;     /* the server's configuration arrived */
+	bool ctl_open;       /* stream 0, the control stream, is opened */
 
 	struct tun tun;
 	struct tunnel_out tun_out; /* the TUN's write side, coalescing */
@@ -118,33 +119,48 @@ pin_check(struct quic_conn *qc, const uint8_t *pub, void *arg)
 	return memcmp(pub, c->cfg->server_pubkey, KEY_LEN) == 0;
 }
 
+/* Streams may be opened now (0-RTT keys are in place, or the handshake
+ * completed): forwards need not wait for the server's configuration.
+ * The control stream must be stream 0, so it is opened first, even
+ * though its CLIENT_HELLO waits for the handshake. */
+static int
+open_streams(struct client *c)
+{
+	if (!c->ctl_open) {
+		if (quic_conn_open_stream(c->qc, NULL) != 0)
+			return -1;
+		c->ctl_open = true;
+	}
+	if (forward_set(c->fwd) == NULL)
+		forward_attach(c->fwd, c->qc);
+	return 0;
+}
+
 static void
 handshake_done_cb(struct quic_conn *qc, void *arg)
 {
 	struct client *c = arg;
 	struct proto_client_hello hello = { PROTO_VERSION, 0 };
+	struct quic_conn_stats st;
 	uint8_t buf[64];
 	size_t n;
-	int64_t sid;
 
 	c->handshakes++;
-	{
-		struct quic_conn_stats st;
-
-		quic_conn_get_stats(qc, &st);
-		if (st.early_attempted) {
-			c->roam.zero_rtt_attempted++;
-			if (st.early_accepted)
-				c->roam.zero_rtt_accepted++;
-			else
-				c->roam.zero_rtt_rejected++;
-		}
+	quic_conn_get_stats(qc, &st);
+	if (st.early_attempted) {
+		c->roam.zero_rtt_attempted++;
+		if (st.early_accepted)
+			c->roam.zero_rtt_accepted++;
+		else
+			c->roam.zero_rtt_rejected++;
 	}
-	/* The control stream is the first bidirectional stream. */
-	sid = quic_conn_open_stream(qc, NULL);
 	n = proto_encode_client_hello(buf, sizeof buf, &hello);
-	if (sid != 0 || n == 0 || quic_conn_stream_send(qc, sid, buf, n, false) != 0)
+	if (open_streams(c) != 0 || n == 0 ||
+	    quic_conn_stream_send(qc, 0, buf, n, false) != 0) {
 		quic_conn_close(qc, 1, "cannot open the control stream");
+		return;
+	}
+	fwd_set_handshake_done(forward_set(c->fwd), st.early_accepted);
 }
 
 static bool
@@ -281,7 +297,7 @@ apply_config(struct client *c, const uint8_t *body, size_t len)
 	}
 	c->configured = true;
 	c->failures = 0;
-	forward_attach(c->fwd, c->qc);
+	forward_remote_request(c->fwd, c->qc);
 	if (c->cfg->tun == NULL) {
 		log_info("connected (forward-only mode)");
 		client_notify(c, "connected (forward-only)");
@@ -455,6 +471,7 @@ closed_cb(struct quic_conn *qc, const struct quic_close_info *info, void *arg)
 	quic_conn_free(c->qc);
 	c->qc = NULL;
 	c->configured = false;
+	c->ctl_open = false;
 	c->ctllen = 0;
 	if (c->stopping) {
 		event_base_loopexit(c->base, NULL);
@@ -776,6 +793,10 @@ connect_server(struct client *c)
 	}
 	quic_conn_set_send_limit(c->qc, c->cfg->forward_memory);
 	quic_conn_write(c->qc);
+	/* Writing the ClientHello installed the 0-RTT keys, if the ticket
+	 * allows early data: held connections go in the first flight. */
+	if (quic_conn_early_ready(c->qc) && open_streams(c) == 0)
+		quic_conn_write(c->qc);
 	udp_batch_flush(&c->sock->batch);
 }
 

@@ -29,6 +29,19 @@ struct listener {
 	struct event *ev;
 };
 
+/* A connection accepted while no session could carry it (start-up, a
+ * reconnect): held, unread, until there is one, for ForwardWait seconds
+ * at most. */
+struct held {
+	TAILQ_ENTRY(held) entry;
+	struct forward *fw;
+	enum fwd_kind kind;
+	int fd;
+	char host[PROTO_FWD_MAX_HOST + 1];
+	uint16_t port;
+	struct event *ev;     /* the wait limit */
+};
+
 /* A SOCKS5 client in its negotiation, before it becomes a forward. */
 struct socks {
 	LIST_ENTRY(socks) entry;
@@ -47,6 +60,8 @@ struct forward {
 	struct listener listeners[MAX_LISTENERS];
 	size_t nlisteners;
 	LIST_HEAD(, socks) socks;
+	TAILQ_HEAD(, held) held;  /* oldest first */
+	size_t nheld;
 	struct fwd_set set;
 	bool attached;
 	struct fwd_counters counters;
@@ -62,24 +77,6 @@ reset_close(int fd)
 	close(fd);
 }
 
-static void
-open_forward(struct forward *fw, enum fwd_kind kind, int fd, const char *host,
-    uint16_t port, void *arg)
-{
-	struct proto_fwd_header hdr = { .type = PROTO_FWD_CONNECT, .port = port };
-	uint64_t err;
-
-	if (!fw->attached) {
-		/* No tunnel right now: say so at once rather than hang. */
-		fw->counters.failed[PROTO_FWD_ERR_UNREACHABLE]++;
-		reset_close(fd);
-		return;
-	}
-	snprintf(hdr.host, sizeof hdr.host, "%s", host);
-	if (fwd_open(&fw->set, kind, fd, &hdr, arg, &err) == NULL)
-		log_debug("forward to %s:%u: %s", host, port, proto_fwd_error_name(err));
-}
-
 /* SOCKS5 replies are a few bytes on a fresh socket: they always fit in
  * its buffer, and if the client is gone there is nobody to tell. */
 static void
@@ -88,6 +85,101 @@ send_reply(int fd, const uint8_t *buf, size_t len)
 	ssize_t n = write(fd, buf, len);
 
 	(void)n;
+}
+
+/* A connection that cannot be forwarded now or later: a SOCKS5 client
+ * hears "network unreachable" first, as before the session was up. */
+static void
+close_unforwarded(enum fwd_kind kind, int fd)
+{
+	if (kind == FWD_DYNAMIC) {
+		uint8_t out[SOCKS5_REPLY_MAX];
+
+		send_reply(fd, out, socks5_reply(out, sizeof out,
+		    SOCKS5_REP_NET_UNREACHABLE, NULL));
+	}
+	reset_close(fd);
+}
+
+static void
+held_free(struct held *h, bool close_fd)
+{
+	TAILQ_REMOVE(&h->fw->held, h, entry);
+	h->fw->nheld--;
+	event_free(h->ev);
+	if (close_fd)
+		close_unforwarded(h->kind, h->fd);
+	free(h);
+}
+
+static void
+held_expired_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct held *h = arg;
+	struct forward *fw = h->fw;
+	static struct log_ratelimit rl = LOG_RATELIMIT_INIT(10000, 10);
+
+	(void)fd;
+	(void)what;
+	fw->counters.held_expired++;
+	if (log_ratelimit_ok(&rl, clock_now_ms()))
+		log_warn("forward to %s:%u closed: no session to the server "
+		    "within ForwardWait (%u s)", h->host, h->port,
+		    (unsigned)fw->cfg->forward_wait);
+	held_free(h, true);
+}
+
+/* No session now: keep the connection until there is one. */
+static void
+hold(struct forward *fw, enum fwd_kind kind, int fd, const char *host,
+    uint16_t port)
+{
+	static struct log_ratelimit rl = LOG_RATELIMIT_INIT(10000, 10);
+	struct timeval tv = { (time_t)fw->cfg->forward_wait, 0 };
+	struct held *h;
+
+	if (fw->cfg->forward_wait == 0) {
+		fw->counters.failed[PROTO_FWD_ERR_UNREACHABLE]++;
+		close_unforwarded(kind, fd);
+		return;
+	}
+	if (fw->nheld >= fw->cfg->forward_wait_max) {
+		fw->counters.held_full++;
+		if (log_ratelimit_ok(&rl, clock_now_ms()))
+			log_warn("forward to %s:%u closed: %u connections wait "
+			    "for the session already (ForwardWaitMax)", host, port,
+			    (unsigned)fw->cfg->forward_wait_max);
+		close_unforwarded(kind, fd);
+		return;
+	}
+	h = xcalloc(1, sizeof *h);
+	h->fw = fw;
+	h->kind = kind;
+	h->fd = fd;
+	snprintf(h->host, sizeof h->host, "%s", host);
+	h->port = port;
+	h->ev = evtimer_new(fw->base, held_expired_cb, h);
+	evtimer_add(h->ev, &tv);
+	TAILQ_INSERT_TAIL(&fw->held, h, entry);
+	fw->nheld++;
+	fw->counters.held++;
+	log_debug("forward to %s:%u waits for the session", host, port);
+}
+
+static void
+open_forward(struct forward *fw, enum fwd_kind kind, int fd, const char *host,
+    uint16_t port, void *arg)
+{
+	struct proto_fwd_header hdr = { .type = PROTO_FWD_CONNECT, .port = port };
+	uint64_t err;
+
+	if (!fw->attached) {
+		hold(fw, kind, fd, host, port);
+		return;
+	}
+	snprintf(hdr.host, sizeof hdr.host, "%s", host);
+	if (fwd_open(&fw->set, kind, fd, &hdr, arg, &err) == NULL)
+		log_debug("forward to %s:%u: %s", host, port, proto_fwd_error_name(err));
 }
 
 static void
@@ -169,12 +261,8 @@ socks_read_cb(evutil_socket_t fd, short what, void *arg)
 		socks_fail(sk, socks5_rep_from_parse_error(used));
 		return;
 	}
-	if (!sk->fw->attached) {
-		sk->fw->counters.failed[PROTO_FWD_ERR_UNREACHABLE]++;
-		socks_fail(sk, SOCKS5_REP_NET_UNREACHABLE);
-		return;
-	}
-	/* The forward owns the socket from here. */
+	/* The forward (or the wait for the session) owns the socket from
+	 * here. */
 	{
 		struct forward *fw = sk->fw;
 		int sfd = sk->fd;
@@ -300,6 +388,7 @@ forward_create(struct event_base *base, const struct cfg *cfg, char **cause)
 	fw->base = base;
 	fw->cfg = cfg;
 	LIST_INIT(&fw->socks);
+	TAILQ_INIT(&fw->held);
 	fw->remote_ok = xcalloc(cfg->nremote_forward + 1, sizeof *fw->remote_ok);
 	if ((fw->dns = dial_resolver_new(base, cause)) == NULL)
 		goto fail;
@@ -327,6 +416,8 @@ forward_free(struct forward *fw)
 	forward_detach(fw);
 	while ((sk = LIST_FIRST(&fw->socks)) != NULL)
 		socks_free(sk, true);
+	while (!TAILQ_EMPTY(&fw->held))
+		held_free(TAILQ_FIRST(&fw->held), true);
 	for (size_t i = 0; i < fw->nlisteners; i++) {
 		event_free(fw->listeners[i].ev);
 		close(fw->listeners[i].fd);
@@ -340,10 +431,28 @@ forward_free(struct forward *fw)
 void
 forward_attach(struct forward *fw, struct quic_conn *qc)
 {
+	struct held *h;
+
 	forward_detach(fw);
 	fwd_set_init(&fw->set, fw->base, qc, fw->cfg->forward_buffer,
 	    fw->cfg->max_forwards, &client_fwd_ops, fw, &fw->counters, "server");
 	fw->attached = true;
+	/* Oldest first, so they reach the server in the order accepted. */
+	while ((h = TAILQ_FIRST(&fw->held)) != NULL) {
+		enum fwd_kind kind = h->kind;
+		char host[sizeof h->host];
+		uint16_t port = h->port;
+		int fd = h->fd;
+
+		memcpy(host, h->host, sizeof host);
+		held_free(h, false);
+		open_forward(fw, kind, fd, host, port, NULL);
+	}
+}
+
+void
+forward_remote_request(struct forward *fw, struct quic_conn *qc)
+{
 	for (size_t i = 0; i < fw->cfg->nremote_forward; i++) {
 		struct proto_remote_forward rf = {
 			.port = fw->cfg->remote_forward[i].bind_port,

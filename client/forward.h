@@ -17,12 +17,16 @@ struct forward;
 struct forward *forward_create(struct event_base *, const struct cfg *, char **cause);
 void forward_free(struct forward *);
 
-/* A connection is ready (the server's configuration arrived): forwards
- * may open streams; RemoteForward requests are sent. */
+/* Streams may be opened on the connection (in 0-RTT, or once the
+ * handshake completed): connections held while there was none are opened
+ * now, and new ones from here on. */
 void forward_attach(struct forward *, struct quic_conn *);
+/* The server's configuration arrived: send the RemoteForward requests. */
+void forward_remote_request(struct forward *, struct quic_conn *);
 /* The connection is gone: every forwarded connection is reset. */
 void forward_detach(struct forward *);
-/* The forward streams of the attached connection, or NULL. */
+/* The forward streams of the attached connection, or NULL (connections
+ * accepted meanwhile wait, see ForwardWait). */
 struct fwd_set *forward_set(struct forward *);
 /* A control message about remote forwards; -1 if malformed. */
 int forward_control(struct forward *, uint64_t type, const uint8_t *, size_t);

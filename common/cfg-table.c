@@ -123,10 +123,24 @@ const struct cfg_key cfg_table[CFG_KEY_COUNT] = {
 		CFG(max_forwards), 0, STR(CFG_DEFAULT_MAX_FORWARDS),
 		"concurrent forwarded connections per peer; more are refused",
 	},
+	[CFG_KEY_FORWARD_WAIT] = {
+		"ForwardWait", CFG_SEC_CLIENT, CFG_T_NUMBER, 0, 0, 3600,
+		CFG(forward_wait), 0, STR(CFG_DEFAULT_FORWARD_WAIT),
+		"seconds a connection to a LocalForward or DynamicForward may "
+		"wait for the session (start-up, reconnect) before it is "
+		"closed; 0 = close at once",
+	},
+	[CFG_KEY_FORWARD_WAIT_MAX] = {
+		"ForwardWaitMax", CFG_SEC_CLIENT, CFG_T_NUMBER, 0, 1, 65535,
+		CFG(forward_wait_max), 0, STR(CFG_DEFAULT_FORWARD_WAIT_MAX),
+		"connections that may wait for the session at once; more are "
+		"closed",
+	},
 	[CFG_KEY_ZERO_RTT] = {
 		"ZeroRTT", SEC_MAIN, CFG_T_BOOL, 0, 0, 0, CFG(zero_rtt), 0, "yes",
-		"resume with 0-RTT: a reconnecting client's IP packets travel in "
-		"its first flight (server: accept it)",
+		"resume with 0-RTT: a reconnecting client's IP packets and the "
+		"opening bytes of its forwards travel in its first flight "
+		"(server: accept it)",
 	},
 	[CFG_KEY_RETRY_THRESHOLD] = {
 		"RetryThreshold", CFG_SEC_SERVER, CFG_T_NUMBER, 0, 0,

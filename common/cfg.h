@@ -24,6 +24,8 @@ enum cfg_offload { CFG_OFFLOAD_AUTO, CFG_OFFLOAD_OFF };
 #define CFG_DEFAULT_IDLE_TIMEOUT 120
 #define CFG_DEFAULT_FORWARD_BUFFER 8388608
 #define CFG_DEFAULT_MAX_FORWARDS 256
+#define CFG_DEFAULT_FORWARD_WAIT 10
+#define CFG_DEFAULT_FORWARD_WAIT_MAX 128
 /* Half-open handshakes beyond which clients must first answer a Retry. */
 #define CFG_DEFAULT_RETRY_THRESHOLD 16
 #define CFG_MAX_RETRY_THRESHOLD 256
@@ -84,6 +86,9 @@ struct cfg {
 	enum cfg_offload offload;
 	uint32_t forward_buffer; /* bytes per direction per forward */
 	uint32_t max_forwards;   /* concurrent forwards per peer */
+	uint32_t forward_wait;   /* client: seconds a connection waits for
+	                          * the session, 0 = none */
+	uint32_t forward_wait_max; /* client: connections waiting at once */
 	uint32_t retry_threshold; /* server: see CFG_DEFAULT_RETRY_THRESHOLD */
 	uint32_t forward_memory;  /* bytes per connection, see above */
 	uint32_t forward_memory_total; /* server: bytes in all */

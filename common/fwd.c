@@ -14,7 +14,8 @@
 #include "xmalloc.h"
 
 enum fwd_state {
-	FWD_S_WAIT_STATUS, /* opener: header sent, waiting for the answer */
+	FWD_S_WAIT_STATUS, /* opener: header sent and relaying, the answer's
+	                    * status byte not yet in */
 	FWD_S_HEADER,      /* acceptor: reading the header */
 	FWD_S_CONNECTING,  /* acceptor: the owner is connecting */
 	FWD_S_RELAY,
@@ -28,8 +29,9 @@ struct fwd {
 	bool opener;
 	enum fwd_state state;
 	int64_t sid;
-	int fd;                     /* opener: the accepted socket until relaying */
+	int fd;                     /* the socket before the relay owns it */
 	struct relay *relay;
+	bool in_0rtt;               /* opener: opened in 0-RTT */
 	bool stream_closed;
 	bool relay_done;
 	void *arg;
@@ -164,7 +166,6 @@ static void
 start_relay(struct fwd *f, int fd)
 {
 	f->state = FWD_S_RELAY;
-	f->set->counters->opened++;
 	f->relay = relay_create(f->set->base, f->set->qc, f->sid, fd, f->set->cap,
 	    on_relay_done, f);
 }
@@ -206,9 +207,26 @@ fwd_open(struct fwd_set *set, enum fwd_kind kind, int fd,
 		kill_stream(f, *err); /* freed when the stream closes */
 		return NULL;
 	}
-	f->fd = fd;
+	/* No round trip for the answer: the bytes go now, and the acceptor
+	 * holds them (within the stream window) until its connect is done.
+	 * A refused connect still comes back as a reset with its code. */
+	f->in_0rtt = quic_conn_state(set->qc) != QUIC_STATE_ESTABLISHED;
+	f->fd = -1;
+	start_relay(f, fd);
 	f->state = FWD_S_WAIT_STATUS;
 	return f;
+}
+
+void
+fwd_set_handshake_done(struct fwd_set *set, bool early_accepted)
+{
+	struct fwd *f;
+
+	LIST_FOREACH(f, &set->list, entry) {
+		if (f->in_0rtt && early_accepted)
+			set->counters->opened_0rtt++;
+		f->in_0rtt = false;
+	}
 }
 
 void
@@ -227,6 +245,7 @@ fwd_connected(struct fwd *f, int fd)
 		return;
 	}
 	start_relay(f, fd);
+	f->set->counters->opened++;
 	/* Bytes the opener sent early go out first. */
 	if ((len = evbuffer_get_length(f->early)) > 0 || f->early_fin) {
 		uint8_t *p = evbuffer_pullup(f->early, -1);
@@ -272,6 +291,8 @@ fwd_set_arg(struct fwd *f, void *arg)
 int
 fwd_get_fd(const struct fwd *f)
 {
+	if (f->relay != NULL && !f->relay_done)
+		return relay_get_fd(f->relay);
 	return f->fd;
 }
 
@@ -323,9 +344,25 @@ accept_data(struct fwd_set *set, struct fwd *f, const uint8_t *data, size_t len,
 		snprintf(f->target, sizeof f->target, "%s:%u", hdr.host, hdr.port);
 	else
 		snprintf(f->target, sizeof f->target, "port %u", hdr.port);
+	/* The owner let this in only from a fresh ticket (server.c). */
+	if (quic_conn_early_rx(set->qc))
+		set->counters->opened_0rtt++;
 	f->state = FWD_S_CONNECTING;
 	set->ops->request(set, f, &hdr);
 	return 0;
+}
+
+/* Opener: the forward failed before the answer said the target was up.
+ * The owner hears the code first (a SOCKS5 reply), then the relay resets
+ * both ends and its end is counted as a failure with `code`. */
+static void
+opener_fail(struct fwd *f, uint64_t code)
+{
+	f->state = FWD_S_DEAD;
+	if (f->set->ops->answered != NULL)
+		f->set->ops->answered(f, code, f->arg);
+	if (f->relay != NULL && !f->relay_done)
+		relay_on_reset(f->relay, code);
 }
 
 int
@@ -362,20 +399,19 @@ fwd_on_data(struct fwd_set *set, int64_t sid, void *stream_arg,
 	case FWD_S_WAIT_STATUS:
 		if (len == 0) {
 			if (fin)
-				kill_stream(f, PROTO_FWD_ERR_PROTOCOL);
+				opener_fail(f, PROTO_FWD_ERR_PROTOCOL);
 			return 0;
 		}
 		quic_conn_stream_consume(set->qc, sid, 1);
 		if (data[0] != PROTO_FWD_OK) {
 			quic_conn_stream_consume(set->qc, sid, len - 1);
-			count_failure(f, PROTO_FWD_ERR_PROTOCOL);
-			kill_stream(f, PROTO_FWD_ERR_PROTOCOL);
+			opener_fail(f, PROTO_FWD_ERR_PROTOCOL);
 			return 0;
 		}
+		f->state = FWD_S_RELAY;
+		set->counters->opened++;
 		if (set->ops->answered != NULL)
 			set->ops->answered(f, PROTO_FWD_OK, f->arg);
-		start_relay(f, f->fd);
-		f->fd = -1;
 		if (len > 1 || fin)
 			relay_on_data(f->relay, data + 1, len - 1, fin);
 		return 0;
@@ -396,10 +432,7 @@ peer_abort(struct fwd *f, uint64_t code)
 	switch (f->state) {
 	case FWD_S_WAIT_STATUS:
 		/* The acceptor could not connect: refused, denied, ... */
-		count_failure(f, code);
-		if (f->set->ops->answered != NULL)
-			f->set->ops->answered(f, code, f->arg);
-		kill_stream(f, code);
+		opener_fail(f, code);
 		break;
 	case FWD_S_RELAY:
 		relay_on_reset(f->relay, code);
@@ -434,7 +467,7 @@ fwd_stream_acked(struct quic_conn *qc, int64_t sid, void *stream_arg, void *arg)
 	(void)qc;
 	(void)sid;
 	(void)arg;
-	if (f != NULL && f->state == FWD_S_RELAY)
+	if (f != NULL && f->relay != NULL && !f->relay_done)
 		relay_on_acked(f->relay);
 }
 
@@ -539,6 +572,14 @@ fwd_status_json(const struct fwd_set *set, const struct fwd_counters *c,
 	json_uint(j, c->opened);
 	json_key(j, "completed");
 	json_uint(j, c->completed);
+	json_key(j, "opened_0rtt");
+	json_uint(j, c->opened_0rtt);
+	json_key(j, "held");
+	json_uint(j, c->held);
+	json_key(j, "held_expired");
+	json_uint(j, c->held_expired);
+	json_key(j, "held_full");
+	json_uint(j, c->held_full);
 	for (int i = 1; i < PROTO_FWD_ERR_COUNT; i++) {
 		json_key(j, proto_fwd_error_name((uint64_t)i));
 		json_uint(j, c->failed[i]);
@@ -555,6 +596,14 @@ fwd_status_text(const struct fwd_set *set, const struct fwd_counters *c,
 
 	evbuffer_add_printf(out, "  forwards: %llu opened, %llu completed",
 	    (unsigned long long)c->opened, (unsigned long long)c->completed);
+	if (c->opened_0rtt != 0)
+		evbuffer_add_printf(out, ", %llu in 0-RTT",
+		    (unsigned long long)c->opened_0rtt);
+	if (c->held != 0)
+		evbuffer_add_printf(out, ", %llu held (%llu expired, %llu over "
+		    "the cap)", (unsigned long long)c->held,
+		    (unsigned long long)c->held_expired,
+		    (unsigned long long)c->held_full);
 	for (int i = 1; i < PROTO_FWD_ERR_COUNT; i++) {
 		if (c->failed[i] != 0)
 			evbuffer_add_printf(out, ", %llu %s",

@@ -22,9 +22,18 @@ enum fwd_kind { FWD_LOCAL, FWD_REMOTE, FWD_DYNAMIC };
 
 /* Lifetime counters, kept by the owner across connections. */
 struct fwd_counters {
-	uint64_t opened;     /* relays started */
+	uint64_t opened;     /* relays started (opener: the target is up) */
 	uint64_t completed;  /* relays that ended cleanly */
 	uint64_t failed[PROTO_FWD_ERR_COUNT]; /* by error code (refused, ...) */
+	/* Opener: streams whose header and first bytes went in 0-RTT that
+	 * the server accepted. Acceptor: requests acted on from 0-RTT. */
+	uint64_t opened_0rtt;
+	/* rove: connections accepted while there was no session, held until
+	 * there was one; of those, closed after waiting ForwardWait seconds,
+	 * and closed at once because ForwardWaitMax were waiting already. */
+	uint64_t held;
+	uint64_t held_expired;
+	uint64_t held_full;
 };
 
 struct fwd;
@@ -62,8 +71,12 @@ void fwd_set_init(struct fwd_set *, struct event_base *, struct quic_conn *,
 void fwd_set_clear(struct fwd_set *);
 
 /* Opener: relay accepted TCP socket `fd` (ours from now on) through a new
- * stream asking for `hdr`. Returns NULL with *err set (LIMIT when too many
- * forwards or streams) after closing `fd` with a reset. */
+ * stream asking for `hdr`. The relay starts at once: the socket's bytes
+ * follow the header without waiting for the acceptor's answer (in 0-RTT
+ * when the connection is still in it), and the answer's status byte is
+ * taken off the front of what comes back. Returns NULL with *err set
+ * (LIMIT when too many forwards or streams) after closing `fd` with a
+ * reset. */
 struct fwd *fwd_open(struct fwd_set *, enum fwd_kind, int fd,
     const struct proto_fwd_header *, void *fwd_arg, uint64_t *err);
 
@@ -76,11 +89,16 @@ void fwd_dialed(int fd, uint64_t err, void *arg);
 /* The owner's per-forward pointer and a description of the target. */
 void *fwd_get_arg(const struct fwd *);
 void fwd_set_arg(struct fwd *, void *);
-/* Opener: the accepted socket, until the relay takes it (for replies such
- * as SOCKS5's, written in `answered`). */
+/* Opener: the accepted socket, still there while `answered` runs (for
+ * replies such as SOCKS5's); -1 once it is closed. */
 int fwd_get_fd(const struct fwd *);
 enum fwd_kind fwd_kind_of(const struct fwd *);
 void fwd_set_target(struct fwd *, const char *);
+
+/* Opener: the handshake completed; forwards opened in 0-RTT are counted
+ * in opened_0rtt if the server accepted it (else they were sent again in
+ * 1-RTT, see quic_conn_open_stream). */
+void fwd_set_handshake_done(struct fwd_set *, bool early_accepted);
 
 /* Stream events, passed on from the owner's quic callbacks; they return
  * true when the stream was a forward stream and was handled. */

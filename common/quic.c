@@ -47,6 +47,8 @@ struct quic_stream {
 	uint64_t end;      /* offset after the last queued byte */
 	uint64_t send_off; /* next offset to hand to ngtcp2 */
 	uint64_t acked;    /* bytes acknowledged (freed) */
+	uint64_t reset_code; /* ours, when we reset it: sent again after a
+	                      * rejected 0-RTT */
 	bool fin, fin_sent, blocked, reset;
 };
 
@@ -99,6 +101,7 @@ struct quic_conn {
 
 
 static void mark_dirty(struct quic_conn *);
+static void stream_set_pending(struct quic_conn *, struct quic_stream *);
 static void wake_blocked(struct quic_conn *);
 static size_t dgram_max_for(struct quic_conn *, size_t udp);
 static size_t path_udp_now(struct quic_conn *);
@@ -237,6 +240,67 @@ remove_connection_id_cb(ngtcp2_conn *conn, const ngtcp2_cid *cid, void *user_dat
 }
 
 static int
+stream_cmp_id(const void *a, const void *b)
+{
+	int64_t x = (*(struct quic_stream *const *)a)->id;
+	int64_t y = (*(struct quic_stream *const *)b)->id;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The server rejected our 0-RTT: ngtcp2 forgot every stream opened in it
+ * and will not send their bytes. Open them again, in the order of their
+ * IDs, which gives each its old ID back (ngtcp2 counts from 0 again), and
+ * queue all their bytes anew: the owners never notice. Nothing was
+ * acknowledged, since the server could not read those packets. */
+static int
+reopen_early_streams(struct quic_conn *qc)
+{
+	struct quic_stream *s, **v;
+	size_t n = 0, i = 0;
+	int64_t id;
+	int ret = -1;
+
+	LIST_FOREACH(s, &qc->streams, entry) {
+		if (ngtcp2_conn_is_local_stream(qc->conn, s->id))
+			n++;
+	}
+	if (n == 0)
+		return 0;
+	v = xcalloc(n, sizeof *v);
+	LIST_FOREACH(s, &qc->streams, entry) {
+		if (ngtcp2_conn_is_local_stream(qc->conn, s->id))
+			v[i++] = s;
+	}
+	qsort(v, n, sizeof *v, stream_cmp_id);
+	for (i = 0; i < n; i++) {
+		s = v[i];
+		/* A stream already gone leaves a gap: fill it with one that
+		 * ends at once, so the IDs after it stay the same. */
+		do {
+			if (ngtcp2_conn_open_bidi_stream(qc->conn, &id, NULL) != 0)
+				goto out;
+			if (id < s->id)
+				(void)ngtcp2_conn_shutdown_stream(qc->conn, 0, id, 0);
+		} while (id < s->id);
+		if (id != s->id || s->acked != 0)
+			goto out;
+		s->send_off = 0;
+		s->cur = s->head;
+		s->fin_sent = false;
+		s->blocked = false;
+		if (s->reset)
+			(void)ngtcp2_conn_shutdown_stream(qc->conn, 0, id, s->reset_code);
+		stream_set_pending(qc, s);
+	}
+	mark_dirty(qc);
+	ret = 0;
+out:
+	free(v);
+	return ret;
+}
+
+static int
 handshake_completed_cb(ngtcp2_conn *conn, void *user_data)
 {
 	struct quic_conn *qc = user_data;
@@ -246,9 +310,15 @@ handshake_completed_cb(ngtcp2_conn *conn, void *user_data)
 	if (qc->stats.early_attempted) {
 		qc->stats.early_accepted =
 		    wolfSSL_get_early_data_status(qc->ssl) == SSL_EARLY_DATA_ACCEPTED;
-		/* wolfSSL tells only now; ngtcp2 must drop what 0-RTT queued. */
-		if (!qc->stats.early_accepted)
+		/* wolfSSL tells only now; ngtcp2 must drop what 0-RTT queued,
+		 * and the streams opened in 0-RTT start again in 1-RTT. */
+		if (!qc->stats.early_accepted) {
 			(void)ngtcp2_conn_tls_early_data_rejected(conn);
+			if (reopen_early_streams(qc) != 0) {
+				log_warn("cannot reopen the streams of rejected 0-RTT");
+				return NGTCP2_ERR_CALLBACK_FAILURE;
+			}
+		}
 	} else if (qc->role == QUIC_ROLE_SERVER)
 		qc->stats.early_accepted = qc->early_rx;
 	if (qc->cbs->handshake_done != NULL)
@@ -1598,6 +1668,7 @@ quic_conn_stream_reset(struct quic_conn *qc, int64_t id, uint64_t code)
 		return;
 	if (s != NULL) {
 		s->reset = true;
+		s->reset_code = code;
 		stream_set_pending(qc, s);
 	}
 	ngtcp2_conn_shutdown_stream(qc->conn, 0, id, code);
@@ -1618,7 +1689,9 @@ quic_conn_open_stream(struct quic_conn *qc, void *arg)
 {
 	int64_t id;
 
-	if (qc->state != QUIC_STATE_ESTABLISHED ||
+	/* A client may open streams in 0-RTT: the server's remembered
+	 * transport parameters give their limits. */
+	if ((qc->state != QUIC_STATE_ESTABLISHED && !quic_conn_early_ready(qc)) ||
 	    ngtcp2_conn_open_bidi_stream(qc->conn, &id, NULL) != 0)
 		return -1;
 	stream_get(qc, id)->arg = arg;
@@ -1697,6 +1770,19 @@ bool
 quic_conn_early_ready(const struct quic_conn *qc)
 {
 	return qc->early_ready && qc->state == QUIC_STATE_HANDSHAKING;
+}
+
+bool
+quic_conn_early_rx(const struct quic_conn *qc)
+{
+	return qc->role == QUIC_ROLE_SERVER && qc->early_rx &&
+	    qc->state == QUIC_STATE_HANDSHAKING;
+}
+
+WOLFSSL *
+quic_conn_tls(const struct quic_conn *qc)
+{
+	return qc->ssl;
 }
 
 int

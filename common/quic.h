@@ -247,8 +247,12 @@ void quic_conn_stream_reset(struct quic_conn *, int64_t stream_id, uint64_t code
 /* Abort only our reading side (STOP_SENDING). */
 void quic_conn_stream_stop_reading(struct quic_conn *, int64_t stream_id,
     uint64_t code);
-/* Open a bidirectional stream (after the handshake); returns its ID or -1
- * when the peer's stream limit is reached. */
+/* Open a bidirectional stream; returns its ID or -1 when the peer's stream
+ * limit is reached or streams cannot be opened yet. A client may open
+ * streams once 0-RTT keys are in place (quic_conn_early_ready); if the
+ * server then rejects the 0-RTT, such streams are opened again with the
+ * same IDs and their bytes sent again in 1-RTT, before handshake_done:
+ * the owner sees nothing of it. */
 int64_t quic_conn_open_stream(struct quic_conn *, void *stream_arg);
 uint64_t quic_conn_streams_left(struct quic_conn *);
 /* True for a stream this side opened. */
@@ -263,8 +267,16 @@ void quic_conn_submit_new_token(struct quic_conn *, const uint8_t *token,
 void quic_conn_close(struct quic_conn *, uint64_t app_error, const char *reason);
 
 enum quic_state quic_conn_state(const struct quic_conn *);
-/* Client: 0-RTT keys are in place, DATAGRAMs may go before the handshake. */
+/* Client: 0-RTT keys are in place, DATAGRAMs may go and streams may be
+ * opened before the handshake completes. */
 bool quic_conn_early_ready(const struct quic_conn *);
+/* Server: the handshake is still under way and the client's 0-RTT was
+ * accepted (wolfSSL installed the 0-RTT keys, which it does only for a
+ * resumption it accepted with early data): stream data arriving now came
+ * in 0-RTT. */
+bool quic_conn_early_rx(const struct quic_conn *);
+/* The connection's TLS session. */
+WOLFSSL *quic_conn_tls(const struct quic_conn *);
 /* Client: move to a new local socket. `immediate` when the old path is
  * dead (its address is gone); else the old path serves until the new one
  * is validated. Returns 0 or -1. */

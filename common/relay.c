@@ -358,6 +358,12 @@ relay_abort(struct relay *r)
 	r->finished = true;
 }
 
+int
+relay_get_fd(const struct relay *r)
+{
+	return r->fd;
+}
+
 void
 relay_get_stats(const struct relay *r, struct relay_stats *st)
 {

@@ -41,6 +41,8 @@ void relay_on_close(struct relay *, uint64_t code);
  * callback is not called. */
 void relay_abort(struct relay *);
 
+/* The TCP socket, still the relay's; -1 once closed. */
+int relay_get_fd(const struct relay *);
 void relay_get_stats(const struct relay *, struct relay_stats *);
 void relay_free(struct relay *);
 

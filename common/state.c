@@ -1260,6 +1260,13 @@ ticket_cb(WOLFSSL *ssl, unsigned char key_name[WOLFSSL_TICKET_NAME_SZ],
 	return WOLFSSL_TICKET_RET_OK;
 }
 
+bool
+state_ticket_spent_here(WOLFSSL *ssl)
+{
+	/* Serials start at 1; the note is made only where reg_spend ran. */
+	return ex_spent >= 0 && wolfSSL_get_ex_data(ssl, ex_spent) != NULL;
+}
+
 void
 state_server_attach(struct state_server *st, WOLFSSL_CTX *ctx)
 {

@@ -72,6 +72,11 @@ const uint8_t *state_reset_secret(const struct state_server *);
  * (quic_conn_peer_key through the connection); on resumption that key goes
  * back to the connection through quic_tls_resumed. */
 void state_server_attach(struct state_server *, WOLFSSL_CTX *ctx);
+/* This handshake resumed with a ticket that was unspent in the register
+ * and spent it (wolfSSL may then accept its 0-RTT); false for a replayed,
+ * unknown or absent ticket. roved acts on 0-RTT stream data only when
+ * this holds. */
+bool state_ticket_spent_here(WOLFSSL *ssl);
 
 /*
  * Ticket keys. The newest key encrypts; the one before it still decrypts

@@ -90,7 +90,9 @@ struct session {
 	uint8_t ctl[PROTO_MAX_MSG + 16];
 	size_t ctllen;
 	bool configured;            /* server config sent */
-	struct fwd_set fwds;        /* valid once peer is set */
+	struct fwd_set fwds;        /* valid once fwd_peer is set */
+	struct peer *fwd_peer;      /* whose forwards: set at the handshake's
+	                             * end, or at a 0-RTT forward stream */
 	struct egress_listener *rlisteners[CFG_MAX_REMOTE_FORWARDS]; /* -R */
 	size_t nrlisteners;
 	bool half_open;             /* counted in server.half_open */
@@ -301,13 +303,42 @@ fwd_request(struct fwd_set *set, struct fwd *f, const struct proto_fwd_header *h
 {
 	struct session *sess = set->arg;
 
-	egress_request(sess->srv->egress, sess->peer->cfg, f, hdr);
+	egress_request(sess->srv->egress, sess->fwd_peer->cfg, f, hdr);
 }
 
 static const struct fwd_ops session_fwd_ops = {
 	.request = fwd_request,
 	.release = egress_release,
 };
+
+/* Start serving the forwards of `peer` on this session. */
+static void
+session_fwds_init(struct session *sess, struct peer *peer)
+{
+	if (sess->fwd_peer != NULL)
+		return;
+	sess->fwd_peer = peer;
+	fwd_set_init(&sess->fwds, sess->srv->base, sess->qc,
+	    sess->srv->cfg->forward_buffer, sess->srv->cfg->max_forwards,
+	    &session_fwd_ops, sess, &peer->fwd_counters, peer->cfg->name);
+}
+
+/* May forward streams arriving before the handshake's end be served?
+ * They came in 0-RTT, which anyone who saw the client's first flight can
+ * send again. They are served only when this handshake spent a ticket
+ * the register held unspent: a replay presents a spent ticket, gets a
+ * full handshake without 0-RTT keys (so ngtcp2 cannot even read its
+ * 0-RTT packets), and cannot finish that handshake without the client's
+ * private key. The three checks say the same thing three ways: wolfSSL
+ * accepted the early data, the register spent the ticket for this very
+ * handshake, and the ticket named a configured peer. */
+static bool
+early_forwards_ok(struct session *sess)
+{
+	return sess->srv->cfg->zero_rtt && sess->pending_peer != NULL &&
+	    quic_conn_early_rx(sess->qc) &&
+	    state_ticket_spent_here(quic_conn_tls(sess->qc));
+}
 
 static void
 handshake_done_cb(struct quic_conn *qc, void *arg)
@@ -341,9 +372,7 @@ handshake_done_cb(struct quic_conn *qc, void *arg)
 		if (st.early_accepted)
 			peer->zero_rtt++;
 	}
-	fwd_set_init(&sess->fwds, sess->srv->base, qc, sess->srv->cfg->forward_buffer,
-	    sess->srv->cfg->max_forwards, &session_fwd_ops, sess, &peer->fwd_counters,
-	    peer->cfg->name);
+	session_fwds_init(sess, peer);
 	remote = quic_conn_remote(qc, &len);
 	/* Its next connection from this address skips the Retry that a
 	 * server under load asks of unknown addresses. */
@@ -445,9 +474,13 @@ stream_data_cb(struct quic_conn *qc, int64_t stream_id, const uint8_t *data,
 	long used;
 
 	(void)fin;
+	if (sess->peer == NULL && stream_id != 0 && early_forwards_ok(sess)) {
+		session_fwds_init(sess, sess->pending_peer);
+		return fwd_on_data(&sess->fwds, stream_id, stream_arg, data, len, fin);
+	}
 	if (sess->peer == NULL) {
-		/* Streams before the handshake completed (0-RTT) are refused:
-		 * they could be replayed. */
+		/* Other streams before the handshake completed (the control
+		 * stream, or 0-RTT we cannot prove fresh) are refused. */
 		quic_conn_stream_consume(qc, stream_id, len);
 		quic_conn_stream_reset(qc, stream_id, PROTO_FWD_ERR_DENIED);
 		return 0;

@@ -6,12 +6,15 @@ connection, so a test can compare what one end sent with what the other
 end received. Standard library only.
 
   serve ADDR:PORT [--echo] [--send N] [--after-eof] [--rate B] [--results F]
+        [--accepts F]
       Accept connections forever; one thread per connection. Default: read
       everything (at most B bytes/s with --rate) while sending N random
       bytes, then shut down the write side. --after-eof: send only after
       the peer's EOF (a half-closed request answered), --answer-delay S
       seconds after it. --echo: send back
-      whatever arrives, then shut down after the peer's EOF.
+      whatever arrives, then shut down after the peer's EOF. --accepts:
+      append a line "accept PEER" to F the moment a connection is
+      accepted (before anything is read).
   connect ADDR:PORT [--send N] [--after-eof] [--rate B] [--duration S]
       One connection with the same roles as serve. --duration: stop sending
       after S seconds and abort the connection (RST).
@@ -22,6 +25,13 @@ end received. Standard library only.
   limit ADDR:PORT --open N --ready-file F --go-file F
       Hold N echo connections, check that one more is closed without an
       answer, write F (ready), wait for the go file, check the N still echo.
+  first ADDR:PORT [--size N] [--send-at NS] [--ready-file F]
+      Try to connect every millisecond until something listens (the
+      tunnel program starting), send N (default 100) random bytes and read
+      their echo; print when the connection was made and when the echo
+      was complete (time.time_ns()), and whether it matched. With
+      --send-at, the bytes go at that wall-clock time at the earliest.
+      --ready-file: created once the interpreter is up and trying.
   probe ADDR:PORT [--socks HOST:PORT]
       Connect (through a SOCKS5 proxy with --socks) and measure how soon
       and how the connection is closed: "reset", "eof" or "open".
@@ -252,7 +262,50 @@ def cmd_serve(a):
 
     while True:
         sock, peer = ls.accept()
+        if a.accepts:
+            with lock, open(a.accepts, 'a') as f:
+                f.write('accept %s:%d\n' % peer[:2])
         threading.Thread(target=handle, args=(sock, peer), daemon=True).start()
+
+
+def cmd_first(a):
+    """The first echoed message through a forward that is coming up."""
+    deadline = Deadline(a.timeout)
+    msg = os.urandom(a.size)
+    if a.ready_file:
+        open(a.ready_file, 'w').close()
+    while True:
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if s.connect_ex(endpoint(a.addr)) == 0:
+            break
+        s.close()
+        if deadline.passed():
+            print(json.dumps({'ok': 0, 'error': 'nothing listens'}), flush=True)
+            return 1
+        time.sleep(0.001)
+    connected = time.time_ns()
+    if a.send_at and a.send_at > connected:
+        time.sleep((a.send_at - connected) / 1e9)
+    s.settimeout(max(0.1, deadline.left()))
+    got = b''
+    err = None
+    try:
+        s.sendall(msg)
+        while len(got) < len(msg):
+            data = s.recv(len(msg) - len(got))
+            if not data:
+                err = 'eof'
+                break
+            got += data
+    except OSError as e:
+        err = error_name(e)
+    done = time.time_ns()
+    s.close()
+    r = {'ok': int(got == msg), 'connected_ns': connected, 'done_ns': done,
+         'rx': len(got), 'error': err}
+    print(json.dumps(r, sort_keys=True), flush=True)
+    return 0 if got == msg else 1
 
 
 def small_rcvbuf(sock, a):
@@ -547,6 +600,7 @@ def main():
         if name == 'serve':
             sp.add_argument('--echo', action='store_true')
             sp.add_argument('--results')
+            sp.add_argument('--accepts')
     sp = sub.add_parser('many')
     common(sp)
     sp.add_argument('--conns', type=int, required=True)
@@ -558,6 +612,11 @@ def main():
     sp.add_argument('--open', type=int, required=True)
     sp.add_argument('--ready-file', required=True)
     sp.add_argument('--go-file', required=True)
+    sp = sub.add_parser('first')
+    common(sp)
+    sp.add_argument('--size', type=size, default=100)
+    sp.add_argument('--send-at', type=int, default=0)
+    sp.add_argument('--ready-file')
     sp = sub.add_parser('probe')
     common(sp)
     sp.add_argument('--socks')
@@ -565,7 +624,7 @@ def main():
     sp.add_argument('addr')
     a = p.parse_args()
     return {'serve': cmd_serve, 'connect': cmd_connect, 'many': cmd_many,
-            'limit': cmd_limit, 'probe': cmd_probe,
+            'limit': cmd_limit, 'probe': cmd_probe, 'first': cmd_first,
             'nxdns': cmd_nxdns}[a.cmd](a)
 
 

@@ -46,6 +46,7 @@ struct endpoint {
 	size_t stream_len, stream_cap;
 	int64_t stream_id;
 	bool stream_fin;
+	bool stream_early;           /* some arrived in accepted 0-RTT */
 	bool consume;                /* return flow-control credit at once */
 	int stream_closes;
 	uint64_t stream_close_code;
@@ -143,6 +144,8 @@ pair_on_stream_data(struct quic_conn *qc, int64_t id, const uint8_t *data,
 		memcpy(e->stream + e->stream_len, data, len);
 	e->stream_len += len;
 	e->stream_id = id;
+	if (quic_conn_early_rx(qc))
+		e->stream_early = true;
 	if (fin)
 		e->stream_fin = true;
 	if (e->consume)

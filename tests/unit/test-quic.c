@@ -1281,6 +1281,70 @@ expect_state_stats(struct state_server *st, uint64_t issued, uint64_t resumed,
 	assert_int_equal(ss.unknown, unknown);
 }
 
+/* Resume `sv` and open two streams in 0-RTT: stream 0 left empty (as
+ * rove's control stream) and stream 4 carrying `msg` with its FIN. */
+static struct pair *
+resume_stream(struct resumption *rs, const struct saved *sv, const char *msg)
+{
+	struct pair *p = resumption_pair(rs);
+	struct quic_resume r = {
+		.session = sv->der,
+		.sessionlen = sv->derlen,
+		.params = sv->params,
+		.paramslen = sv->paramslen,
+		.early_data = true,
+	};
+
+	pair_connect(p, &r);
+	/* No stream before the keys that may carry it. */
+	assert_int_equal(quic_conn_open_stream(p->c.qc, NULL), -1);
+	quic_conn_write(p->c.qc);
+	assert_true(quic_conn_early_ready(p->c.qc));
+	assert_int_equal(quic_conn_open_stream(p->c.qc, NULL), 0);
+	assert_int_equal(quic_conn_open_stream(p->c.qc, NULL), 4);
+	assert_int_equal(quic_conn_stream_send(p->c.qc, 4, (const uint8_t *)msg,
+	    strlen(msg), true), 0);
+	assert_true(pair_run(p, ROUNDS) > 0);
+	assert_int_equal(quic_conn_state(p->c.qc), QUIC_STATE_ESTABLISHED);
+	assert_int_equal(quic_conn_state(p->s.qc), QUIC_STATE_ESTABLISHED);
+	/* Whatever became of the 0-RTT, the bytes arrived once, on the
+	 * stream they were sent on, and were acknowledged. */
+	assert_int_equal(p->s.stream_id, 4);
+	assert_int_equal(p->s.stream_len, strlen(msg));
+	assert_memory_equal(p->s.stream, msg, strlen(msg));
+	assert_true(p->s.stream_fin);
+	assert_int_equal(quic_conn_stream_unacked(p->c.qc, 4), 0);
+	return p;
+}
+
+/* Streams opened in 0-RTT: carried in it when accepted; opened again
+ * with the same IDs and sent in 1-RTT when the server rejects it (here:
+ * the ticket is spent). */
+static void
+test_resumption_0rtt_streams(void **state)
+{
+	struct resumption *rs = *state;
+	static struct saved s1;
+	struct quic_conn_stats cs;
+	struct pair *p;
+
+	full_handshake(rs, &s1);
+	p = resume_stream(rs, &s1, "GET / in 0-RTT");
+	quic_conn_get_stats(p->c.qc, &cs);
+	assert_true(cs.early_accepted);
+	assert_true(p->s.stream_early);
+	pair_free(p);
+
+	p = resume_stream(rs, &s1, "GET / again, after a rejection");
+	quic_conn_get_stats(p->c.qc, &cs);
+	assert_true(cs.early_attempted);
+	assert_false(cs.early_accepted);
+	assert_false(p->s.stream_early);
+	/* The control stream keeps ID 0: the next stream is 8. */
+	assert_int_equal(quic_conn_open_stream(p->c.qc, NULL), 8);
+	pair_free(p);
+}
+
 static void
 test_resumption_0rtt(void **state)
 {
@@ -1577,6 +1641,8 @@ main(void)
 		    test_teardown),
 		cmocka_unit_test_teardown(test_close_from_server,
 		    test_teardown),
+		cmocka_unit_test_setup_teardown(test_resumption_0rtt_streams,
+		    resumption_setup, resumption_teardown),
 		cmocka_unit_test_setup_teardown(test_resumption_0rtt,
 		    resumption_setup, resumption_teardown),
 		cmocka_unit_test_setup_teardown(test_replayed_flight,
