@@ -197,9 +197,18 @@ rove_measure() {
 	log "rove ($key${line:+: $line})"
 	cp "$c/roved.conf" "$c/roved-$key.conf"
 	cp "$c/rove.conf" "$c/rove-$key.conf"
+	# KEY = VALUE replaces the key where the config has it, else goes
+	# into the main section.
 	if [ -n "$line" ]; then
-		sed -i "/^\[Server\]/a $line" "$c/roved-$key.conf"
-		sed -i "/^\[Client\]/a $line" "$c/rove-$key.conf"
+		local k=${line%% =*} f sec
+		for f in "$c/roved-$key.conf:Server" "$c/rove-$key.conf:Client"; do
+			sec=${f##*:} f=${f%:*}
+			if grep -q "^$k[[:space:]]*=" "$f"; then
+				sed -i "s|^$k[[:space:]]*=.*|$line|" "$f"
+			else
+				sed -i "/^\[$sec\]/a $line" "$f"
+			fi
+		done
 	fi
 	start_roved "$c/roved-$key.conf"
 	start_client laptop "$c/rove-$key.conf"
