@@ -223,7 +223,17 @@ def echo(sock, deadline):
             if not data:
                 sock.shutdown(socket.SHUT_WR)
                 break
-            sock.sendall(data)
+            # A tunnel that applies back-pressure may hold a send for a
+            # while; only the deadline ends the wait (sendall would give
+            # up after one 0.5 s timeout, reset, and lose the echo).
+            view = memoryview(data)
+            while view:
+                if deadline.passed():
+                    raise socket.timeout('deadline')
+                try:
+                    view = view[sock.send(view):]
+                except socket.timeout:
+                    continue
             n += len(data)
     except OSError as e:
         errors.append(error_name(e))
