@@ -14,7 +14,11 @@
 #  - bulk data arrives in every 1-second interval in each direction,
 #    counted where it is received: roved's side of iperf3 for the client's
 #    upload, the client's side for its download. Only a last interval
-#    shorter than 0.5 s (the tail end of a run) may be empty.
+#    shorter than 0.5 s (the tail end of a run) may be empty. At 5% loss
+#    each way the inner TCP itself may sit out a second in retransmission
+#    back-off (its RTO doubles from 200 ms when a retransmission is lost
+#    too) while the tunnel carries the pings above without a gap: there,
+#    an empty second may occur, but never two in a row.
 # Each setting's throughput, ping figures and the relay's loss counters go
 # to the log. ROAM_SEED=N in the environment repeats the relay's losses.
 . "$(dirname "$0")/roam-lib.sh"
@@ -50,9 +54,10 @@ print("    %s: %s, drops %s" % (sys.argv[1],
 ' "$1" || log "no status from $1"
 }
 
-# lossy_run TAG PORT: one setting's bulk transfer, ping and checks.
+# lossy_run TAG PORT [MAX_RUN]: one setting; MAX_RUN empty 1-second
+# intervals in a row are tolerated (default 0: none at all).
 lossy_run() {
-	local tag=$1 port=$2 srv ping_pid rc out what n empty
+	local tag=$1 port=$2 max_run=${3:-0} srv ping_pid rc out what n empty
 	log "$tag: relay delay $ROAM_DELAY ms each way, loss $ROAM_LOSS% each way"
 	# A server of its own per setting: a run cut short cannot leave a
 	# half-finished test in the way of the next. -J on the server too:
@@ -124,6 +129,11 @@ lossy_run() {
 	    sums = [iv[key] for iv in ivs if key in iv]
 	    full = [s for s in sums if s["seconds"] >= 0.5]
 	    empty = ["%.0f-%.0f" % (s["start"], s["end"]) for s in full if s["bytes"] <= 0]
+	    run = longest = 0
+	    for s in full:
+	        run = run + 1 if s["bytes"] <= 0 else 0
+	        longest = max(longest, run)
+	    print("%s_empty_run=%d" % (name, longest))
 	    total = sum(s["bytes"] for s in sums)
 	    secs = sum(s["seconds"] for s in sums)
 	    print("%s_intervals=%d" % (name, len(full)))
@@ -159,10 +169,12 @@ lossy_run() {
 		empty=$(field ${what}_empty)
 		[ "$n" -ge "$BULK_SECS" ] ||
 			failc "$tag: $what: the receiver reported $n 1-second intervals, expected $BULK_SECS"
-		if [ "$empty" != 0 ]; then
-			failc "$tag: $what: no bytes in $empty interval(s), at s $(field ${what}_empty_at)"
-		elif [ "$n" -gt 0 ]; then
+		if [ "$empty" = 0 ] && [ "$n" -gt 0 ]; then
 			pass "$tag: $what: bytes in each of $n 1-second intervals"
+		elif [ "$max_run" -gt 0 ] && [ "$(field ${what}_empty_run)" -le "$max_run" ]; then
+			pass "$tag: $what: bytes in $((n - empty)) of $n 1-second intervals, never $((max_run + 1)) empty in a row (empty at s $(field ${what}_empty_at))"
+		else
+			failc "$tag: $what: no bytes in $empty interval(s), at s $(field ${what}_empty_at)"
 		fi
 	done
 }
@@ -175,7 +187,7 @@ relay_counters "$WORK/delay-relay-1.log"
 wait_for 10 "the tunnel through the new relay" quiet_ping "$RNS_C" "$S_TUN" ||
 	die "the tunnel does not carry pings through the new relay"
 
-lossy_run "loss5-rtt20" 5202
+lossy_run "loss5-rtt20" 5202 1
 
 roam_stop_all
 stop_pid "$RELAY_PID"
