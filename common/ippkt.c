@@ -2,6 +2,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "bytes.h"
 #include "ippkt.h"
 
 #define IP4_HDRLEN 20
@@ -24,35 +25,15 @@
  */
 #define IP4_LINK_MIN_MTU 68
 
-static uint16_t
-get16(const uint8_t *p)
+uint64_t
+ippkt_csum_add(uint64_t sum, const void *data, size_t len)
 {
-	return (uint16_t)(p[0] << 8 | p[1]);
-}
+	const uint8_t *p = data;
 
-static void
-put16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-}
-
-static void
-put32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
-
-/* Sum big-endian 16-bit words into a wide accumulator; an odd final byte is
- * the high half of a word padded with zero (RFC 1071). */
-static uint64_t
-sum16(const uint8_t *p, size_t len, uint64_t sum)
-{
+	/* An odd final byte is the high half of a word padded with zero
+	 * (RFC 1071). */
 	while (len >= 2) {
-		sum += get16(p);
+		sum += be16_get(p);
 		p += 2;
 		len -= 2;
 	}
@@ -61,12 +42,12 @@ sum16(const uint8_t *p, size_t len, uint64_t sum)
 	return sum;
 }
 
-static uint16_t
-fold(uint64_t sum)
+uint16_t
+ippkt_csum_fold(uint64_t sum)
 {
 	while (sum >> 16)
 		sum = (sum & 0xffff) + (sum >> 16);
-	return (uint16_t)~sum;
+	return (uint16_t)sum;
 }
 
 /*
@@ -77,7 +58,7 @@ fold(uint64_t sum)
 uint16_t
 ippkt_checksum(const void *data, size_t len, uint32_t partial)
 {
-	return fold(sum16(data, len, partial));
+	return (uint16_t)~ippkt_csum_fold(ippkt_csum_add(partial, data, len));
 }
 
 enum ippkt_error
@@ -96,7 +77,7 @@ ippkt_parse(const uint8_t *pkt, size_t len, struct ippkt_info *info)
 		hlen = (size_t)(pkt[0] & 0x0f) * 4;
 		if (hlen < IP4_HDRLEN || hlen > len)
 			return IPPKT_ERR_HEADER;
-		total = get16(pkt + 2);
+		total = be16_get(pkt + 2);
 		/* A total length shorter than the header is as wrong as one
 		 * running past the buffer: either way the length lies. */
 		if (total < hlen || total > len)
@@ -108,7 +89,7 @@ ippkt_parse(const uint8_t *pkt, size_t len, struct ippkt_info *info)
 		memcpy(info->dst.b, pkt + 16, 4);
 		info->proto = pkt[9];
 		info->len = total;
-		info->df = (get16(pkt + 6) & 0x4000) != 0;
+		info->df = (be16_get(pkt + 6) & 0x4000) != 0;
 		return IPPKT_OK;
 	case 6:
 		if (len < IP6_HDRLEN)
@@ -116,7 +97,7 @@ ippkt_parse(const uint8_t *pkt, size_t len, struct ippkt_info *info)
 		/* A payload length of 0 would mean a jumbogram (RFC 2675),
 		 * which a TUN MTU never allows; it is read as an empty
 		 * payload. */
-		total = IP6_HDRLEN + (size_t)get16(pkt + 4);
+		total = IP6_HDRLEN + (size_t)be16_get(pkt + 4);
 		if (total > len)
 			return IPPKT_ERR_LENGTH;
 		info->family = AF_INET6;
@@ -145,7 +126,7 @@ ip4_no_answer(const uint8_t *pkt, const struct ippkt_info *info)
 
 	/* Only the first fragment carries the upper-layer header, so only
 	 * it can be told apart from an ICMP error. */
-	if ((get16(pkt + 6) & 0x1fff) != 0)
+	if ((be16_get(pkt + 6) & 0x1fff) != 0)
 		return true;
 	/* The source must name one host we can answer. */
 	if (memcmp(src, "\0\0\0\0", 4) == 0 || (src[0] & 0xf0) == 0xe0 ||
@@ -201,7 +182,7 @@ ip6_no_answer(const uint8_t *pkt, const struct ippkt_info *info)
 			if (info->len - off < 8)
 				return true;
 			/* A later fragment holds no upper-layer header. */
-			if ((get16(pkt + off + 2) & 0xfff8) != 0)
+			if ((be16_get(pkt + off + 2) & 0xfff8) != 0)
 				return false;
 			hlen = 8;
 			break;
@@ -245,20 +226,20 @@ ptb4(const uint8_t *pkt, const struct ippkt_info *info,
 	memmove(out + IP4_HDRLEN + ICMP_HDRLEN, pkt, quote);
 	memset(out, 0, IP4_HDRLEN + ICMP_HDRLEN);
 	out[0] = 0x45;
-	put16(out + 2, (uint16_t)total);
+	be16_put(out + 2, (uint16_t)total);
 	/* Identification 0 and DF clear: the answer is at most 576 bytes,
 	 * which every IPv4 path carries. */
 	out[8] = 64;
 	out[9] = IP4_PROTO_ICMP;
 	memcpy(out + 12, from->b, 4);
 	memcpy(out + 16, info->src.b, 4);
-	put16(out + 10, ippkt_checksum(out, IP4_HDRLEN, 0));
+	be16_put(out + 10, ippkt_checksum(out, IP4_HDRLEN, 0));
 
 	icmp = out + IP4_HDRLEN;
 	icmp[0] = 3;
 	icmp[1] = 4;
-	put16(icmp + 6, (uint16_t)mtu);
-	put16(icmp + 2, ippkt_checksum(icmp, ICMP_HDRLEN + quote, 0));
+	be16_put(icmp + 6, (uint16_t)mtu);
+	be16_put(icmp + 2, ippkt_checksum(icmp, ICMP_HDRLEN + quote, 0));
 	return total;
 }
 
@@ -284,7 +265,7 @@ ptb6(const uint8_t *pkt, const struct ippkt_info *info,
 	memmove(out + IP6_HDRLEN + ICMP_HDRLEN, pkt, quote);
 	memset(out, 0, IP6_HDRLEN + ICMP_HDRLEN);
 	out[0] = 0x60;
-	put16(out + 4, (uint16_t)icmplen);
+	be16_put(out + 4, (uint16_t)icmplen);
 	out[6] = IP6_NH_ICMP6;
 	out[7] = 64;
 	memcpy(out + 8, from->b, 16);
@@ -293,16 +274,16 @@ ptb6(const uint8_t *pkt, const struct ippkt_info *info,
 	icmp = out + IP6_HDRLEN;
 	icmp[0] = 2;
 	icmp[1] = 0;
-	put32(icmp + 4, mtu);
+	be32_put(icmp + 4, mtu);
 
 	/* RFC 8200 8.1: source, destination, upper-layer length (32 bits),
 	 * three zero bytes, next header. */
 	memset(pseudo, 0, sizeof pseudo);
 	memcpy(pseudo, out + 8, 32);
-	put32(pseudo + 32, (uint32_t)icmplen);
+	be32_put(pseudo + 32, (uint32_t)icmplen);
 	pseudo[39] = IP6_NH_ICMP6;
 	sum = ippkt_checksum(pseudo, sizeof pseudo, 0);
-	put16(icmp + 2, ippkt_checksum(icmp, icmplen, (uint16_t)~sum));
+	be16_put(icmp + 2, ippkt_checksum(icmp, icmplen, (uint16_t)~sum));
 	return total;
 }
 

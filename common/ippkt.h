@@ -45,5 +45,11 @@ size_t ippkt_make_ptb(const uint8_t *pkt, size_t len, const struct ipaddr *from,
 /* The Internet checksum (RFC 1071) of `len` bytes, continuing from
  * `partial` (0 to start); returns the folded, complemented sum. */
 uint16_t ippkt_checksum(const void *data, size_t len, uint32_t partial);
+/* The pieces of it, for sums over several parts (a pseudo-header, then
+ * headers, then payload): add `len` bytes of 16-bit big-endian words to
+ * `sum` (only the last part may have an odd length); fold the sum to 16
+ * bits, not complemented. */
+uint64_t ippkt_csum_add(uint64_t sum, const void *data, size_t len);
+uint16_t ippkt_csum_fold(uint64_t sum);
 
 #endif

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bytes.h"
+#include "ippkt.h"
 #include "offload.h"
 #include "xmalloc.h"
 
@@ -21,59 +23,6 @@
 #define TCP_CSUM_OFF 16
 #define UDP_CSUM_OFF 6
 
-/* Header fields are read and written byte by byte: packets sit at any
- * offset in our buffers, and UBSan rightly rejects unaligned loads. */
-static uint16_t
-ld16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] << 8 | p[1]);
-}
-
-static uint32_t
-ld32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
-	    (uint32_t)p[2] << 8 | p[3];
-}
-
-static void
-st16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-}
-
-static void
-st32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
-
-/* Ones' complement sum of big-endian 16-bit words; an odd last byte is
- * padded with zero. Callers sum even-length pieces except the last. */
-static uint64_t
-sum16(uint64_t sum, const uint8_t *p, size_t len)
-{
-	size_t i;
-
-	for (i = 0; i + 1 < len; i += 2)
-		sum += (uint32_t)(p[i] << 8 | p[i + 1]);
-	if (i < len)
-		sum += (uint32_t)p[i] << 8;
-	return sum;
-}
-
-static uint16_t
-fold(uint64_t sum)
-{
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	return (uint16_t)sum;
-}
-
 /* The TCP/UDP pseudo-header of the IP header at `ip`, for `l4len` bytes. */
 static uint64_t
 pseudo(const uint8_t *ip, int family, uint8_t proto, size_t l4len)
@@ -81,16 +30,16 @@ pseudo(const uint8_t *ip, int family, uint8_t proto, size_t l4len)
 	uint64_t sum;
 
 	if (family == AF_INET)
-		sum = sum16(0, ip + 12, 8);
+		sum = ippkt_csum_add(0, ip + 12, 8);
 	else
-		sum = sum16(0, ip + 8, 32);
+		sum = ippkt_csum_add(0, ip + 8, 32);
 	return sum + proto + (uint32_t)l4len;
 }
 
 static uint16_t
 ipv4_hdr_csum(const uint8_t *ip, size_t iphlen)
 {
-	return (uint16_t)~fold(sum16(0, ip, iphlen));
+	return (uint16_t)~ippkt_csum_fold(ippkt_csum_add(0, ip, iphlen));
 }
 
 /* What the IP and transport headers of a packet say about it. */
@@ -115,10 +64,10 @@ parse_l34(const uint8_t *p, size_t len, struct l34 *l)
 			return -1;
 		l->family = AF_INET;
 		l->iphlen = (size_t)(p[0] & 0x0f) * 4;
-		l->totlen = ld16(p + 2);
+		l->totlen = be16_get(p + 2);
 		if (l->iphlen < 20 || l->totlen < l->iphlen || l->totlen > len)
 			return -1;
-		l->frag = (ld16(p + 6) & 0x3fff) != 0;
+		l->frag = (be16_get(p + 6) & 0x3fff) != 0;
 		l->proto = l->frag ? 0 : p[9];
 		break;
 	case 6:
@@ -126,7 +75,7 @@ parse_l34(const uint8_t *p, size_t len, struct l34 *l)
 			return -1;
 		l->family = AF_INET6;
 		l->iphlen = 40;
-		l->totlen = 40 + (size_t)ld16(p + 4);
+		l->totlen = 40 + (size_t)be16_get(p + 4);
 		if (l->totlen > len)
 			return -1;
 		/* Extension headers are not walked: nothing we coalesce or
@@ -152,8 +101,8 @@ l4_csum(const uint8_t *ip, const struct l34 *l)
 {
 	size_t l4len = l->totlen - l->iphlen;
 
-	return (uint16_t)~fold(pseudo(ip, l->family, l->proto, l4len) +
-	    sum16(0, ip + l->iphlen, l4len));
+	return (uint16_t)~ippkt_csum_fold(pseudo(ip, l->family, l->proto, l4len) +
+	    ippkt_csum_add(0, ip + l->iphlen, l4len));
 }
 
 /* Complete a partial checksum: the field holds the pseudo-header sum and
@@ -162,9 +111,9 @@ l4_csum(const uint8_t *ip, const struct l34 *l)
 static void
 complete_csum(uint8_t *pkt, size_t len, size_t start, size_t at)
 {
-	uint16_t c = (uint16_t)~fold(sum16(0, pkt + start, len - start));
+	uint16_t c = (uint16_t)~ippkt_csum_fold(ippkt_csum_add(0, pkt + start, len - start));
 
-	st16(pkt + at, c == 0 ? 0xffff : c);
+	be16_put(pkt + at, c == 0 ? 0xffff : c);
 }
 
 int
@@ -238,7 +187,7 @@ offload_seg_init(struct offload_seg *s, const struct virtio_net_hdr *vh,
 	if (s->hlen >= len)
 		return -1;
 	/* USO's length field must cover the whole super-packet. */
-	if (l.proto == IPPROTO_UDP && ld16(pkt + l.iphlen + 4) != len - l.iphlen)
+	if (l.proto == IPPROTO_UDP && be16_get(pkt + l.iphlen + 4) != len - l.iphlen)
 		return -1;
 	s->family = l.family;
 	s->proto = l.proto;
@@ -276,17 +225,17 @@ offload_seg_next(struct offload_seg *s, size_t *lenp)
 	l4 = p + s->iphlen;
 	l4len = s->hlen - s->iphlen + n;
 	if (s->family == AF_INET) {
-		st16(p + 2, (uint16_t)(s->hlen + n));
+		be16_put(p + 2, (uint16_t)(s->hlen + n));
 		/* Each segment is a datagram of its own: IDs increment, as
 		 * the kernel's GSO does without SKB_GSO_TCP_FIXEDID. */
-		st16(p + 4, (uint16_t)(ld16(s->hdr + 4) + s->n));
-		st16(p + 10, 0);
-		st16(p + 10, ipv4_hdr_csum(p, s->iphlen));
+		be16_put(p + 4, (uint16_t)(be16_get(s->hdr + 4) + s->n));
+		be16_put(p + 10, 0);
+		be16_put(p + 10, ipv4_hdr_csum(p, s->iphlen));
 	} else {
-		st16(p + 4, (uint16_t)(s->hlen - 40 + n));
+		be16_put(p + 4, (uint16_t)(s->hlen - 40 + n));
 	}
 	if (s->proto == IPPROTO_TCP) {
-		st32(l4 + 4, ld32(s->hdr + s->iphlen + 4) + (uint32_t)(s->off - s->hlen));
+		be32_put(l4 + 4, be32_get(s->hdr + s->iphlen + 4) + (uint32_t)(s->off - s->hlen));
 		flags = l4[13];
 		/* CWR answers one congestion signal: the first segment
 		 * carries it. FIN and PSH belong at the end of the data. */
@@ -297,15 +246,15 @@ offload_seg_next(struct offload_seg *s, size_t *lenp)
 		l4[13] = flags;
 		csum_at = TCP_CSUM_OFF;
 	} else {
-		st16(l4 + 4, (uint16_t)l4len);
+		be16_put(l4 + 4, (uint16_t)l4len);
 		csum_at = UDP_CSUM_OFF;
 	}
-	st16(l4 + csum_at, 0);
-	c = (uint16_t)~fold(pseudo(p, s->family, s->proto, l4len) +
-	    sum16(0, l4, l4len));
+	be16_put(l4 + csum_at, 0);
+	c = (uint16_t)~ippkt_csum_fold(pseudo(p, s->family, s->proto, l4len) +
+	    ippkt_csum_add(0, l4, l4len));
 	if (c == 0 && s->proto == IPPROTO_UDP)
 		c = 0xffff;
-	st16(l4 + csum_at, c);
+	be16_put(l4 + csum_at, c);
 	s->off += n;
 	s->n++;
 	*lenp = s->hlen + n;
@@ -422,10 +371,10 @@ classify(struct offload_coal *c, struct coal_pkt *p, const uint8_t *d)
 			return;
 		p->kind = K_TCP;
 	} else {
-		if (!(c->flags & OFFLOAD_F_USO) || ld16(l4 + 4) != p->len - l.iphlen)
+		if (!(c->flags & OFFLOAD_F_USO) || be16_get(l4 + 4) != p->len - l.iphlen)
 			return;
 		/* A zero (absent) IPv4 UDP checksum cannot be vouched for. */
-		if (ld16(l4 + 6) == 0 || l4_csum(d, &l) != 0)
+		if (be16_get(l4 + 6) == 0 || l4_csum(d, &l) != 0)
 			return;
 		p->kind = K_UDP;
 	}
@@ -458,8 +407,8 @@ can_append(struct offload_coal *c, const struct coal_pkt *h, const struct coal_p
 		return false;
 	if (h->family == AF_INET) {
 		/* TOS, TTL, DF; IDs increment by one per segment. */
-		if (dh[1] != dq[1] || dh[8] != dq[8] || ld16(dh + 6) != ld16(dq + 6) ||
-		    ld16(dq + 4) != (uint16_t)(ld16(dh + 4) + h->nseg))
+		if (dh[1] != dq[1] || dh[8] != dq[8] || be16_get(dh + 6) != be16_get(dq + 6) ||
+		    be16_get(dq + 4) != (uint16_t)(be16_get(dh + 4) + h->nseg))
 			return false;
 	} else {
 		/* Traffic class, flow label, hop limit. */
@@ -468,8 +417,8 @@ can_append(struct offload_coal *c, const struct coal_pkt *h, const struct coal_p
 	}
 	if (h->kind == K_UDP)
 		return true;
-	if (ld32(tq + 4) != h->next_seq || ld32(tq + 8) != ld32(th + 8) ||
-	    ld16(tq + 14) != ld16(th + 14) || (tq[13] & TCP_CWR) ||
+	if (be32_get(tq + 4) != h->next_seq || be32_get(tq + 8) != be32_get(th + 8) ||
+	    be16_get(tq + 14) != be16_get(th + 14) || (tq[13] & TCP_CWR) ||
 	    (tq[13] & mask) != (th[13] & mask))
 		return false;
 	/* Options byte for byte, timestamps included, as tcp_gro_receive
@@ -551,7 +500,7 @@ offload_coal_add(struct offload_coal *c, const uint8_t *pkt, size_t len, void *t
 	if (p->kind == K_TCP) {
 		const uint8_t *t = pkt_data(c, p) + p->iphlen;
 
-		p->next_seq = ld32(t + 4) + (uint32_t)p->plen;
+		p->next_seq = be32_get(t + 4) + (uint32_t)p->plen;
 		if (t[13] & (TCP_FIN | TCP_PSH))
 			return;
 	}
@@ -599,11 +548,11 @@ write_chain(struct offload_coal *c, struct coal_pkt *h)
 	l4 = b + h->iphlen;
 	l4len = h->total - h->iphlen;
 	if (h->family == AF_INET) {
-		st16(b + 2, (uint16_t)h->total);
-		st16(b + 10, 0);
-		st16(b + 10, ipv4_hdr_csum(b, h->iphlen));
+		be16_put(b + 2, (uint16_t)h->total);
+		be16_put(b + 10, 0);
+		be16_put(b + 10, ipv4_hdr_csum(b, h->iphlen));
 	} else {
-		st16(b + 4, (uint16_t)(h->total - 40));
+		be16_put(b + 4, (uint16_t)(h->total - 40));
 	}
 	vh.flags = VIRTIO_NET_HDR_F_NEEDS_CSUM;
 	vh.gso_size = (uint16_t)h->mss;
@@ -619,13 +568,13 @@ write_chain(struct offload_coal *c, struct coal_pkt *h)
 			vh.gso_type |= VIRTIO_NET_HDR_GSO_ECN;
 		vh.csum_offset = TCP_CSUM_OFF;
 	} else {
-		st16(l4 + 4, (uint16_t)l4len);
+		be16_put(l4 + 4, (uint16_t)l4len);
 		vh.gso_type = VIRTIO_NET_HDR_GSO_UDP_L4;
 		vh.csum_offset = UDP_CSUM_OFF;
 	}
 	/* CHECKSUM_PARTIAL's convention: the field holds the folded (not
 	 * complemented) pseudo-header sum over the whole super-packet. */
-	st16(l4 + vh.csum_offset, fold(pseudo(b, h->family, h->proto, l4len)));
+	be16_put(l4 + vh.csum_offset, ippkt_csum_fold(pseudo(b, h->family, h->proto, l4len)));
 	iov[1].iov_base = b;
 	iov[1].iov_len = h->hlen;
 	for (size_t i = 0; i < n; i++) {
