@@ -25,11 +25,44 @@
  */
 #define IP4_LINK_MIN_MTU 68
 
+/*
+ * The one's complement sum does not depend on byte order (RFC 1071, 2(B)),
+ * so the bulk is summed as the 32-bit halves of native 64-bit loads, whose
+ * carries collect in the accumulator's upper half, and the folded result is
+ * swapped into the big-endian words the callers chain, once. Word by word
+ * this was the tunnel's hottest function: every segment split from a TUN
+ * super-packet and every one coalesced for the TUN is summed in full.
+ */
 uint64_t
 ippkt_csum_add(uint64_t sum, const void *data, size_t len)
 {
 	const uint8_t *p = data;
+	uint64_t acc = 0;
+	uint64_t w[4];
 
+	while (len >= sizeof w) {
+		memcpy(w, p, sizeof w);
+		acc += (w[0] & 0xffffffff) + (w[0] >> 32) +
+		    (w[1] & 0xffffffff) + (w[1] >> 32) +
+		    (w[2] & 0xffffffff) + (w[2] >> 32) +
+		    (w[3] & 0xffffffff) + (w[3] >> 32);
+		p += sizeof w;
+		len -= sizeof w;
+	}
+	while (len >= sizeof w[0]) {
+		memcpy(w, p, sizeof w[0]);
+		acc += (w[0] & 0xffffffff) + (w[0] >> 32);
+		p += sizeof w[0];
+		len -= sizeof w[0];
+	}
+	if (acc != 0) {
+		uint16_t folded = ippkt_csum_fold(acc);
+
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+		folded = __builtin_bswap16(folded);
+#endif
+		sum += folded;
+	}
 	/* An odd final byte is the high half of a word padded with zero
 	 * (RFC 1071). */
 	while (len >= 2) {
