@@ -37,10 +37,8 @@ admit_tick(struct admit *a, uint64_t now)
 	a->rotated = now;
 }
 
-/* The source's prefix: /32 for IPv4, /64 for IPv6 (what one subscriber
- * or host usually holds). */
-static bool
-source_prefix(const struct sockaddr *from, struct ipaddr *p)
+bool
+admit_source_prefix(const struct sockaddr *from, struct ipaddr *p)
 {
 	uint16_t port;
 
@@ -82,7 +80,7 @@ prefix_allows(struct admit *a, const struct sockaddr *from, uint64_t now)
 	struct ipaddr p;
 	uint64_t elapsed;
 
-	if (!source_prefix(from, &p))
+	if (!admit_source_prefix(from, &p))
 		return false;
 	b = bucket_for(a, &p, now);
 	elapsed = now > b->last ? now - b->last : 0;

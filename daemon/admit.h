@@ -80,6 +80,11 @@ void admit_init(struct admit *, size_t retry_threshold, uint64_t now,
 /* Rotates the token key when it is older than ADMIT_TOKEN_LIFETIME. */
 void admit_tick(struct admit *, uint64_t now);
 
+/* The prefix a source address is held to: /32 for IPv4, /64 for IPv6 (what
+ * one subscriber or host usually holds), in `p`; false for a sockaddr that
+ * is neither. */
+bool admit_source_prefix(const struct sockaddr *from, struct ipaddr *p);
+
 /* Decide on the Initial `hd` (as ngtcp2_accept parsed it) from `from`,
  * with `half_open` handshakes under way. On ADMIT_RETRY the Retry packet
  * is in retry[0..*retrylen). */

@@ -268,7 +268,6 @@ pin_check(struct quic_conn *qc, const uint8_t *pub, void *arg)
 	struct ipaddr from;
 	socklen_t len;
 	uint64_t now;
-	uint16_t port;
 
 	if (srv == NULL || sess == NULL)
 		return false;
@@ -279,9 +278,10 @@ pin_check(struct quic_conn *qc, const uint8_t *pub, void *arg)
 		}
 	}
 	tunnel_drop(TUNNEL_DROP_UNKNOWN_PEER, NULL, &srv->counters);
-	/* At most one line per source address per minute. */
+	/* At most one line per source prefix per minute: an IPv6 host holds
+	 * a whole /64 and could otherwise buy a line per handshake. */
 	remote = quic_conn_remote(qc, &len);
-	if (addr_from_sockaddr(remote, &from, &port) != 0)
+	if (!admit_source_prefix(remote, &from))
 		return false;
 	slot = &srv->unknown_log[cid_hash(srv, from.b, sizeof from.b) % UNKNOWN_LOG_SLOTS];
 	now = clock_now_ms();

@@ -4,7 +4,13 @@
 # roved counts and logs the unknown peer and goes on serving the laptop.
 . "$(dirname "$0")/lib.sh"
 e2e_init "$@"
+SRV_OUTER6=fd00:18:1::1
+BR_OUTER6_NET=fd00:18:1:
 topo_up
+# roved also listens on an IPv6 address of the outer network, for the
+# unknown client that comes from two addresses of one /64.
+ip -n "$NS_SRV" addr add "$SRV_OUTER6/64" dev eth0 nodad
+sed -i "/^Listen *=/a Listen = [$SRV_OUTER6]:4433" "$WORK/configs/roved.conf"
 start_roved
 start_client laptop
 wait_established laptop || die "laptop's tunnel does not come up"
@@ -61,6 +67,29 @@ else
 fi
 n=$(grep -c "unknown peer $BR_OUTER:" "$WORK/roved.log")
 expect_eq "roved log lines 'unknown peer $BR_OUTER:...' for two attempts within a minute" 1 "$n"
+
+# Two attempts from different addresses of one IPv6 /64: one log line, as
+# one host holds the whole prefix.
+c6=$(client_conf intruder6)
+conf_set "$c6" PrivateKeyFile keys/intruder.key
+# (conf_set's check would read the brackets as a pattern)
+sed -i "s|^Server *=.*|Server = [$SRV_OUTER6]:4433|" "$c6"
+U0=$(srv_get drops.unknown_peer)
+for host in 3 4; do
+	ip -n "$NS_BR" addr add "$BR_OUTER6_NET:$host/64" dev eth0 nodad
+	run_client "intruder6-$host" "$c6"
+	expect_eq "unknown client from $BR_OUTER6_NET:$host: exit status" 1 "$RC"
+	ip -n "$NS_BR" addr del "$BR_OUTER6_NET:$host/64" dev eth0
+done
+U1=$(srv_get drops.unknown_peer)
+if [ "$U1" -ge $((U0 + 2)) ] 2>/dev/null; then
+	ok "server drops.unknown_peer rose from $U0 to $U1 (>= 2 IPv6 attempts)"
+else
+	fail "server drops.unknown_peer: $U0 before, $U1 after two IPv6 attempts"
+fi
+n=$(grep -c "unknown peer \[$BR_OUTER6_NET:" "$WORK/roved.log")
+expect_eq "roved log lines 'unknown peer [$BR_OUTER6_NET:...' for two addresses of one /64 within a minute" 1 "$n"
+
 expect_eq "the intruder is not listed among the server's peers" \
 	'["laptop","branch"]' \
 	"$(status "$NS_SRV" "$ROVED_SOCK" | "$PY" -c 'import json,sys; print(json.dumps([p["name"] for p in json.load(sys.stdin)["peers"]], separators=(",", ":")))')"
