@@ -429,3 +429,38 @@ addr_from_sockaddr(const struct sockaddr *sa, struct ipaddr *a, uint16_t *port)
 	}
 	return -1;
 }
+
+/* Shared by config names (AllowForward, forward targets, DNSSearch) and
+ * the search domains a client takes from its server. */
+bool
+addr_dns_name_valid(const char *s)
+{
+	size_t len = strlen(s), label = 0;
+	bool digits = true;
+
+	if (len == 0 || len > ADDR_DNS_NAME_MAX)
+		return false;
+	for (size_t i = 0; i <= len; i++) {
+		char c = s[i];
+
+		if (c == '.' || c == '\0') {
+			if (label == 0 || s[i - 1] == '-')
+				return false;
+			if (c == '\0')
+				break;
+			label = 0;
+			digits = true;
+			continue;
+		}
+		if (c == '-' && label == 0)
+			return false;
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		    (c >= '0' && c <= '9') || c == '-' || c == '_'))
+			return false;
+		if (c < '0' || c > '9')
+			digits = false;
+		if (++label > 63)
+			return false;
+	}
+	return !digits;
+}

@@ -58,6 +58,12 @@ const char *addr_target_normalise(struct ipaddr *);
  * the addresses inside it. Any other prefix is left as it is. */
 void addr_prefix_normalise(struct prefix *);
 
+/* A DNS name: labels of 1..63 letters, digits, '-' or '_', not starting
+ * or ending with '-', at most 253 bytes, no trailing dot; a last label of
+ * digits only (a mistyped IPv4 address) is refused. */
+#define ADDR_DNS_NAME_MAX 253
+bool addr_dns_name_valid(const char *);
+
 /* Formatting into caller buffers of ADDR_STRLEN; return `buf`. */
 const char *addr_ip_str(const struct ipaddr *, char buf[static ADDR_STRLEN]);
 const char *addr_prefix_str(const struct prefix *, char buf[static ADDR_STRLEN]);

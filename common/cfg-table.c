@@ -54,6 +54,23 @@ const struct cfg_key cfg_table[CFG_KEY_COUNT] = {
 		CFG(routes), 0, NULL,
 		"prefixes sent through the tunnel",
 	},
+	[CFG_KEY_DNS] = {
+		"DNS", CFG_SEC_SERVER, CFG_T_DNSADDRS, CFG_F_REPEAT, 0, 0,
+		CFG(dns_servers), CFG(ndns_servers), NULL,
+		"DNS server addresses the clients use while connected (at "
+		"most " STR(CFG_MAX_DNS) "); repeatable",
+	},
+	[CFG_KEY_DNS_SEARCH] = {
+		"DNSSearch", CFG_SEC_SERVER, CFG_T_DOMAINS, CFG_F_REPEAT, 0, 0,
+		CFG(dns_search), CFG(ndns_search), NULL,
+		"search domains the clients use while connected (at most "
+		STR(CFG_MAX_DNS_SEARCH) "); repeatable",
+	},
+	[CFG_KEY_CLIENT_DNS] = {
+		"DNS", CFG_SEC_CLIENT, CFG_T_BOOL, 0, 0, 0, CFG(dns), 0, "yes",
+		"use the server's DNS servers and search domains while the "
+		"tunnel is up (systemd-resolved, else resolvconf)",
+	},
 	[CFG_KEY_STATE_DIR] = {
 		"StateDir", SEC_MAIN, CFG_T_PATH, 0, 0, 0, CFG(state_dir), 0,
 		"/var/lib/rove",

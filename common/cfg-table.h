@@ -41,6 +41,8 @@ enum cfg_type {
 	CFG_T_DYNAMIC,    /* struct cfg_forward * + size_t: "[bind:]port" */
 	CFG_T_USER,       /* char *: a user name, looked up (struct cfg uid) */
 	CFG_T_GROUP,      /* char *: a group name, looked up (struct cfg gid) */
+	CFG_T_DNSADDRS,   /* struct ipaddr[CFG_MAX_DNS] + size_t */
+	CFG_T_DOMAINS,    /* char *[CFG_MAX_DNS_SEARCH] + size_t */
 };
 
 #define CFG_F_REPEAT (1u << 0)   /* may appear more than once; entries add up */
@@ -59,6 +61,9 @@ enum cfg_key_id {
 	CFG_KEY_ADDRESS,
 	CFG_KEY_MTU,
 	CFG_KEY_ROUTES,
+	CFG_KEY_DNS,
+	CFG_KEY_DNS_SEARCH,
+	CFG_KEY_CLIENT_DNS,
 	CFG_KEY_STATE_DIR,
 	CFG_KEY_CONTROL_SOCKET,
 	CFG_KEY_USER,

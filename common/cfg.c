@@ -125,49 +125,13 @@ next_item(char **rest)
 	return trim(s);
 }
 
-/* A DNS name: labels of 1..63 letters, digits, '-' or '_', not starting or
- * ending with '-'; at most 253 bytes; an all-digit last label would be a
- * mistyped IPv4 address, so it is refused. */
-static bool
-valid_dns_name(const char *s)
-{
-	size_t len = strlen(s), label = 0;
-	bool digits = true;
-
-	if (len == 0 || len > 253)
-		return false;
-	for (size_t i = 0; i <= len; i++) {
-		char c = s[i];
-
-		if (c == '.' || c == '\0') {
-			if (label == 0 || s[i - 1] == '-')
-				return false;
-			if (c == '\0')
-				break;
-			label = 0;
-			digits = true;
-			continue;
-		}
-		if (c == '-' && label == 0)
-			return false;
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-		    (c >= '0' && c <= '9') || c == '-' || c == '_'))
-			return false;
-		if (c < '0' || c > '9')
-			digits = false;
-		if (++label > 63)
-			return false;
-	}
-	return !digits;
-}
-
 /* A connect target: an IP address (IPv6 already unbracketed) or DNS name. */
 static bool
 valid_host(const char *s)
 {
 	struct ipaddr a;
 
-	return addr_parse_ip(s, &a) == 0 || valid_dns_name(s);
+	return addr_parse_ip(s, &a) == 0 || addr_dns_name_valid(s);
 }
 
 /* `rel` made absolute against `dir` (already absolute, unless getcwd
@@ -695,7 +659,7 @@ parse_rule(struct cfg_parse *cp, const struct cfg_key *k,
 			return -1;
 		}
 		if (addr_parse_prefix(target, &r->prefix, true) != 0) {
-			if (!valid_dns_name(target))
+			if (!addr_dns_name_valid(target))
 				goto bad;
 			r->is_name = true;
 		}
@@ -940,6 +904,99 @@ parse_group(struct cfg_parse *cp, const struct cfg_key *k, struct cfg *cfg,
 	return 0;
 }
 
+/* DNS: addresses a resolver can be sent to, adding to those of earlier
+ * lines. */
+static int
+parse_dnsaddrs(struct cfg_parse *cp, const struct cfg_key *k,
+    struct ipaddr *dst, size_t *dstn, char *v)
+{
+	struct ipaddr tmp[CFG_MAX_DNS], a;
+	char e[ESC_LEN], s[ADDR_STRLEN], *item, *rest = v;
+	const char *why;
+	size_t n = *dstn;
+
+	memcpy(tmp, dst, n * sizeof *tmp);
+	while ((item = next_item(&rest)) != NULL) {
+		if (*item == '\0') {
+			parse_error(cp, "%s: empty item in list", k->name);
+			return -1;
+		}
+		if (addr_parse_ip(item, &a) != 0) {
+			parse_error(cp, "%s: '%s' is not an IP address", k->name,
+			    quote(e, item));
+			return -1;
+		}
+		if ((why = addr_target_normalise(&a)) != NULL) {
+			parse_error(cp, "%s: %s is %s, not a DNS server's address",
+			    k->name, item, why);
+			return -1;
+		}
+		for (size_t i = 0; i < n; i++) {
+			if (addr_equal(&tmp[i], &a)) {
+				parse_error(cp, "%s: %s is listed twice", k->name,
+				    addr_ip_str(&a, s));
+				return -1;
+			}
+		}
+		if (n == CFG_MAX_DNS) {
+			parse_error(cp, "%s: more than %d servers", k->name,
+			    CFG_MAX_DNS);
+			return -1;
+		}
+		tmp[n++] = a;
+	}
+	memcpy(dst, tmp, n * sizeof *tmp);
+	*dstn = n;
+	return 0;
+}
+
+/* DNSSearch: domain names, lower-case, adding to those of earlier lines. */
+static int
+parse_domains(struct cfg_parse *cp, const struct cfg_key *k, char **dst,
+    size_t *dstn, char *v)
+{
+	char e[ESC_LEN], *item, *rest = v;
+	size_t n = *dstn, first = *dstn;
+
+	while ((item = next_item(&rest)) != NULL) {
+		if (*item == '\0') {
+			parse_error(cp, "%s: empty item in list", k->name);
+			goto fail;
+		}
+		if (!addr_dns_name_valid(item)) {
+			parse_error(cp, "%s: '%s' is not a domain name", k->name,
+			    quote(e, item));
+			goto fail;
+		}
+		for (char *c = item; *c != '\0'; c++) {
+			if (*c >= 'A' && *c <= 'Z')
+				*c = (char)(*c - 'A' + 'a');
+		}
+		for (size_t i = 0; i < n; i++) {
+			if (strcmp(dst[i], item) == 0) {
+				parse_error(cp, "%s: %s is listed twice", k->name,
+				    item);
+				goto fail;
+			}
+		}
+		if (n == CFG_MAX_DNS_SEARCH) {
+			parse_error(cp, "%s: more than %d domains", k->name,
+			    CFG_MAX_DNS_SEARCH);
+			goto fail;
+		}
+		dst[n++] = xstrdup(item);
+	}
+	*dstn = n;
+	return 0;
+fail:
+	/* The line counts as a whole: none of its names stay. */
+	for (size_t i = first; i < n; i++) {
+		free(dst[i]);
+		dst[i] = NULL;
+	}
+	return -1;
+}
+
 /* Parse `v` (modified in place) as key `k` into `obj`, a struct cfg or
  * struct cfg_peer. */
 static int
@@ -987,6 +1044,10 @@ parse_value(struct cfg_parse *cp, const struct cfg_key *k, void *obj, char *v)
 		return parse_user(cp, k, obj, v);
 	case CFG_T_GROUP:
 		return parse_group(cp, k, obj, v);
+	case CFG_T_DNSADDRS:
+		return parse_dnsaddrs(cp, k, f, field(obj, k->off_n), v);
+	case CFG_T_DOMAINS:
+		return parse_domains(cp, k, f, field(obj, k->off_n), v);
 	}
 	return -1;
 }
@@ -1836,6 +1897,8 @@ cfg_clear(struct cfg *cfg)
 		free(p->allow_remote_forward);
 	}
 	free(cfg->peers);
+	for (size_t i = 0; i < cfg->ndns_search; i++)
+		free(cfg->dns_search[i]);
 	free(cfg->server_host);
 	free(cfg->routes.v);
 	free_forwards(cfg->local_forward, cfg->nlocal_forward);
@@ -1945,6 +2008,30 @@ print_key(const struct cfg_key *k, const void *obj, FILE *f)
 		const struct cfg_prefix_list *l = p;
 
 		print_prefixes(f, k->name, l->v, l->n);
+		break;
+	}
+	case CFG_T_DNSADDRS: {
+		const struct ipaddr *v = p;
+		size_t n = *(const size_t *)cfield(obj, k->off_n);
+
+		if (n == 0)
+			break;
+		fprintf(f, "%s = ", k->name);
+		for (size_t i = 0; i < n; i++)
+			fprintf(f, "%s%s", i ? ", " : "", addr_ip_str(&v[i], s));
+		fputc('\n', f);
+		break;
+	}
+	case CFG_T_DOMAINS: {
+		char *const *v = p;
+		size_t n = *(const size_t *)cfield(obj, k->off_n);
+
+		if (n == 0)
+			break;
+		fprintf(f, "%s = ", k->name);
+		for (size_t i = 0; i < n; i++)
+			fprintf(f, "%s%s", i ? ", " : "", v[i]);
+		fputc('\n', f);
 		break;
 	}
 	case CFG_T_PUBKEY:

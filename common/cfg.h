@@ -35,6 +35,8 @@ enum cfg_offload { CFG_OFFLOAD_AUTO, CFG_OFFLOAD_OFF };
 #define CFG_MAX_LISTEN 8
 #define CFG_MAX_REMOTE_FORWARDS 16 /* listeners roved keeps per session */
 #define CFG_MAX_ADDRS 2 /* at most one IPv4 and one IPv6 */
+#define CFG_MAX_DNS 8        /* DNS servers pushed to clients */
+#define CFG_MAX_DNS_SEARCH 8 /* search domains pushed to clients */
 
 struct cfg_prefix_list {
 	struct prefix *v;
@@ -98,6 +100,7 @@ struct cfg {
 	socklen_t metrics_listen_len;           /* 0: no metrics */
 	char *keylog_file;       /* KeyLogFile; NULL: none */
 	char *qlog_dir;          /* QlogDir; NULL: none */
+	bool dns;                /* client: apply the server's DNS (DNS) */
 	char *user;              /* User: run as this after setup; NULL = stay */
 	char *group;             /* Group as given; NULL = User's primary group */
 	uid_t uid;               /* User's, looked up while parsing */
@@ -112,6 +115,10 @@ struct cfg {
 	struct prefix addrs[CFG_MAX_ADDRS]; /* server tunnel addresses with pool length */
 	size_t naddrs;
 	uint32_t mtu;
+	struct ipaddr dns_servers[CFG_MAX_DNS]; /* DNS: pushed to clients */
+	size_t ndns_servers;
+	char *dns_search[CFG_MAX_DNS_SEARCH];   /* DNSSearch, lower-case */
+	size_t ndns_search;
 	struct cfg_peer *peers;
 	size_t npeers;
 

@@ -279,6 +279,7 @@ static const char client_full_printed[] =
     "ServerPublicKey = " PK_SERVER "\n"
     "PrivateKeyFile = /etc/rove/client.key\n"
     "Tun = none\n"
+    "DNS = yes\n"
     "StateDir = /home/u/state\n"
     "ControlSocket = /tmp/x.sock\n"
     "KeepAlive = 25\n"
@@ -537,6 +538,63 @@ test_print_roundtrip(void **state)
 	roundtrip("/c.conf", CLI "User = nobody\n", CFG_ROLE_CLIENT, NULL);
 	roundtrip("/etc/rove/roved.conf", SRV "user = root\ngroup = nogroup\n"
 	    PEER_A, CFG_ROLE_SERVER, NULL);
+}
+
+/* DNS and DNSSearch (server), DNS (client): lists that add up over
+ * lines, names lower-cased, printed as one line each. */
+static void
+test_dns(void **state)
+{
+	struct cfg cfg;
+	char buf[ADDR_STRLEN];
+	char *printed;
+
+	(void)state;
+	load_ok("/etc/rove/roved.conf", SRV "DNS = 198.19.77.1, fd00:77::1\n"
+	    "DNSSearch = Corp.Example\nDNS = ::ffff:192.0.2.53\n"
+	    "dnssearch = example.org, a-b.c_d.example\n" PEER_A,
+	    CFG_ROLE_SERVER, &cfg);
+	assert_int_equal(cfg.ndns_servers, 3);
+	assert_string_equal(addr_ip_str(&cfg.dns_servers[0], buf), "198.19.77.1");
+	assert_string_equal(addr_ip_str(&cfg.dns_servers[1], buf), "fd00:77::1");
+	/* An IPv4-mapped address is the IPv4 server it reaches. */
+	assert_int_equal(cfg.dns_servers[2].family, AF_INET);
+	assert_string_equal(addr_ip_str(&cfg.dns_servers[2], buf), "192.0.2.53");
+	assert_int_equal(cfg.ndns_search, 3);
+	assert_string_equal(cfg.dns_search[0], "corp.example");
+	assert_string_equal(cfg.dns_search[1], "example.org");
+	assert_string_equal(cfg.dns_search[2], "a-b.c_d.example");
+	printed = print_to_string(&cfg);
+	assert_non_null(strstr(printed, "\nDNS = 198.19.77.1, fd00:77::1, "
+	    "192.0.2.53\nDNSSearch = corp.example, example.org, "
+	    "a-b.c_d.example\n"));
+	free(printed);
+	cfg_clear(&cfg);
+	roundtrip("/etc/rove/roved.conf", SRV "DNS = 10.0.0.53\nDNS = 10.0.0.54, "
+	    "2001:db8::53\nDNSSearch = x.example\n" PEER_A, CFG_ROLE_SERVER,
+	    NULL);
+
+	/* Eight of each is the most. */
+	load_ok("/s.conf", SRV "DNS = 10.0.0.1, 10.0.0.2, 10.0.0.3, 10.0.0.4\n"
+	    "DNS = 10.0.0.5, 10.0.0.6, 10.0.0.7, 10.0.0.8\n"
+	    "DNSSearch = a.x, b.x, c.x, d.x, e.x, f.x, g.x, h.x\n" PEER_A,
+	    CFG_ROLE_SERVER, &cfg);
+	assert_int_equal(cfg.ndns_servers, CFG_MAX_DNS);
+	assert_int_equal(cfg.ndns_search, CFG_MAX_DNS_SEARCH);
+	cfg_clear(&cfg);
+
+	/* Client: DNS is yes unless said otherwise; no server keys. */
+	load_ok("/c.conf", CLI, CFG_ROLE_CLIENT, &cfg);
+	assert_true(cfg.dns);
+	assert_int_equal(cfg.ndns_servers, 0);
+	cfg_clear(&cfg);
+	load_ok("/c.conf", CLI "DNS = no\n", CFG_ROLE_CLIENT, &cfg);
+	assert_false(cfg.dns);
+	printed = print_to_string(&cfg);
+	assert_non_null(strstr(printed, "\nDNS = no\n"));
+	free(printed);
+	cfg_clear(&cfg);
+	roundtrip("/c.conf", CLI "DNS = off\n", CFG_ROLE_CLIENT, NULL);
 }
 
 /* A malformed input and every error it must produce, in order. */
@@ -868,6 +926,47 @@ static const struct bad_case bad_cases[] = {
 	    { "t.conf:6: User: duplicate key (first on line 5)" } },
 	{ S, SRV PEER_A "User = root\n", 0,
 	    { "t.conf:7: User: belongs in [Server], not [Peer]" } },
+	/* DNS servers and search domains. */
+	{ S, SRV "DNS = 198.19.77.1, dns.example\n" PEER_A, 0,
+	    { "t.conf:4: DNS: 'dns.example' is not an IP address" } },
+	{ S, SRV "DNS = 0.0.0.0\n" PEER_A, 0,
+	    { "t.conf:4: DNS: 0.0.0.0 is unspecified, not a DNS server's "
+	      "address" } },
+	{ S, SRV "DNS = ff02::fb\n" PEER_A, 0,
+	    { "t.conf:4: DNS: ff02::fb is multicast, not a DNS server's "
+	      "address" } },
+	{ S, SRV "DNS = 10.0.0.53\nDNS = 10.0.0.053, 10.0.0.53\n" PEER_A, 0,
+	    { "t.conf:5: DNS: '10.0.0.053' is not an IP address" } },
+	{ S, SRV "DNS = 10.0.0.53\nDNS = 10.0.0.54, 10.0.0.53\n" PEER_A, 0,
+	    { "t.conf:5: DNS: 10.0.0.53 is listed twice" } },
+	{ S, SRV "DNS = 10.0.0.1, 10.0.0.2, 10.0.0.3, 10.0.0.4, 10.0.0.5\n"
+	    "DNS = 10.0.0.6, 10.0.0.7, 10.0.0.8, 10.0.0.9\n" PEER_A, 0,
+	    { "t.conf:5: DNS: more than 8 servers" } },
+	{ S, SRV "DNS = 10.0.0.1,\n" PEER_A, 0,
+	    { "t.conf:4: DNS: empty item in list" } },
+	{ S, SRV "DNS =\n" PEER_A, 0, { "t.conf:4: DNS: missing value" } },
+	{ S, SRV "DNSSearch = corp example\n" PEER_A, 0,
+	    { "t.conf:4: DNSSearch: 'corp example' is not a domain name" } },
+	{ S, SRV "DNSSearch = corp.example.\n" PEER_A, 0,
+	    { "t.conf:4: DNSSearch: 'corp.example.' is not a domain name" } },
+	{ S, SRV "DNSSearch = 10.0.0\n" PEER_A, 0,
+	    { "t.conf:4: DNSSearch: '10.0.0' is not a domain name" } },
+	{ S, SRV "DNSSearch = -x.example\n" PEER_A, 0,
+	    { "t.conf:4: DNSSearch: '-x.example' is not a domain name" } },
+	{ S, SRV "DNSSearch = Corp.example\nDNSSearch = corp.EXAMPLE\n" PEER_A, 0,
+	    { "t.conf:5: DNSSearch: corp.example is listed twice" } },
+	{ S, SRV "DNSSearch = a.x, b.x, c.x, d.x, e.x, f.x, g.x, h.x, i.x\n"
+	    PEER_A, 0, { "t.conf:4: DNSSearch: more than 8 domains" } },
+	{ S, SRV "DNSSearch = caf\xc3\xa9.example\n" PEER_A, 0,
+	    { "t.conf:4: DNSSearch: 'caf\\xc3\\xa9.example' is not a domain "
+	      "name" } },
+	{ S, SRV PEER_A "DNS = 10.0.0.53\n", 0,
+	    { "t.conf:7: DNS: belongs in [Server], not [Peer]" } },
+	{ C, CLI "DNS = 10.0.0.53\n", 0,
+	    { "t.conf:5: DNS: '10.0.0.53' is not yes or no" } },
+	{ C, CLI "DNSSearch = corp.example\n", 0,
+	    { "t.conf:5: DNSSearch: is a [Server] key, not valid in a client "
+	      "config" } },
 };
 
 static void
@@ -1382,6 +1481,7 @@ main(void)
 		cmocka_unit_test(test_default_socket_user),
 		cmocka_unit_test(test_relative_paths),
 		cmocka_unit_test(test_print_roundtrip),
+		cmocka_unit_test(test_dns),
 		cmocka_unit_test(test_bad_cases),
 		cmocka_unit_test(test_long_line),
 		cmocka_unit_test(test_boundaries),
