@@ -17,6 +17,8 @@ enum {
 	CONFIG_ROUTE = 3,
 	CONFIG_MTU = 4,
 	CONFIG_KEEPALIVE = 5,
+	CONFIG_DNS = 6,
+	CONFIG_DNS_SEARCH = 7,
 };
 enum {
 	ERROR_CODE = 1,
@@ -183,6 +185,36 @@ put_field_prefix(struct wbuf *w, uint64_t id, const struct prefix *p)
 	return 0;
 }
 
+/* An address as 1 byte family (4 or 6), then 4 or 16 bytes. */
+static int
+put_field_addr(struct wbuf *w, uint64_t id, const struct ipaddr *a)
+{
+	uint8_t v[1 + 16];
+	size_t alen;
+
+	if (a->family == AF_INET) {
+		v[0] = WIRE_FAMILY_INET;
+		alen = 4;
+	} else if (a->family == AF_INET6) {
+		v[0] = WIRE_FAMILY_INET6;
+		alen = 16;
+	} else
+		return -1;
+	memcpy(v + 1, a->b, alen);
+	put_varint(w, id);
+	put_varint(w, 1 + alen);
+	put_bytes(w, v, 1 + alen);
+	return 0;
+}
+
+static void
+put_field_text(struct wbuf *w, uint64_t id, const char *text, size_t len)
+{
+	put_varint(w, id);
+	put_varint(w, len);
+	put_bytes(w, text, len);
+}
+
 /* Frame a finished body as type, length, body into `out`. */
 static size_t
 put_message(uint8_t *out, size_t outlen, uint64_t type, const struct wbuf *body)
@@ -216,7 +248,8 @@ proto_encode_server_config(uint8_t *out, size_t outlen,
 	uint8_t buf[PROTO_MAX_MSG];
 	struct wbuf w = { buf, 0, sizeof buf, false };
 
-	if (c->naddrs > 2 || c->nroutes > PROTO_MAX_ROUTES)
+	if (c->naddrs > 2 || c->nroutes > PROTO_MAX_ROUTES ||
+	    c->ndns > PROTO_MAX_DNS || c->ndns_search > PROTO_MAX_DNS_SEARCH)
 		return 0;
 	put_field_varint(&w, CONFIG_VERSION, c->version);
 	for (size_t i = 0; i < c->naddrs; i++) {
@@ -229,6 +262,19 @@ proto_encode_server_config(uint8_t *out, size_t outlen,
 	}
 	put_field_varint(&w, CONFIG_MTU, c->mtu);
 	put_field_varint(&w, CONFIG_KEEPALIVE, c->keepalive);
+	for (size_t i = 0; i < c->ndns; i++) {
+		if (put_field_addr(&w, CONFIG_DNS, &c->dns[i]) != 0)
+			return 0;
+	}
+	/* Only what the decoder accepts, so a round trip is exact. */
+	for (size_t i = 0; i < c->ndns_search; i++) {
+		const char *d = c->dns_search[i];
+		size_t n = strnlen(d, sizeof c->dns_search[i]);
+
+		if (n == sizeof c->dns_search[i] || !addr_dns_name_valid(d))
+			return 0;
+		put_field_text(&w, CONFIG_DNS_SEARCH, d, n);
+	}
 	return put_message(out, outlen, PROTO_MSG_SERVER_CONFIG, &w);
 }
 
@@ -333,6 +379,34 @@ field_prefix(const struct field *f, struct prefix *p)
 	return 0;
 }
 
+static int
+field_addr(const struct field *f, struct ipaddr *a)
+{
+	memset(a, 0, sizeof *a);
+	if (f->len == 1 + 4 && f->v[0] == WIRE_FAMILY_INET)
+		a->family = AF_INET;
+	else if (f->len == 1 + 16 && f->v[0] == WIRE_FAMILY_INET6)
+		a->family = AF_INET6;
+	else
+		return -1;
+	memcpy(a->b, f->v + 1, f->len - 1);
+	return 0;
+}
+
+/* A search domain goes into the host's resolver configuration (a line of
+ * resolv.conf through resolvconf), so anything but a plain DNS name, a
+ * newline or a space above all, makes the message malformed. */
+static int
+field_domain(const struct field *f, char out[static ADDR_DNS_NAME_MAX + 1])
+{
+	if (f->len == 0 || f->len > ADDR_DNS_NAME_MAX ||
+	    memchr(f->v, '\0', f->len) != NULL)
+		return -1;
+	memcpy(out, f->v, f->len);
+	out[f->len] = '\0';
+	return addr_dns_name_valid(out) ? 0 : -1;
+}
+
 /* Scalar fields may repeat; the last one wins, as when a later writer
  * overrides a default it emitted earlier. */
 int
@@ -393,6 +467,18 @@ proto_decode_server_config(const uint8_t *body, size_t len,
 		case CONFIG_KEEPALIVE:
 			if (field_u32(&f, &c->keepalive) != 0)
 				return -1;
+			break;
+		case CONFIG_DNS:
+			if (c->ndns == PROTO_MAX_DNS ||
+			    field_addr(&f, &c->dns[c->ndns]) != 0)
+				return -1;
+			c->ndns++;
+			break;
+		case CONFIG_DNS_SEARCH:
+			if (c->ndns_search == PROTO_MAX_DNS_SEARCH ||
+			    field_domain(&f, c->dns_search[c->ndns_search]) != 0)
+				return -1;
+			c->ndns_search++;
 			break;
 		default:
 			break;

@@ -40,6 +40,8 @@ enum proto_msg_type {
 
 #define PROTO_MAX_MSG 4096   /* longest control message body accepted */
 #define PROTO_MAX_ROUTES 64
+#define PROTO_MAX_DNS 8        /* DNS server addresses in a SERVER_CONFIG */
+#define PROTO_MAX_DNS_SEARCH 8 /* search domains in a SERVER_CONFIG */
 
 struct proto_client_hello {
 	uint64_t version;  /* PROTO_VERSION */
@@ -54,6 +56,14 @@ struct proto_server_config {
 	size_t nroutes;
 	uint32_t mtu;        /* inner MTU */
 	uint32_t keepalive;  /* seconds */
+	/* DNS for the client's resolver while the tunnel is up: servers
+	 * (AF_INET or AF_INET6 addresses) and search domains (valid DNS
+	 * names, addr_dns_name_valid; NUL-terminated). Older servers send
+	 * neither, older clients skip both. */
+	struct ipaddr dns[PROTO_MAX_DNS];
+	size_t ndns;
+	char dns_search[PROTO_MAX_DNS_SEARCH][ADDR_DNS_NAME_MAX + 1];
+	size_t ndns_search;
 };
 
 struct proto_error {

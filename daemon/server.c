@@ -384,6 +384,10 @@ handshake_done_cb(struct quic_conn *qc, void *arg)
 	server_notify(sess->srv);
 }
 
+_Static_assert(CFG_MAX_DNS <= PROTO_MAX_DNS &&
+    CFG_MAX_DNS_SEARCH <= PROTO_MAX_DNS_SEARCH,
+    "the config may list more DNS entries than a SERVER_CONFIG carries");
+
 static int
 send_server_config(struct session *sess)
 {
@@ -408,6 +412,13 @@ send_server_config(struct session *sess)
 	}
 	sc.mtu = srv->cfg->mtu;
 	sc.keepalive = srv->cfg->keepalive;
+	/* DNS and DNSSearch: the config parser bounds both lists by the
+	 * protocol's limits and validates every name. */
+	sc.ndns = srv->cfg->ndns_servers;
+	memcpy(sc.dns, srv->cfg->dns_servers, sc.ndns * sizeof sc.dns[0]);
+	for (size_t i = 0; i < srv->cfg->ndns_search; i++)
+		snprintf(sc.dns_search[sc.ndns_search++], sizeof sc.dns_search[0],
+		    "%s", srv->cfg->dns_search[i]);
 	n = proto_encode_server_config(buf, sizeof buf, &sc);
 	if (n == 0)
 		return -1;

@@ -53,6 +53,12 @@ check_body(const uint8_t *body, size_t len)
 	}
 	if (proto_decode_server_config(body, len, &c) == 0) {
 		assert(c.naddrs <= 2 && c.nroutes <= PROTO_MAX_ROUTES);
+		assert(c.ndns <= PROTO_MAX_DNS &&
+		    c.ndns_search <= PROTO_MAX_DNS_SEARCH);
+		/* A search domain reaches resolv.conf: never more than a
+		 * plain name (no newline, space or NUL inside). */
+		for (size_t i = 0; i < c.ndns_search; i++)
+			assert(addr_dns_name_valid(c.dns_search[i]));
 		n = proto_encode_server_config(enc, sizeof enc, &c);
 		assert(n > 0);
 		assert(proto_msg_next(enc, n, &type, &b, &blen) == (long)n);

@@ -259,6 +259,16 @@ proto_seeds(void)
 	for (size_t i = 0; i < 3; i++)
 		add(&all, msg[i], n[i]);
 	put("proto", "stream", all.b, all.n);
+	/* The same configuration with DNS servers and search domains. */
+	c.ndns = 2;
+	c.dns[0] = (struct ipaddr){ AF_INET, { 198, 19, 77, 1 } };
+	c.dns[1] = (struct ipaddr){ AF_INET6, { 0xfd, 0, 0, 0x77, [15] = 1 } };
+	c.ndns_search = 2;
+	snprintf(c.dns_search[0], sizeof c.dns_search[0], "corp.example");
+	snprintf(c.dns_search[1], sizeof c.dns_search[1], "example.org");
+	if ((n[1] = proto_encode_server_config(msg[1], sizeof msg[1], &c)) == 0)
+		die("proto: encoding failed");
+	put("proto", "server-config-dns", msg[1], n[1]);
 }
 
 /* --- forward headers and remote-forward messages --- */

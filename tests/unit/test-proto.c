@@ -347,6 +347,195 @@ test_server_config_encode_refuses(void **state)
 	assert_int_equal(proto_encode_server_config(buf, sizeof buf, &c), 0);
 }
 
+static int dec_config(const uint8_t *, size_t, struct proto_server_config *);
+
+/* The example with the DNS fields docs/PROTOCOL.md shows: the same 46
+ * bytes, then two servers and two search domains. */
+static const uint8_t example_dns_bytes[] = {
+	0x06, 0x05, 0x04, 0xc6, 0x13, 0x4d, 0x01, /* dns 198.19.77.1 */
+	0x06, 0x11, 0x06,                         /* dns fd00:77::1 */
+	0xfd, 0x00, 0x00, 0x77, 0x00, 0x00, 0x00, 0x00,
+	0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01,
+	0x07, 0x0c, 'c', 'o', 'r', 'p', '.', 'e', 'x', 'a', 'm', 'p', 'l', 'e',
+	0x07, 0x0b, 'e', 'x', 'a', 'm', 'p', 'l', 'e', '.', 'o', 'r', 'g',
+};
+
+static void
+example_dns_config(struct proto_server_config *c)
+{
+	example_config(c);
+	c->dns[0] = pfx("198.19.77.1", 32).addr;
+	c->dns[1] = pfx("fd00:77::1", 128).addr;
+	c->ndns = 2;
+	snprintf(c->dns_search[0], sizeof c->dns_search[0], "corp.example");
+	snprintf(c->dns_search[1], sizeof c->dns_search[1], "example.org");
+	c->ndns_search = 2;
+}
+
+static void
+test_server_config_dns(void **state)
+{
+	struct proto_server_config c, d;
+	uint8_t buf[256], want[256];
+	const uint8_t *body;
+	size_t n, bodylen, wantlen;
+	uint64_t type;
+
+	(void)state;
+	example_dns_config(&c);
+	/* 46 + 53 = 99 bytes of body: a two-byte length (0x40 0x63). */
+	want[0] = 0x02;
+	want[1] = 0x40;
+	want[2] = 0x63;
+	memcpy(want + 3, example_bytes + 2, sizeof example_bytes - 2);
+	wantlen = 3 + sizeof example_bytes - 2;
+	memcpy(want + wantlen, example_dns_bytes, sizeof example_dns_bytes);
+	wantlen += sizeof example_dns_bytes;
+	assert_int_equal(wantlen, 3 + 99);
+	n = proto_encode_server_config(buf, sizeof buf, &c);
+	assert_int_equal(n, wantlen);
+	assert_memory_equal(buf, want, wantlen);
+
+	assert_int_equal(proto_msg_next(buf, n, &type, &body, &bodylen), (long)n);
+	memset(&d, 0xa5, sizeof d);
+	assert_int_equal(proto_decode_server_config(body, bodylen, &d), 0);
+	assert_int_equal(d.ndns, 2);
+	assert_int_equal(d.dns[0].family, AF_INET);
+	assert_memory_equal(d.dns[0].b, c.dns[0].b, 4);
+	assert_int_equal(d.dns[1].family, AF_INET6);
+	assert_memory_equal(d.dns[1].b, c.dns[1].b, 16);
+	assert_int_equal(d.ndns_search, 2);
+	assert_string_equal(d.dns_search[0], "corp.example");
+	assert_string_equal(d.dns_search[1], "example.org");
+	/* The rest reads as before: a receiver that skips fields 6 and 7
+	 * (any older client) sees exactly the example. */
+	assert_int_equal(d.naddrs, 2);
+	assert_int_equal(d.nroutes, 1);
+	assert_int_equal(d.mtu, 1380);
+	assert_int_equal(d.keepalive, 15);
+
+	/* The most a message carries: 8 servers, 8 names of 253 bytes,
+	 * with 64 IPv6 routes and two addresses, still within 4096. */
+	memset(&c, 0, sizeof c);
+	c.version = 1;
+	c.naddrs = 2;
+	c.addrs[0] = pfx("198.19.77.2", 24);
+	c.addrs[1] = pfx("fd00:77::2", 64);
+	for (size_t i = 0; i < PROTO_MAX_ROUTES; i++)
+		c.routes[c.nroutes++] = pfx("2001:db8::", 64);
+	for (size_t i = 0; i < PROTO_MAX_DNS; i++)
+		c.dns[c.ndns++] = pfx("2001:db8::53", 128).addr;
+	for (size_t i = 0; i < PROTO_MAX_DNS_SEARCH; i++) {
+		/* 63 + 1 + 63 + 1 + 63 + 1 + 61 = 253 */
+		memset(c.dns_search[i], 'a', 253);
+		c.dns_search[i][63] = c.dns_search[i][127] = c.dns_search[i][191] = '.';
+		c.dns_search[i][0] = (char)('a' + i);
+		c.dns_search[i][253] = '\0';
+		c.ndns_search++;
+	}
+	{
+		uint8_t big[PROTO_MAX_MSG + 8];
+
+		n = proto_encode_server_config(big, sizeof big, &c);
+		assert_true(n > 0);
+		assert_int_equal(proto_msg_next(big, n, &type, &body, &bodylen),
+		    (long)n);
+		assert_int_equal(proto_decode_server_config(body, bodylen, &d), 0);
+		assert_int_equal(d.ndns, PROTO_MAX_DNS);
+		assert_int_equal(d.ndns_search, PROTO_MAX_DNS_SEARCH);
+		for (size_t i = 0; i < PROTO_MAX_DNS_SEARCH; i++)
+			assert_string_equal(d.dns_search[i], c.dns_search[i]);
+	}
+
+	/* The encoder sends nothing the decoder would refuse. */
+	example_dns_config(&c);
+	c.ndns = PROTO_MAX_DNS + 1;
+	assert_int_equal(proto_encode_server_config(buf, sizeof buf, &c), 0);
+	example_dns_config(&c);
+	c.ndns_search = PROTO_MAX_DNS_SEARCH + 1;
+	assert_int_equal(proto_encode_server_config(buf, sizeof buf, &c), 0);
+	example_dns_config(&c);
+	c.dns[1].family = AF_UNIX;
+	assert_int_equal(proto_encode_server_config(buf, sizeof buf, &c), 0);
+	example_dns_config(&c);
+	snprintf(c.dns_search[1], sizeof c.dns_search[1], "a\nnameserver 6.6.6.6");
+	assert_int_equal(proto_encode_server_config(buf, sizeof buf, &c), 0);
+	example_dns_config(&c);
+	c.dns_search[0][0] = '\0';
+	assert_int_equal(proto_encode_server_config(buf, sizeof buf, &c), 0);
+	example_dns_config(&c);
+	memset(c.dns_search[0], 'a', sizeof c.dns_search[0]);
+	assert_int_equal(proto_encode_server_config(buf, sizeof buf, &c), 0);
+}
+
+static void
+test_server_config_dns_malformed(void **state)
+{
+	static const uint8_t v4[] = { 0x06, 0x05, 0x04, 192, 0, 2, 53 };
+	static const uint8_t v4_long[] = { 0x06, 0x06, 0x04, 192, 0, 2, 53, 0 };
+	static const uint8_t v4_short[] = { 0x06, 0x04, 0x04, 192, 0, 2 };
+	static const uint8_t fam5[] = { 0x06, 0x05, 0x05, 192, 0, 2, 53 };
+	static const uint8_t v6_as_v4[] = { 0x06, 0x05, 0x06, 192, 0, 2, 53 };
+	static const uint8_t empty_addr[] = { 0x06, 0x00 };
+	static const uint8_t name[] = { 0x07, 0x03, 'a', '.', 'b' };
+	static const uint8_t empty_name[] = { 0x07, 0x00 };
+	static const uint8_t nl[] = { 0x07, 0x03, 'a', '\n', 'b' };
+	static const uint8_t space[] = { 0x07, 0x03, 'a', ' ', 'b' };
+	static const uint8_t nul[] = { 0x07, 0x03, 'a', '\0', 'b' };
+	static const uint8_t dot[] = { 0x07, 0x02, 'a', '.' };
+	static const uint8_t digits[] = { 0x07, 0x03, '1', '.', '2' };
+	static const uint8_t high[] = { 0x07, 0x02, 'a', 0xe9 };
+	uint8_t many[(PROTO_MAX_DNS + 1) * sizeof v4];
+	uint8_t names[(PROTO_MAX_DNS_SEARCH + 1) * sizeof name];
+	uint8_t longname[3 + 254];
+	struct proto_server_config c;
+
+	(void)state;
+	assert_int_equal(dec_config(v4, sizeof v4, &c), 0);
+	assert_int_equal(c.ndns, 1);
+	assert_int_equal(dec_config(v4_long, sizeof v4_long, &c), -1);
+	assert_int_equal(dec_config(v4_short, sizeof v4_short, &c), -1);
+	assert_int_equal(dec_config(fam5, sizeof fam5, &c), -1);
+	assert_int_equal(dec_config(v6_as_v4, sizeof v6_as_v4, &c), -1);
+	assert_int_equal(dec_config(empty_addr, sizeof empty_addr, &c), -1);
+	assert_int_equal(dec_config(name, sizeof name, &c), 0);
+	assert_int_equal(c.ndns_search, 1);
+	assert_string_equal(c.dns_search[0], "a.b");
+	/* What could make another line of resolv.conf, or hide part of
+	 * one, is refused, and so is anything not a plain name. */
+	assert_int_equal(dec_config(empty_name, sizeof empty_name, &c), -1);
+	assert_int_equal(dec_config(nl, sizeof nl, &c), -1);
+	assert_int_equal(dec_config(space, sizeof space, &c), -1);
+	assert_int_equal(dec_config(nul, sizeof nul, &c), -1);
+	assert_int_equal(dec_config(dot, sizeof dot, &c), -1);
+	assert_int_equal(dec_config(digits, sizeof digits, &c), -1);
+	assert_int_equal(dec_config(high, sizeof high, &c), -1);
+
+	for (size_t i = 0; i < PROTO_MAX_DNS + 1; i++)
+		memcpy(many + i * sizeof v4, v4, sizeof v4);
+	assert_int_equal(dec_config(many, PROTO_MAX_DNS * sizeof v4, &c), 0);
+	assert_int_equal(c.ndns, PROTO_MAX_DNS);
+	assert_int_equal(dec_config(many, sizeof many, &c), -1);
+	for (size_t i = 0; i < PROTO_MAX_DNS_SEARCH + 1; i++)
+		memcpy(names + i * sizeof name, name, sizeof name);
+	assert_int_equal(dec_config(names, PROTO_MAX_DNS_SEARCH * sizeof name,
+	    &c), 0);
+	assert_int_equal(c.ndns_search, PROTO_MAX_DNS_SEARCH);
+	assert_int_equal(dec_config(names, sizeof names, &c), -1);
+
+	/* 253 bytes is the longest name; 254 is refused. */
+	longname[0] = 0x07;
+	longname[1] = 0x40;
+	longname[2] = 254;
+	memset(longname + 3, 'a', 254);
+	for (size_t i = 3 + 50; i < sizeof longname; i += 51)
+		longname[i] = '.';
+	assert_int_equal(dec_config(longname, sizeof longname, &c), -1);
+	longname[2] = 253;
+	assert_int_equal(dec_config(longname, sizeof longname - 1, &c), 0);
+	assert_int_equal(strlen(c.dns_search[0]), 253);
+}
+
 static void
 test_truncation(void **state)
 {
@@ -618,6 +807,8 @@ main(void)
 		cmocka_unit_test(test_server_config_bytes),
 		cmocka_unit_test(test_server_config_round_trip),
 		cmocka_unit_test(test_server_config_encode_refuses),
+		cmocka_unit_test(test_server_config_dns),
+		cmocka_unit_test(test_server_config_dns_malformed),
 		cmocka_unit_test(test_truncation),
 		cmocka_unit_test(test_server_config_malformed),
 		cmocka_unit_test(test_unknown_and_duplicate_fields),
