@@ -14,6 +14,7 @@
 #include "client.h"
 #include "clock.h"
 #include "control.h"
+#include "dns.h"
 #include "forward.h"
 #include "key.h"
 #include "log.h"
@@ -92,6 +93,7 @@ struct client {
 	struct control *control;
 	struct metrics *metrics;    /* MetricsListen; NULL: off */
 	struct forward *fwd;
+	struct dns *dns;            /* the server's DNS on the resolver */
 	bool stopping;
 	int exit_status;
 	uint8_t presented_key[KEY_LEN];
@@ -276,6 +278,20 @@ client_notify(struct client *c, const char *what)
 	notify_ready(status);
 }
 
+/* The server's DNS servers and search domains, for the TUN device. */
+static void
+client_dns(struct client *c, const struct proto_server_config *sc)
+{
+	struct dns_config dc;
+
+	memset(&dc, 0, sizeof dc);
+	dc.nservers = sc->ndns;
+	memcpy(dc.servers, sc->dns, sc->ndns * sizeof dc.servers[0]);
+	dc.nsearch = sc->ndns_search;
+	memcpy(dc.search, sc->dns_search, sc->ndns_search * sizeof dc.search[0]);
+	dns_apply(c->dns, c->tun.name, c->tun.ifindex, &dc);
+}
+
 static int
 apply_config(struct client *c, const uint8_t *body, size_t len)
 {
@@ -310,6 +326,8 @@ apply_config(struct client *c, const uint8_t *body, size_t len)
 		    memcmp(sc.addrs, c->addrs, sizeof sc.addrs[0] * sc.naddrs) != 0))
 			log_warn("the server assigned different addresses; restart "
 			    "rove to use them");
+		/* Its DNS may have changed meanwhile (the same does nothing). */
+		client_dns(c, &sc);
 		log_info("connection re-established");
 		client_notify(c, "connected");
 		return 0;
@@ -321,6 +339,8 @@ apply_config(struct client *c, const uint8_t *body, size_t len)
 		client_shutdown(c);
 		return 0;
 	}
+	/* Before READY: once the unit is up, so are its names. */
+	client_dns(c, &sc);
 	client_notify(c, "connected");
 	return 0;
 }
@@ -939,6 +959,21 @@ status_cb(struct evbuffer *out, const char *request, void *arg)
 		.npeers = 1,
 	};
 
+	struct dns_status ds;
+	struct status_dns sd;
+
+	dns_get_status(c->dns, &ds);
+	sd = (struct status_dns){
+		.state = dns_state_name(ds.state),
+		.backend = ds.state == DNS_STATE_APPLIED ?
+		    dns_backend_name(ds.backend) : NULL,
+		.servers = ds.conf != NULL ? ds.conf->servers : NULL,
+		.nservers = ds.conf != NULL ? ds.conf->nservers : 0,
+		.search = ds.conf != NULL ? ds.conf->search : NULL,
+		.nsearch = ds.conf != NULL ? ds.conf->nsearch : 0,
+		.error = ds.error,
+	};
+	st.dns = &sd;
 	sp.fwd_counters = forward_counters(c->fwd);
 	sp.roam = c->roam;
 	sp.fwds = forward_set(c->fwd);
@@ -1052,6 +1087,10 @@ client_create(struct event_base *base, const struct cfg *cfg, int verbose,
 	    (const struct sockaddr *)&cfg->metrics_listen,
 	    cfg->metrics_listen_len, metrics_cb, c, cause)) == NULL)
 		goto fail;
+	/* Before root is dropped: it undoes a crashed run's resolver
+	 * changes and may fork the helper that makes new ones. */
+	if ((c->dns = dns_create(cfg, cause)) == NULL)
+		goto fail;
 	connect_server(c);
 	return c;
 fail:
@@ -1088,6 +1127,8 @@ client_free(struct client *c)
 	}
 	if (c->tun_ev != NULL)
 		event_free(c->tun_ev);
+	/* While the device is there: resolved's link still has it. */
+	dns_free(c->dns);
 	/* Routes through the TUN vanish with the device. */
 	if (c->tun_open) {
 		tunnel_flush(&c->tun_out);

@@ -1357,3 +1357,65 @@ state_client_take(const char *dir, const char *id, uint8_t **session,
 	*paramslen = l2;
 	return 0;
 }
+
+int
+state_note_write(const char *dir, uid_t user, const char *name,
+    const void *data, size_t len, char **cause)
+{
+	int dirfd, ret;
+
+	if ((dirfd = open_private_dir(dir, user, true, cause)) == -1)
+		return -1;
+	if ((ret = write_file(dirfd, name, data, len)) != 0)
+		xasprintf(cause, "StateDir %s: writing %s: %s", dir, name,
+		    strerror(errno));
+	close(dirfd);
+	return ret;
+}
+
+ssize_t
+state_note_read(const char *dir, uid_t user, const char *name, void *buf,
+    size_t cap, char **cause)
+{
+	struct stat sb;
+	ssize_t n = -1;
+	int dirfd, fd;
+
+	/* No StateDir yet: nothing was noted in it. */
+	if (lstat(dir, &sb) == -1 && errno == ENOENT)
+		return 0;
+	if ((dirfd = state_dir_open(dir, user, false, cause)) == -1)
+		return -1;
+	fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd == -1 && errno == ENOENT)
+		n = 0;
+	else if (fd == -1)
+		xasprintf(cause, "StateDir %s: %s: %s", dir, name, strerror(errno));
+	else if (fstat(fd, &sb) == -1 || !S_ISREG(sb.st_mode))
+		xasprintf(cause, "StateDir %s: %s: not a regular file", dir, name);
+	else if ((n = read(fd, buf, cap)) == -1)
+		xasprintf(cause, "StateDir %s: %s: %s", dir, name, strerror(errno));
+	if (fd != -1)
+		close(fd);
+	close(dirfd);
+	return n;
+}
+
+int
+state_note_remove(const char *dir, uid_t user, const char *name, char **cause)
+{
+	struct stat sb;
+	int dirfd, ret = 0;
+
+	if (lstat(dir, &sb) == -1 && errno == ENOENT)
+		return 0;
+	if ((dirfd = state_dir_open(dir, user, false, cause)) == -1)
+		return -1;
+	if (unlinkat(dirfd, name, 0) == -1 && errno != ENOENT) {
+		xasprintf(cause, "StateDir %s: removing %s: %s", dir, name,
+		    strerror(errno));
+		ret = -1;
+	}
+	close(dirfd);
+	return ret;
+}

@@ -166,4 +166,21 @@ int state_client_take(const char *dir, const char *id, uint8_t **session,
 int state_client_save(const char *dir, const char *id, const uint8_t *session,
     size_t sessionlen, const uint8_t *params, size_t paramslen);
 
+/*
+ * Client: a small record of its own in StateDir (dns.c's note of the
+ * resolver settings it made, so that a later start can undo them after
+ * a crash). The directory is checked as state_dir_open does (`user`: the
+ * configured User, or (uid_t)-1) and created if missing; the file is
+ * written 0600 through a new file renamed over the old one, and read and
+ * removed without following a link. Write and remove return 0 or -1 with
+ * *cause set; read returns the bytes read (at most `cap`), 0 when there
+ * is no such file, or -1 with *cause set.
+ */
+int state_note_write(const char *dir, uid_t user, const char *name,
+    const void *data, size_t len, char **cause);
+ssize_t state_note_read(const char *dir, uid_t user, const char *name,
+    void *buf, size_t cap, char **cause);
+int state_note_remove(const char *dir, uid_t user, const char *name,
+    char **cause);
+
 #endif

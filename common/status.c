@@ -49,6 +49,32 @@ json_drops(struct json *j, const struct tunnel_counters *c)
 }
 
 static void
+json_dns(struct json *j, const struct status_dns *d)
+{
+	char buf[ADDR_STRLEN];
+
+	json_key(j, "dns");
+	json_begin_object(j);
+	json_key(j, "state");
+	json_string(j, d->state);
+	json_key(j, "backend");
+	json_string(j, d->backend);
+	json_key(j, "servers");
+	json_begin_array(j);
+	for (size_t i = 0; i < d->nservers; i++)
+		json_string(j, addr_ip_str(&d->servers[i], buf));
+	json_end_array(j);
+	json_key(j, "search");
+	json_begin_array(j);
+	for (size_t i = 0; i < d->nsearch; i++)
+		json_string(j, d->search[i]);
+	json_end_array(j);
+	json_key(j, "error");
+	json_string(j, d->error);
+	json_end_object(j);
+}
+
+static void
 render_json(struct evbuffer *out, const struct status *st)
 {
 	char buf[ADDR_STRLEN], key[KEY_B64_LEN + 1];
@@ -86,6 +112,8 @@ render_json(struct evbuffer *out, const struct status *st)
 	json_uint(&j, st->counters->gso_written);
 	json_end_object(&j);
 	json_drops(&j, st->counters);
+	if (st->dns != NULL)
+		json_dns(&j, st->dns);
 	if (st->tickets != NULL) {
 		json_key(&j, "tickets");
 		json_begin_object(&j);
@@ -268,6 +296,24 @@ render_text(struct evbuffer *out, const struct status *st)
 		    st->offloads & OFFLOAD_F_USO ? " uso" : "",
 		    (unsigned long long)st->counters->gso_read,
 		    (unsigned long long)st->counters->gso_written);
+	if (st->dns != NULL) {
+		const struct status_dns *d = st->dns;
+		char err[TEXT_STRLEN];
+
+		evbuffer_add_printf(out, "  dns: %s", d->state);
+		if (d->backend != NULL)
+			evbuffer_add_printf(out, " (%s)", d->backend);
+		for (size_t i = 0; i < d->nservers; i++)
+			evbuffer_add_printf(out, "%s%s", i ? ", " : ": ",
+			    addr_ip_str(&d->servers[i], buf));
+		if (d->nsearch > 0)
+			evbuffer_add_printf(out, "; search");
+		for (size_t i = 0; i < d->nsearch; i++)
+			evbuffer_add_printf(out, " %s", d->search[i]);
+		if (d->error != NULL)
+			evbuffer_add_printf(out, "; %s", text_str(err, d->error));
+		evbuffer_add_printf(out, "\n");
+	}
 	text_drops(out, "  ", st->counters);
 	for (size_t i = 0; i < st->npeers; i++) {
 		const struct status_peer *p = &st->peers[i];

@@ -49,6 +49,17 @@ struct status_admission {
 	    half_open_full;
 };
 
+/* Client: the server's DNS on the host's resolver (client/dns.h). */
+struct status_dns {
+	const char *state;   /* "off", "none", "applied", "failed" */
+	const char *backend; /* "resolved", "resolvconf"; NULL unless applied */
+	const struct ipaddr *servers; /* what the server sent */
+	size_t nservers;
+	const char (*search)[ADDR_DNS_NAME_MAX + 1];
+	size_t nsearch;
+	const char *error;   /* why it failed, or NULL */
+};
+
 struct status {
 	const char *role;  /* "server" or "client" */
 	const char *tun;   /* NULL in forward-only mode */
@@ -62,6 +73,7 @@ struct status {
 	size_t npeers;
 	const struct state_stats *tickets; /* server: session tickets */
 	const struct status_admission *admission; /* server */
+	const struct status_dns *dns;             /* client */
 };
 
 /* Render `st` into `out` as JSON when `json`, else as text. */
