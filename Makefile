@@ -134,8 +134,9 @@ check: check-unit check-configs
 # Test tools built on rove's own code: tun-probe drives tun/ for
 # test-tun.sh; quic-flood sends valid QUIC Initials at full rate, from one
 # source or spoofed ones; ctl-abuse is a peer that abuses its control
-# stream.
-E2E_TOOLS := $(addprefix $(BUILD)/tests/,tun-probe quic-flood ctl-abuse)
+# stream; fake-resolved stands in for systemd-resolved on a private bus.
+E2E_TOOLS := $(addprefix $(BUILD)/tests/,tun-probe quic-flood ctl-abuse \
+	fake-resolved)
 
 $(E2E_TOOLS): $(BUILD)/tests/%: tests/e2e/%.c $(BUILD)/librove.a
 	@mkdir -p $(@D)

@@ -41,13 +41,14 @@ WOLFSSL_CFLAGS="-O2 -fPIC -DWOLFSSL_ALWAYS_VERIFY_CB -DHAVE_AES_ECB -DHAVE_SECRE
 
 # clang and libclang-rt-dev (libFuzzer, the sanitizers) build the fuzzers;
 # openssh is the reference for the forwarding benchmarks (bench/forward.sh,
-# bench/setup.sh).
+# bench/setup.sh); dbus-daemon runs the private bus of test-dns.sh.
 PACKAGES=(build-essential pkg-config autoconf automake libtool cmake dpkg-dev
 	libevent-dev libnl-3-dev libnl-route-3-dev libcap-ng-dev libcmocka-dev
 	libsystemd-dev
 	iproute2 nftables conntrack iperf3 iputils-ping procps psmisc curl tcpdump
 	python3 openssl clang libclang-rt-dev debhelper lintian fakeroot
-	python3-prometheus-client tshark openssh-client openssh-server)
+	python3-prometheus-client tshark openssh-client openssh-server
+	dbus-daemon)
 
 log() { printf 'deps: %s\n' "$*" >&2; }
 die() { log "$*"; exit 1; }
