@@ -73,11 +73,14 @@ nameserver fd00:77::1
 search corp.example example.org
 ${ORIG_RESOLV%$'\n'}"
 
-# start_lap PATH [BUS_ADDRESS]: the laptop in its own mount namespace.
+# start_lap PATH [BUS_ADDRESS]: the laptop in its own mount namespace;
+# its log is $WORK/laptop-$RUN.log.
+RUN=0
 start_lap() {
 	local path=$1 bus=${2:-unix:path=$WORK/no-bus.sock}
+	RUN=$((RUN + 1))
 	# ip netns exec, unshare, sh and env each exec the next: $! is rove.
-	bg laptop "$NS_LAP" unshare -m --propagation private sh -c '
+	bg "laptop-$RUN" "$NS_LAP" unshare -m --propagation private sh -c '
 		mount -t tmpfs -o mode=0755 tmpfs /run &&
 		mount --bind "$1" /etc/resolv.conf &&
 		exec env PATH="$2" DBUS_SYSTEM_BUS_ADDRESS="$3" "$4" up -f -c "$5" $6' \
@@ -184,7 +187,7 @@ start_lap "$WORK/bin:/usr/bin:/bin"
 wait_for 5 "resolvconf -d and -a" ncalls_is 7 || true
 expect_eq "the next start undoes it first" "uid=0 -d $RC_NAME -f | " "$(call 6)"
 expect_eq "then applies again" "uid=0 -a $RC_NAME | $WANT_INPUT" "$(call 7)"
-check "and says so" grep -q "DNS: undoing what an earlier run left (resolvconf, $RC_NAME)" "$WORK/laptop.log"
+check "and says so" grep -q "DNS: undoing what an earlier run left (resolvconf, $RC_NAME)" "$WORK/laptop-$RUN.log"
 stop_lap
 expect_eq "resolvconf -d on exit" "uid=0 -d $RC_NAME -f | " "$(call 8)"
 expect_eq "the private resolv.conf at the end" "$ORIG_RESOLV" "$(cat "$RESOLV")"$'\n'
@@ -265,7 +268,7 @@ start_lap "$WORK/bin:/usr/bin:/bin" "$BUS"
 IFX=$(ip -n "$NS_LAP" -o link show rove0 | cut -d: -f1)
 expect_eq "dns.state when resolved refuses" failed "$(lap_dns state)"
 expect_eq "dns.error" "systemd-resolved: SetLinkDNS: fake-resolved: refused" "$(lap_dns error)"
-check "the refusal is logged" grep -q "DNS: could not apply the server's DNS (198.19.77.1, fd00:77::1; search corp.example example.org): systemd-resolved: SetLinkDNS: fake-resolved: refused; the tunnel works without it" "$WORK/laptop.log"
+check "the refusal is logged" grep -q "DNS: could not apply the server's DNS (198.19.77.1, fd00:77::1; search corp.example example.org): systemd-resolved: SetLinkDNS: fake-resolved: refused; the tunnel works without it" "$WORK/laptop-$RUN.log"
 expect_eq "the half-made change is reverted" "RevertLink uid=0 $IFX" "$(sed -n 8p "$FAKE_LOG")"
 check "laptop -> server after the refusal" ping_ok "$NS_LAP" -c 3 -i 0.05 "$SRV_TUN4"
 check "no StateDir note when nothing was applied" note_absent
@@ -280,4 +283,7 @@ check "laptop -> server without a backend" ping_ok "$NS_LAP" -c 3 -i 0.05 "$SRV_
 stop_lap
 expect_eq "resolvconf calls in all" 8 "$(calls)"
 check "the host's /etc/resolv.conf is untouched at the end" host_resolv_untouched
+# The helper's reports go to the same log as rove's (SAN=1 builds).
+check "no sanitizer report from rove or its helper" \
+	sh -c "! grep -l 'Sanitizer\|runtime error' '$WORK'/laptop-*.log"
 e2e_finish
