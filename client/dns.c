@@ -236,9 +236,12 @@ resolved_bus(void)
 static int
 bus_failed(const char *method, int r, const sd_bus_error *err, char **cause)
 {
-	set_cause(cause, "systemd-resolved: %s: %s", method,
-	    err != NULL && sd_bus_error_is_set(err) && err->message != NULL ?
-	    err->message : strerror(-r));
+	const char *text = err != NULL && sd_bus_error_is_set(err) &&
+	    err->message != NULL ? err->message : strerror(-r);
+	char shown[ERROR_MAX];
+
+	log_escape(shown, sizeof shown, text, strlen(text));
+	set_cause(cause, "systemd-resolved: %s: %s", method, shown);
 	return -1;
 }
 
@@ -895,7 +898,8 @@ void
 dns_apply(struct dns *d, const char *ifname, int ifindex,
     const struct dns_config *conf)
 {
-	char what[PROTO_MAX_DNS * 48 + PROTO_MAX_DNS_SEARCH * 256];
+	char raw[PROTO_MAX_DNS * 48 + PROTO_MAX_DNS_SEARCH * 256];
+	char what[4 * sizeof raw];
 	enum dns_backend used = DNS_BACKEND_NONE;
 	char *cause = NULL;
 	int rv;
@@ -923,7 +927,10 @@ dns_apply(struct dns *d, const char *ifname, int ifindex,
 	} else
 		rv = engine_apply(&d->eng, ifname, ifindex, conf, &used, &cause);
 	d->backend = used;
-	conf_str(conf, what, sizeof what);
+	/* The decoder takes plain names only, but the log must not depend
+	 * on that: nothing here may start a line of its own. */
+	conf_str(conf, raw, sizeof raw);
+	log_escape(what, sizeof what, raw, strlen(raw));
 	if (rv != 0) {
 		d->state = DNS_STATE_FAILED;
 		snprintf(d->error, sizeof d->error, "%s",
