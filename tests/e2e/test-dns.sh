@@ -80,9 +80,15 @@ start_lap() {
 	local path=$1 bus=${2:-unix:path=$WORK/no-bus.sock}
 	RUN=$((RUN + 1))
 	# ip netns exec, unshare, sh and env each exec the next: $! is rove.
+	# Where /etc/resolv.conf leads, also when it is a link into /run
+	# (systemd-resolved's stub file): that place gets the private file.
 	bg "laptop-$RUN" "$NS_LAP" unshare -m --propagation private sh -c '
+		target=$(readlink -f /etc/resolv.conf) &&
 		mount -t tmpfs -o mode=0755 tmpfs /run &&
-		mount --bind "$1" /etc/resolv.conf &&
+		case $target in
+		/run/*) mkdir -p "${target%/*}" && : >"$target" ;;
+		esac &&
+		mount --bind "$1" "$target" &&
 		exec env PATH="$2" DBUS_SYSTEM_BUS_ADDRESS="$3" "$4" up -f -c "$5" $6' \
 		sh "$RESOLV" "$path" "$bus" "$BUILD/rove" "$C/rove.conf" "${ROVE_VERBOSE:+-v}"
 	LAP_PID=$BG_PID
