@@ -131,6 +131,7 @@ struct cfg_parse {
 	unsigned main_line;     /* line of [Server] / [Client], 0 if none */
 	struct cfg_seen main;   /* keys of [Server] / [Client] */
 	struct cfg_seen *peers; /* one per cfg->peers entry */
+	size_t peers_cap;       /* room in both arrays */
 	unsigned listen_line[CFG_MAX_LISTEN];
 	/* Lines past the file's last are command-line options; each has
 	 * its own name for messages ("-L 8080:db:5432"). */

@@ -11,6 +11,7 @@
 
 #include "cfg-table.h"
 #include "key.h"
+#include "keyidx.h"
 #include "log.h"
 #include "privdrop.h"
 #include "xmalloc.h"
@@ -1104,10 +1105,14 @@ parse_section(struct cfg_parse *cp, char *s)
 	if (sec == CFG_SEC_PEER) {
 		struct cfg_peer *p;
 
-		cfg->peers = xrealloc(cfg->peers,
-		    (cfg->npeers + 1) * sizeof *cfg->peers);
-		cp->peers = xrealloc(cp->peers,
-		    (cfg->npeers + 1) * sizeof *cp->peers);
+		/* Doubling: a server may have thousands of peers. */
+		if (cfg->npeers == cp->peers_cap) {
+			cp->peers_cap = cp->peers_cap > 0 ? cp->peers_cap * 2 : 4;
+			cfg->peers = xrealloc(cfg->peers,
+			    cp->peers_cap * sizeof *cfg->peers);
+			cp->peers = xrealloc(cp->peers,
+			    cp->peers_cap * sizeof *cp->peers);
+		}
 		p = &cfg->peers[cfg->npeers];
 		memset(p, 0, sizeof *p);
 		memset(&cp->peers[cfg->npeers], 0, sizeof *cp->peers);
@@ -1364,7 +1369,30 @@ struct owned {
 	size_t peer;
 	size_t key;
 	const struct prefix *p;
+	size_t pos;   /* in the order the peers list them */
 };
+
+static int
+owned_cmp(const void *va, const void *vb)
+{
+	const struct owned *a = va, *b = vb;
+	int c;
+
+	if (a->p->addr.family != b->p->addr.family)
+		return a->p->addr.family < b->p->addr.family ? -1 : 1;
+	if (a->p->len != b->p->len)
+		return a->p->len < b->p->len ? -1 : 1;
+	c = memcmp(a->p->addr.b, b->p->addr.b, a->p->addr.family == AF_INET ?
+	    4 : 16);
+	if (c != 0)
+		return c;
+	return a->pos < b->pos ? -1 : a->pos > b->pos;
+}
+
+/* The uniqueness checks sort, then find each item's first equal in one
+ * pass, so that a configuration of thousands of peers is checked about as
+ * quickly as one of two; DUP_NONE marks an item that is the first. */
+#define DUP_NONE SIZE_MAX
 
 /* Every prefix routed to a peer (its addresses and AllowedIPs) must be
  * routed to it alone: the route table cannot hold one prefix twice. */
@@ -1372,81 +1400,150 @@ static void
 check_unique_prefixes(struct cfg_parse *cp)
 {
 	const struct cfg *cfg = cp->cfg;
-	struct owned *o = NULL;
-	size_t n = 0;
+	struct owned *o = NULL, *sorted;
+	size_t n = 0, cap = 0, *first;
 	char s[ADDR_STRLEN], label[128];
 
 	for (size_t i = 0; i < cfg->npeers; i++) {
 		const struct cfg_peer *p = &cfg->peers[i];
 		const struct cfg_seen *seen = &cp->peers[i];
+		size_t more = (good(seen, CFG_KEY_PEER_ADDRESS) ? p->naddrs : 0) +
+		    (good(seen, CFG_KEY_PEER_ALLOWED_IPS) ? p->allowed_ips.n : 0);
 
+		if (n + more > cap) {
+			cap = (n + more) * 2;
+			o = xrealloc(o, cap * sizeof *o);
+		}
 		if (good(seen, CFG_KEY_PEER_ADDRESS)) {
-			for (size_t j = 0; j < p->naddrs; j++) {
-				o = xrealloc(o, (n + 1) * sizeof *o);
-				o[n++] = (struct owned){ i,
-				    CFG_KEY_PEER_ADDRESS, &p->addrs[j] };
-			}
+			for (size_t j = 0; j < p->naddrs; j++, n++)
+				o[n] = (struct owned){ i,
+				    CFG_KEY_PEER_ADDRESS, &p->addrs[j], n };
 		}
 		if (good(seen, CFG_KEY_PEER_ALLOWED_IPS)) {
-			for (size_t j = 0; j < p->allowed_ips.n; j++) {
-				o = xrealloc(o, (n + 1) * sizeof *o);
-				o[n++] = (struct owned){ i,
+			for (size_t j = 0; j < p->allowed_ips.n; j++, n++)
+				o[n] = (struct owned){ i,
 				    CFG_KEY_PEER_ALLOWED_IPS,
-				    &p->allowed_ips.v[j] };
-			}
+				    &p->allowed_ips.v[j], n };
+		}
+	}
+	if (n == 0)
+		return;
+	sorted = xcalloc(n, sizeof *sorted);
+	memcpy(sorted, o, n * sizeof *o);
+	qsort(sorted, n, sizeof *sorted, owned_cmp);
+	first = xcalloc(n, sizeof *first);
+	for (size_t i = 0, head = 0; i < n; i++) {
+		if (i > 0 && prefix_equal(sorted[i].p, sorted[head].p))
+			first[sorted[i].pos] = sorted[head].pos;
+		else {
+			head = i;
+			first[sorted[i].pos] = DUP_NONE;
 		}
 	}
 	for (size_t i = 0; i < n; i++) {
-		for (size_t j = 0; j < i; j++) {
-			if (!prefix_equal(o[i].p, o[j].p))
-				continue;
-			peer_label(&cfg->peers[o[j].peer], label, sizeof label);
-			error_at(cp, cp->peers[o[i].peer].line[o[i].key],
-			    "%s: %s is already used by %s",
-			    cfg_table[o[i].key].name,
-			    addr_prefix_str(o[i].p, s), label);
-			break;
-		}
+		if (first[i] == DUP_NONE)
+			continue;
+		peer_label(&cfg->peers[o[first[i]].peer], label, sizeof label);
+		error_at(cp, cp->peers[o[i].peer].line[o[i].key],
+		    "%s: %s is already used by %s", cfg_table[o[i].key].name,
+		    addr_prefix_str(o[i].p, s), label);
 	}
+	free(first);
+	free(sorted);
 	free(o);
+}
+
+struct named {
+	const char *name;
+	size_t peer;
+};
+
+static int
+named_cmp(const void *va, const void *vb)
+{
+	const struct named *a = va, *b = vb;
+	int c = strcmp(a->name, b->name);
+
+	if (c != 0)
+		return c;
+	return a->peer < b->peer ? -1 : a->peer > b->peer;
+}
+
+/* For each peer, the first peer before it with the same name (DUP_NONE:
+ * none). */
+static size_t *
+first_same_name(const struct cfg *cfg)
+{
+	struct named *v = xcalloc(cfg->npeers + 1, sizeof *v);
+	size_t *first = xcalloc(cfg->npeers + 1, sizeof *first), n = 0;
+
+	for (size_t i = 0; i < cfg->npeers; i++) {
+		first[i] = DUP_NONE;
+		if (cfg->peers[i].name != NULL)
+			v[n++] = (struct named){ cfg->peers[i].name, i };
+	}
+	qsort(v, n, sizeof *v, named_cmp);
+	for (size_t i = 1, head = 0; i < n; i++) {
+		if (strcmp(v[i].name, v[head].name) == 0)
+			first[v[i].peer] = v[head].peer;
+		else
+			head = i;
+	}
+	free(v);
+	return first;
+}
+
+static void
+note_dup_key(size_t peer, size_t first, void *arg)
+{
+	size_t *firsts = arg;
+
+	firsts[peer] = first;
+}
+
+/* For each peer, the first peer before it with the same public key
+ * (DUP_NONE: none), among the keys that parsed. */
+static size_t *
+first_same_key(const struct cfg_parse *cp)
+{
+	const struct cfg *cfg = cp->cfg;
+	size_t *first = xcalloc(cfg->npeers + 1, sizeof *first);
+	struct keyidx ix;
+
+	keyidx_init(&ix, cfg->npeers);
+	for (size_t i = 0; i < cfg->npeers; i++) {
+		const struct cfg_seen *seen = &cp->peers[i];
+
+		first[i] = DUP_NONE;
+		if (seen->line[CFG_KEY_PEER_PUBLIC_KEY] != 0 &&
+		    good(seen, CFG_KEY_PEER_PUBLIC_KEY))
+			keyidx_add(&ix, cfg->peers[i].pubkey, i);
+	}
+	keyidx_sort(&ix);
+	keyidx_dups(&ix, note_dup_key, first);
+	keyidx_clear(&ix);
+	return first;
 }
 
 static void
 check_peers(struct cfg_parse *cp)
 {
 	const struct cfg *cfg = cp->cfg;
+	size_t *same_name = first_same_name(cfg), *same_key = first_same_key(cp);
 	char label[128];
 
 	for (size_t i = 0; i < cfg->npeers; i++) {
 		const struct cfg_peer *p = &cfg->peers[i];
 		struct cfg_seen *seen = &cp->peers[i];
-
 		check_required(cp, CFG_SEC_PEER, seen, p->line);
-		for (size_t j = 0; p->name != NULL && j < i; j++) {
-			if (cfg->peers[j].name != NULL &&
-			    strcmp(cfg->peers[j].name, p->name) == 0) {
-				error_at(cp, seen->line[CFG_KEY_PEER_NAME],
-				    "Name: '%s' is already used by the peer on "
-				    "line %u", p->name, cfg->peers[j].line);
-				break;
-			}
-		}
-		for (size_t j = 0; j < i; j++) {
-			const struct cfg_seen *other = &cp->peers[j];
-
-			if (seen->line[CFG_KEY_PEER_PUBLIC_KEY] == 0 ||
-			    !good(seen, CFG_KEY_PEER_PUBLIC_KEY) ||
-			    other->line[CFG_KEY_PEER_PUBLIC_KEY] == 0 ||
-			    !good(other, CFG_KEY_PEER_PUBLIC_KEY))
-				continue;
-			if (memcmp(cfg->peers[j].pubkey, p->pubkey,
-			    sizeof p->pubkey) == 0) {
-				peer_label(&cfg->peers[j], label, sizeof label);
-				error_at(cp,
-				    seen->line[CFG_KEY_PEER_PUBLIC_KEY],
-				    "PublicKey: already used by %s", label);
-				break;
-			}
+		if (same_name[i] != DUP_NONE)
+			error_at(cp, seen->line[CFG_KEY_PEER_NAME],
+			    "Name: '%s' is already used by the peer on line %u",
+			    p->name, cfg->peers[same_name[i]].line);
+		if (same_key[i] != DUP_NONE) {
+			peer_label(&cfg->peers[same_key[i]], label, sizeof label);
+			error_at(cp, seen->line[CFG_KEY_PEER_PUBLIC_KEY],
+			    "PublicKey: already used by %s", label);
 		}
 		if (good(seen, CFG_KEY_PEER_ADDRESS)) {
 			for (size_t j = 0; j < p->naddrs; j++)
@@ -1457,6 +1554,8 @@ check_peers(struct cfg_parse *cp)
 			error_at(cp, seen->line[CFG_KEY_PEER_ALLOWED_IPS],
 			    "AllowedIPs: has no effect with Tun = none");
 	}
+	free(same_name);
+	free(same_key);
 	check_unique_prefixes(cp);
 }
 
