@@ -13,8 +13,29 @@ dgramq_init(struct dgramq *q, size_t cap, size_t maxlen)
 	memset(q, 0, sizeof *q);
 	q->cap = cap > 0 ? cap : 1;
 	q->maxlen = maxlen;
-	q->ring = xcalloc(q->cap, sizeof *q->ring);
-	q->spare = xcalloc(q->cap, sizeof *q->spare);
+	/* The ring comes with the first push: most connections of a busy
+	 * server are idle, and a full-size ring is 16 KB each. */
+}
+
+/* Double the ring (from DGRAMQ_RING_MIN, up to the capacity), keeping the
+ * order of what it holds; the spare stack grows with it, since it must
+ * hold every slot there is. */
+static void
+ring_grow(struct dgramq *q)
+{
+	size_t n = q->ringcap == 0 ? DGRAMQ_RING_MIN : q->ringcap * 2;
+	struct dgramq_item **ring;
+
+	if (n > q->cap)
+		n = q->cap;
+	ring = xcalloc(n, sizeof *ring);
+	for (size_t i = 0; i < q->len; i++)
+		ring[i] = q->ring[(q->head + i) % q->ringcap];
+	free(q->ring);
+	q->ring = ring;
+	q->head = 0;
+	q->spare = xrealloc(q->spare, n * sizeof *q->spare);
+	q->ringcap = n;
 }
 
 void
@@ -29,12 +50,12 @@ dgramq_clear(struct dgramq *q)
 	q->spare = NULL;
 	q->ring = NULL;
 	q->nspare = q->nslots = 0;
-	q->cap = 0;
+	q->cap = q->ringcap = 0;
 }
 
 /* A slot for the next push: a recycled one if any. There is always room
  * on the spare stack for a released slot, since slots in use plus spare
- * ones never exceed the capacity. */
+ * ones never exceed the ring's size. */
 static struct dgramq_item *
 slot_get(struct dgramq *q)
 {
@@ -63,7 +84,7 @@ dgramq_pop(struct dgramq *q)
 		return;
 	slot_put(q, q->ring[q->head]);
 	q->ring[q->head] = NULL;
-	q->head = (q->head + 1) % q->cap;
+	q->head = (q->head + 1) % q->ringcap;
 	q->len--;
 }
 
@@ -80,19 +101,20 @@ drop_oldest(struct dgramq *q)
 	size_t scan = q->len < DGRAMQ_SCAN ? q->len : DGRAMQ_SCAN, i;
 
 	for (i = 0; i < scan; i++) {
-		if (q->ring[(q->head + i) % q->cap]->len > DGRAMQ_SMALL)
+		if (q->ring[(q->head + i) % q->ringcap]->len > DGRAMQ_SMALL)
 			break;
 	}
 	if (i == scan || i == 0) {
 		dgramq_pop(q);
 		return;
 	}
-	slot_put(q, q->ring[(q->head + i) % q->cap]);
+	slot_put(q, q->ring[(q->head + i) % q->ringcap]);
 	/* Close the gap: the small ones ahead of it move up one slot. */
 	for (; i > 0; i--)
-		q->ring[(q->head + i) % q->cap] = q->ring[(q->head + i - 1) % q->cap];
+		q->ring[(q->head + i) % q->ringcap] =
+		    q->ring[(q->head + i - 1) % q->ringcap];
 	q->ring[q->head] = NULL;
-	q->head = (q->head + 1) % q->cap;
+	q->head = (q->head + 1) % q->ringcap;
 	q->len--;
 }
 
@@ -109,13 +131,14 @@ dgramq_push(struct dgramq *q, const uint8_t *data, size_t len, uint64_t now)
 		drop_oldest(q);
 		q->dropped_full++;
 		dropped = 1;
-	}
+	} else if (q->len == q->ringcap)
+		ring_grow(q);
 	it = slot_get(q);
 	it->queued = now;
 	it->len = len;
 	if (len > 0)
 		memcpy(it->data, data, len);
-	q->ring[(q->head + q->len) % q->cap] = it;
+	q->ring[(q->head + q->len) % q->ringcap] = it;
 	q->len++;
 	return dropped;
 }

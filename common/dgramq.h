@@ -11,7 +11,9 @@
  * the queue takes), allocated the first time the queue grows that deep
  * and recycled after that, so a queue in steady use costs no allocation
  * per packet. It holds at most as many slots as its deepest point, never
- * more than its capacity. */
+ * more than its capacity. The ring of pointers to them grows the same
+ * way, doubling from DGRAMQ_RING_MIN: a queue that never held a packet
+ * costs nothing but the struct. */
 #ifndef ROVE_DGRAMQ_H
 #define ROVE_DGRAMQ_H
 
@@ -23,6 +25,8 @@
  * among the DGRAMQ_SCAN oldest. */
 #define DGRAMQ_SMALL 200
 #define DGRAMQ_SCAN 64
+/* The ring's first size, once a packet arrives. */
+#define DGRAMQ_RING_MIN 8
 
 /* One queued DATAGRAM payload. */
 struct dgramq_item {
@@ -32,8 +36,8 @@ struct dgramq_item {
 };
 
 struct dgramq {
-	struct dgramq_item **ring;
-	size_t cap, head, len;
+	struct dgramq_item **ring;   /* ringcap entries; NULL until a push */
+	size_t cap, ringcap, head, len;
 	size_t maxlen;               /* payload bytes each slot holds */
 	struct dgramq_item **spare;  /* slots not in use (a stack of nspare) */
 	size_t nspare, nslots;       /* spare ones; all ever allocated */
@@ -47,7 +51,8 @@ struct dgramq {
 };
 
 /* Room for `cap` packets (at least 1) of at most `maxlen` bytes each; the
- * slots are allocated as the queue first grows, then reused. */
+ * slots (and the ring) are allocated as the queue first grows, then
+ * reused. Allocates nothing itself. */
 void dgramq_init(struct dgramq *, size_t cap, size_t maxlen);
 /* Frees every slot and the ring. */
 void dgramq_clear(struct dgramq *);

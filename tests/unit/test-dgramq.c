@@ -283,6 +283,53 @@ test_slots_recycled(void **state)
 	assert_int_equal(q.nslots, 0);
 }
 
+/* The ring grows with the queue: nothing before the first packet, then
+ * doubling from DGRAMQ_RING_MIN up to the capacity, never beyond; each
+ * growth keeps the packets in order, also when the ring has wrapped
+ * round, and a full queue at its capacity still drops the oldest. */
+static void
+test_ring_grows(void **state)
+{
+	struct dgramq q;
+	uint8_t next_in = 0, next_out = 0;
+
+	(void)state;
+	dgramq_init(&q, 20, 64);
+	assert_null(q.ring);
+	assert_int_equal(q.ringcap, 0);
+	assert_null(dgramq_peek(&q));
+	dgramq_pop(&q);
+	assert_int_equal(dgramq_expire(&q, 100, 1), 0);
+	assert_int_equal(dgramq_codel(&q, 100, 10), 0);
+	assert_null(q.ring);
+	push_id(&q, next_in++, 1, 0);
+	assert_int_equal(q.ringcap, DGRAMQ_RING_MIN);
+	/* Wrap the head round the small ring before it grows. */
+	for (int i = 0; i < 5; i++) {
+		push_id(&q, next_in++, 1, 0);
+		assert_int_equal(pop_id(&q), next_out++);
+	}
+	while (dgramq_len(&q) < DGRAMQ_RING_MIN)
+		push_id(&q, next_in++, 1, 0);
+	assert_int_equal(q.ringcap, DGRAMQ_RING_MIN);
+	push_id(&q, next_in++, 1, 0);
+	assert_int_equal(q.ringcap, 2 * DGRAMQ_RING_MIN);
+	while (dgramq_len(&q) < 20)
+		push_id(&q, next_in++, 1, 0);
+	assert_int_equal(q.ringcap, 20);
+	/* Full: the oldest goes, the ring stays. */
+	push_id(&q, next_in++, 1, 1);
+	next_out++;
+	assert_int_equal(q.ringcap, 20);
+	assert_int_equal(q.nslots, 20);
+	while (dgramq_len(&q) > 0)
+		assert_int_equal(pop_id(&q), next_out++);
+	assert_int_equal(next_out, next_in);
+	assert_int_equal(q.nspare, 20);
+	dgramq_clear(&q);
+	assert_null(q.ring);
+}
+
 int
 main(void)
 {
@@ -295,6 +342,7 @@ main(void)
 		cmocka_unit_test(test_drop_spares_small),
 		cmocka_unit_test(test_edges),
 		cmocka_unit_test(test_slots_recycled),
+		cmocka_unit_test(test_ring_grows),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
