@@ -15,6 +15,7 @@
 #include "egress.h"
 #include "fwd.h"
 #include "json.h"
+#include "keyidx.h"
 #include "proto-fwd.h"
 #include "key.h"
 #include "log.h"
@@ -33,8 +34,13 @@
 #include "udp.h"
 #include "xmalloc.h"
 
-#define CID_BUCKETS 4096
-#define MAX_SESSIONS 4096
+/* The connection-ID map starts with this many buckets and doubles when
+ * it holds twice as many IDs (each connection has about ten). */
+#define CID_BUCKETS_MIN 4096
+/* Connections at once: at least this many, and room for every peer twice
+ * (a reconnecting peer's new connection and its old one) plus the
+ * handshakes admit.c lets run. */
+#define MIN_SESSIONS 4096
 #define TUN_BURST 64
 #define UNKNOWN_LOG_SLOTS 256
 /* A client has no reason to ask for more remote forwards than it may hold,
@@ -44,6 +50,8 @@
  * reading its control stream is closed before they pile up. */
 #define CTL_MAX_UNACKED 16384
 #define UNKNOWN_LOG_INTERVAL_MS 60000
+/* The longest control message, with its type and length. */
+#define SESSION_CTL_MAX (PROTO_MAX_MSG + 16)
 
 struct session;
 
@@ -87,7 +95,8 @@ struct session {
 	struct peer *peer;          /* set once the handshake completed */
 	struct peer *pending_peer;  /* matched by the pin check */
 	struct cid_entry *cids;
-	uint8_t ctl[PROTO_MAX_MSG + 16];
+	uint8_t *ctl;               /* SESSION_CTL_MAX bytes while a control
+	                             * message is incomplete, else NULL */
 	size_t ctllen;
 	bool configured;            /* server config sent */
 	struct fwd_set fwds;        /* valid once fwd_peer is set */
@@ -126,11 +135,14 @@ struct server {
 
 	struct peer *peers;
 	size_t npeers;
+	size_t nconnected;          /* peers with a live connection */
+	struct keyidx keys;         /* public key -> index into peers */
 	LIST_HEAD(, session) sessions;
-	size_t nsessions;
+	size_t nsessions, max_sessions;
 	size_t half_open;           /* sessions still in their handshake */
 	struct admit admit;
-	struct cid_entry *cid_map[CID_BUCKETS];
+	struct cid_entry **cid_map; /* cid_buckets chains, a power of two */
+	size_t cid_buckets, ncids;
 
 	struct tunnel_counters counters;
 	uint64_t stateless_resets;
@@ -144,7 +156,7 @@ struct server {
 /* Only one server per process; the pin check reaches it through here. */
 static struct server *the_server;
 
-static size_t
+static uint64_t
 cid_hash(const struct server *srv, const uint8_t *cid, size_t len)
 {
 	/* Keyed so that client-chosen initial CIDs cannot aim at one bucket. */
@@ -155,7 +167,13 @@ cid_hash(const struct server *srv, const uint8_t *cid, size_t len)
 		h *= 0x100000001b3ULL;
 	}
 	h ^= h >> 29;
-	return (size_t)(h % CID_BUCKETS);
+	return h;
+}
+
+static struct cid_entry **
+cid_bucket(struct server *srv, const uint8_t *cid, size_t len)
+{
+	return &srv->cid_map[cid_hash(srv, cid, len) & (srv->cid_buckets - 1)];
 }
 
 static struct session *
@@ -163,11 +181,33 @@ cid_lookup(struct server *srv, const uint8_t *cid, size_t len)
 {
 	struct cid_entry *e;
 
-	for (e = srv->cid_map[cid_hash(srv, cid, len)]; e != NULL; e = e->next) {
+	for (e = *cid_bucket(srv, cid, len); e != NULL; e = e->next) {
 		if (e->cid.datalen == len && memcmp(e->cid.data, cid, len) == 0)
 			return e->sess;
 	}
 	return NULL;
+}
+
+/* Twice as many buckets, so that chains stay short as peers connect. */
+static void
+cid_grow(struct server *srv)
+{
+	struct cid_entry **old = srv->cid_map, *e, *next;
+	size_t n = srv->cid_buckets;
+
+	srv->cid_buckets = n * 2;
+	srv->cid_map = xcalloc(srv->cid_buckets, sizeof *srv->cid_map);
+	for (size_t i = 0; i < n; i++) {
+		for (e = old[i]; e != NULL; e = next) {
+			struct cid_entry **b = cid_bucket(srv, e->cid.data,
+			    e->cid.datalen);
+
+			next = e->next;
+			e->next = *b;
+			*b = e;
+		}
+	}
+	free(old);
 }
 
 static void
@@ -175,18 +215,20 @@ cid_add_cb(struct quic_conn *qc, const ngtcp2_cid *cid, void *arg)
 {
 	struct session *sess = arg;
 	struct server *srv = sess->srv;
-	struct cid_entry *e;
-	size_t h;
+	struct cid_entry *e, **b;
 
 	(void)qc;
 	if (cid_lookup(srv, cid->data, cid->datalen) != NULL)
 		return;
+	if (srv->ncids >= 2 * srv->cid_buckets)
+		cid_grow(srv);
 	e = xcalloc(1, sizeof *e);
 	e->cid = *cid;
 	e->sess = sess;
-	h = cid_hash(srv, cid->data, cid->datalen);
-	e->next = srv->cid_map[h];
-	srv->cid_map[h] = e;
+	b = cid_bucket(srv, cid->data, cid->datalen);
+	e->next = *b;
+	*b = e;
+	srv->ncids++;
 	e->sess_next = sess->cids;
 	sess->cids = e;
 }
@@ -194,11 +236,12 @@ cid_add_cb(struct quic_conn *qc, const ngtcp2_cid *cid, void *arg)
 static void
 cid_unlink(struct server *srv, struct cid_entry *e)
 {
-	struct cid_entry **pp = &srv->cid_map[cid_hash(srv, e->cid.data, e->cid.datalen)];
+	struct cid_entry **pp = cid_bucket(srv, e->cid.data, e->cid.datalen);
 
 	for (; *pp != NULL; pp = &(*pp)->next) {
 		if (*pp == e) {
 			*pp = e->next;
+			srv->ncids--;
 			return;
 		}
 	}
@@ -250,11 +293,14 @@ session_free(struct session *sess)
 		egress_listener_free(sess->rlisteners[i]);
 	if (sess->fwds.qc != NULL)
 		fwd_set_clear(&sess->fwds);
-	if (sess->peer != NULL && sess->peer->sess == sess)
+	if (sess->peer != NULL && sess->peer->sess == sess) {
 		sess->peer->sess = NULL;
+		srv->nconnected--;
+	}
 	LIST_REMOVE(sess, entry);
 	srv->nsessions--;
 	quic_conn_free(sess->qc);
+	free(sess->ctl);
 	free(sess);
 }
 
@@ -268,14 +314,13 @@ pin_check(struct quic_conn *qc, const uint8_t *pub, void *arg)
 	struct ipaddr from;
 	socklen_t len;
 	uint64_t now;
+	size_t i;
 
 	if (srv == NULL || sess == NULL)
 		return false;
-	for (size_t i = 0; i < srv->npeers; i++) {
-		if (memcmp(srv->peers[i].cfg->pubkey, pub, KEY_LEN) == 0) {
-			sess->pending_peer = &srv->peers[i];
-			return true;
-		}
+	if (keyidx_find(&srv->keys, pub, &i)) {
+		sess->pending_peer = &srv->peers[i];
+		return true;
 	}
 	tunnel_drop(TUNNEL_DROP_UNKNOWN_PEER, NULL, &srv->counters);
 	/* At most one line per source prefix per minute: an IPv6 host holds
@@ -283,7 +328,8 @@ pin_check(struct quic_conn *qc, const uint8_t *pub, void *arg)
 	remote = quic_conn_remote(qc, &len);
 	if (!admit_source_prefix(remote, &from))
 		return false;
-	slot = &srv->unknown_log[cid_hash(srv, from.b, sizeof from.b) % UNKNOWN_LOG_SLOTS];
+	slot = &srv->unknown_log[cid_hash(srv, from.b, sizeof from.b) %
+	    UNKNOWN_LOG_SLOTS];
 	now = clock_now_ms();
 	if (!addr_equal(&slot->addr, &from) || slot->last_ms == 0 ||
 	    now - slot->last_ms >= UNKNOWN_LOG_INTERVAL_MS) {
@@ -362,7 +408,8 @@ handshake_done_cb(struct quic_conn *qc, void *arg)
 		struct session *old = peer->sess;
 		old->peer = NULL;
 		quic_conn_close(old->qc, 0, "replaced by a new connection");
-	}
+	} else if (peer->sess == NULL)
+		sess->srv->nconnected++;
 	sess->peer = peer;
 	peer->sess = sess;
 	peer->handshakes++;
@@ -498,7 +545,9 @@ stream_data_cb(struct quic_conn *qc, int64_t stream_id, const uint8_t *data,
 	}
 	if (stream_id != 0)
 		return fwd_on_data(&sess->fwds, stream_id, stream_arg, data, len, fin);
-	if (len > sizeof sess->ctl - sess->ctllen)
+	if (sess->ctl == NULL)
+		sess->ctl = xmalloc(SESSION_CTL_MAX);
+	if (len > SESSION_CTL_MAX - sess->ctllen)
 		return -1;
 	memcpy(sess->ctl + sess->ctllen, data, len);
 	sess->ctllen += len;
@@ -511,6 +560,12 @@ stream_data_cb(struct quic_conn *qc, int64_t stream_id, const uint8_t *data,
 			return 0;
 		memmove(sess->ctl, sess->ctl + used, sess->ctllen - (size_t)used);
 		sess->ctllen -= (size_t)used;
+	}
+	/* Kept only while a message is incomplete: the control stream is
+	 * quiet after the hello, so an idle session holds no buffer. */
+	if (sess->ctllen == 0) {
+		free(sess->ctl);
+		sess->ctl = NULL;
 	}
 	return used < 0 ? -1 : 0;
 }
@@ -659,7 +714,7 @@ new_session(struct listener *l, const uint8_t *pkt, size_t len,
 		tunnel_drop(TUNNEL_DROP_INVALID_PACKET, NULL, &srv->counters);
 		return;
 	}
-	if (srv->nsessions >= MAX_SESSIONS) {
+	if (srv->nsessions >= srv->max_sessions) {
 		tunnel_drop(TUNNEL_DROP_QUEUE_FULL, NULL, &srv->counters);
 		return;
 	}
@@ -901,6 +956,15 @@ setup_peers(struct server *srv, char **cause)
 {
 	srv->npeers = srv->cfg->npeers;
 	srv->peers = xcalloc(srv->npeers, sizeof *srv->peers);
+	srv->max_sessions = 2 * srv->npeers + ADMIT_MAX_HALF_OPEN;
+	if (srv->max_sessions < MIN_SESSIONS)
+		srv->max_sessions = MIN_SESSIONS;
+	/* The pin check finds the peer of a key among all of them during
+	 * every handshake; the configuration made sure keys are unique. */
+	keyidx_init(&srv->keys, srv->npeers);
+	for (size_t i = 0; i < srv->npeers; i++)
+		keyidx_add(&srv->keys, srv->cfg->peers[i].pubkey, i);
+	keyidx_sort(&srv->keys);
 	for (size_t i = 0; i < srv->npeers; i++) {
 		struct peer *p = &srv->peers[i];
 		const struct cfg_peer *cp = &srv->cfg->peers[i];
@@ -1003,14 +1067,12 @@ void
 server_notify(struct server *srv)
 {
 	char buf[ADDR_STRLEN], status[200];
-	size_t up = 0;
 
 	if (srv->shutting_down)
 		return;
-	for (size_t i = 0; i < srv->npeers; i++)
-		up += srv->peers[i].sess != NULL;
 	snprintf(status, sizeof status, "%zu of %zu peers connected; "
-	    "listening on %s%s", up, srv->npeers, srv->nlisteners > 0 ?
+	    "listening on %s%s", srv->nconnected, srv->npeers,
+	    srv->nlisteners > 0 ?
 	    addr_sockaddr_str((const struct sockaddr *)
 	    &srv->listeners[0].sock.local, buf) : "-",
 	    srv->nlisteners > 1 ? " and more" : "");
@@ -1097,6 +1159,8 @@ server_create(struct event_base *base, const struct cfg *cfg, int verbose,
 	srv->base = base;
 	srv->cfg = cfg;
 	LIST_INIT(&srv->sessions);
+	srv->cid_buckets = CID_BUCKETS_MIN;
+	srv->cid_map = xcalloc(srv->cid_buckets, sizeof *srv->cid_map);
 	the_server = srv;
 	quic_random((uint8_t *)&srv->cid_seed, sizeof srv->cid_seed);
 	quic_set_send_limit_all(cfg->forward_memory_total);
@@ -1202,6 +1266,8 @@ server_free(struct server *srv)
 	if (srv->tls != NULL)
 		wolfSSL_CTX_free(srv->tls);
 	free(srv->peers);
+	keyidx_clear(&srv->keys);
+	free(srv->cid_map);
 	if (the_server == srv)
 		the_server = NULL;
 	free(srv);
