@@ -4,7 +4,8 @@
 #   make test       unit tests, config checks, end-to-end tests (root)
 #   make demo       a real tunnel between network namespaces, with traffic
 #   make bench      throughput against wireguard-go and the raw link; forward
-#                   set-up time against ssh -L (bench/setup.sh)
+#                   set-up time against ssh -L (bench/setup.sh); thousands
+#                   of peers on one roved (bench/scale.sh)
 #   make fuzz       libFuzzer harnesses over their seeds; fuzz-run fuzzes
 #                   each for FUZZ_TIME seconds (tests/fuzz/Makefile.inc)
 #   make install    programs, man pages, systemd units and example configs
@@ -81,7 +82,7 @@ UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 .PHONY: FORCE all deps test check check-unit check-configs check-e2e demo bench \
 	clean distclean install uninstall deb
 
-all: $(BUILD)/roved $(BUILD)/rove
+all: $(BUILD)/roved $(BUILD)/rove $(BUILD)/tests/rove-load
 
 deps: $(DEPS)/.complete
 
@@ -143,6 +144,13 @@ $(E2E_TOOLS): $(BUILD)/tests/%: tests/e2e/%.c $(BUILD)/librove.a
 	$(call say,CC,$<)$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -o $@ \
 		$(filter %.c %.o %.a,$^) $(LDFLAGS) $(LIBS)
 
+# The load generator: thousands of rove peers in one process, on rove's own
+# QUIC, TLS and protocol code (bench/scale.sh, test-load).
+$(BUILD)/tests/rove-load: tests/load/rove-load.c $(BUILD)/librove.a
+	@mkdir -p $(@D)
+	$(call say,CC,$<)$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -o $@ \
+		$(filter %.c %.o %.a,$^) $(LDFLAGS) $(LIBS)
+
 # A user-space delay line between two TUN devices (netem is missing here).
 $(BUILD)/tests/delay-relay: tests/e2e/delay-relay.c
 	@mkdir -p $(@D)
@@ -163,6 +171,7 @@ bench: all $(BUILD)/tests/delay-relay $(E2E_TOOLS)
 	$(Q)bench/roam.sh $(BUILD)
 	$(Q)bench/lossy.sh $(BUILD)
 	$(Q)bench/flood.sh $(BUILD)
+	$(Q)bench/scale.sh $(BUILD)
 
 # SOAK_MINUTES (default 30) of traffic, floods, rebindings and restarts,
 # with memory and fds sampled each minute; too long for test or bench.

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Many peers at once, from tests/load/rove-load (one process, a session per
+# key): roved configured with 250 peers, 200 of them connect; 20 pass ICMP
+# echoes through the tunnel; roved restarts and all 200 come back with
+# 0-RTT; roved's status then lists exactly 200 peers established, each
+# after one handshake with its 0-RTT accepted, and the other 50 closed.
+# Topology: tests/e2e/load-lib.sh.
+. "$(dirname "$0")/load-lib.sh"
+load_init "$@"
+N=200
+EXTRA=50
+ACTIVE=20
+load_topo_up
+load_gen $((N + EXTRA))
+load_start_roved
+
+load_run load "$N" -C 64 -c 60 -i 1 -m "$ACTIVE" -t "$LOAD_TUN" -w 4 -T 2 \
+	-r 60 -H 60
+if load_wait_line load 90 "waiting for a server restart"; then
+	ok "rove-load connected and passed traffic"
+else
+	fail "rove-load did not reach its restart phase"
+fi
+expect_eq "sessions connected" "$N" "$(load_result load connected)"
+expect_eq "sessions refused" 0 "$(load_result load refused)"
+expect_eq "active sessions answered through the tunnel" "$ACTIVE" \
+	"$(load_result load echo_sessions)"
+expect_eq "roved's peer states before the restart" \
+	"closed $EXTRA,established $N" "$(peer_states | paste -sd,)"
+
+# The restart: roved closes every connection, comes back with the same
+# StateDir (ticket keys, register, tokens), and the sessions resume.
+load_stop_roved
+mv "$WORK/roved.log" "$WORK/roved-1.log"
+load_start_roved
+load_wait_line load 60 "holding the sessions" ||
+	fail "rove-load did not finish its restart phase"
+expect_eq "sessions that lost their connection" "$N" "$(load_result load lost)"
+expect_eq "sessions back after the restart" "$N" "$(load_result load back)"
+expect_eq "handshakes after the restart" "$N" "$(load_result load handshakes)"
+expect_eq "0-RTT attempted after the restart" "$N" \
+	"$(load_result load zero_rtt_attempted)"
+expect_eq "0-RTT accepted after the restart" "$N" \
+	"$(load_result load zero_rtt_accepted)"
+expect_eq "0-RTT rejected after the restart" 0 \
+	"$(load_result load zero_rtt_rejected)"
+
+# The restarted roved agrees, peer by peer: exactly the N established,
+# each on one handshake whose 0-RTT it accepted; the others closed.
+doc=$WORK/status.json
+status "$NS_SRV" "$ROVED_SOCK" >"$doc" || fail "roved status failed"
+counts=$("$PY" - "$doc" "$N" <<-'EOF'
+	import json, sys
+	d = json.load(open(sys.argv[1]))
+	n = int(sys.argv[2])
+	peers = d["peers"]
+	ours = [p for p in peers if int(p["name"].split("-")[1]) < n]
+	print("configured=%d established=%d ours_established=%d "
+	      "ours_one_handshake=%d ours_zero_rtt_accepted=%d" % (
+	          len(peers), sum(p["state"] == "established" for p in peers),
+	          sum(p["state"] == "established" for p in ours),
+	          sum(p["handshakes"] == 1 for p in ours),
+	          sum(p["zero_rtt"]["accepted"] == 1 for p in ours)))
+	EOF
+)
+expect_eq "roved's status after the restart" \
+	"configured=$((N + EXTRA)) established=$N ours_established=$N ours_one_handshake=$N ours_zero_rtt_accepted=$N" \
+	"$counts"
+stop_pid "$LOAD_PID"
+forget_pid "$LOAD_PID"
+e2e_finish

@@ -1,0 +1,1178 @@
+/* rove-load: many rove peers in one process, for measuring roved at scale.
+ *
+ * usage: rove-load gen -n N -k KEYS -p PEERS [-a RULE]
+ *        rove-load run -s ADDR:PORT -P PUBKEY -k KEYS [-n N] [options]
+ *
+ * `gen` writes N fresh private keys to KEYS (one base64 key a line, mode
+ * 0600) and the N matching [Peer] sections to PEERS (Name load-00000 and
+ * up, PublicKey; with -a, an AllowForward = RULE line each), for appending
+ * to a roved.conf whose [Server] section the caller writes.
+ *
+ * `run` connects N sessions, one per key of KEYS (the first N), to the
+ * roved at ADDR:PORT whose public key is PUBKEY (base64). Each session is
+ * a rove client in all that the server sees: its own key and certificate
+ * (tls.c's context), its own UDP socket, a QUIC connection made by
+ * quic.c's quic_conn_client_create, the control stream's CLIENT_HELLO and
+ * SERVER_CONFIG (proto.c), session tickets and NEW_TOKEN tokens kept for
+ * 0-RTT reconnects, and the client's reconnect back-off. It has no TUN
+ * device and no forwards. Options:
+ *
+ *   -b ADDR    the first source address; session i binds to ADDR + i / B
+ *              (it must be local: a prefix on lo does; default: any)
+ *   -B B       sessions per source address (default 8; roved admits 20
+ *              handshakes at once from one address, then 10 a second)
+ *   -C C       handshakes under way at once while connecting (default 128)
+ *   -c SECS    time allowed for connecting all N (default 120)
+ *   -i SECS    idle time after connecting, before roved's memory and CPU
+ *              are read (default 2)
+ *   -R PID     roved's PID: report its RSS before and after (per session)
+ *              and its CPU time while connecting and idle (/proc/PID)
+ *   -m M       datagram mode: M sessions send ICMP echo requests from their
+ *              tunnel address to -t ADDR through the tunnel, -w at a time
+ *              each, for -T seconds; the replies are counted
+ *   -t ADDR    the server's tunnel address (IPv4) for -m
+ *   -w W       echo requests outstanding per active session (default 8)
+ *   -S BYTES   IP packet size of the echo requests (default 1200)
+ *   -T SECS    duration of the datagram phase (default 5)
+ *   -r SECS    then wait up to SECS for a restart of roved: print "waiting
+ *              for a server restart" and measure how long until every
+ *              session that lost its connection is back, and how many
+ *              came back with 0-RTT
+ *   -H SECS    at the end, keep the sessions up for SECS more (print
+ *              "holding the sessions"), so a script can look at roved
+ *   -v         log more (twice: QUIC internals too)
+ *
+ * It prints a line per phase and, at the end, "RESULT key=value ..." lines
+ * for scripts. Exits 0 when every phase reached its goal (all connected,
+ * all back after the restart), 1 otherwise, 2 on a usage error. So that it
+ * can load only test networks, ADDR must lie in 198.18.0.0/15, fd00::/8 or
+ * loopback.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "addr.h"
+#include "bytes.h"
+#include "clock.h"
+#include "ippkt.h"
+#include "key.h"
+#include "log.h"
+#include "proto.h"
+#include "quic.h"
+#include "tls.h"
+#include "udp.h"
+#include "xmalloc.h"
+
+#define MAX_SESSIONS 20000
+/* The client's back-off (client/client.c): 250 ms doubling to 30 s, each
+ * delay drawn from [d/2, d]. */
+#define BACKOFF_MIN_MS 250
+#define BACKOFF_MAX_MS 30000
+#define KEEPALIVE_S 15
+#define IDLE_TIMEOUT_S 120
+#define ECHO_LOST_MS 500     /* an echo unanswered this long is lost */
+#define TICK_MS 100
+
+enum phase { PH_CONNECT, PH_IDLE, PH_TRAFFIC, PH_RESTART, PH_HOLD, PH_DONE };
+
+struct sess {
+	struct load *ld;
+	size_t idx;
+	WOLFSSL_CTX *tls;
+	struct udp_socket sock;
+	struct udp_batch *batch;
+	struct event *ev, *retry_ev;
+	struct quic_conn *qc;
+	struct quic_settings qs;
+	uint8_t ctl[PROTO_MAX_MSG + 16];
+	size_t ctllen;
+	bool started;       /* its first connection was begun */
+	bool configured;    /* the server's configuration arrived */
+	bool refused;       /* the server refused its key: never again */
+	struct ipaddr addr; /* its IPv4 tunnel address */
+	bool has_addr;
+	unsigned failures;  /* consecutive, for the back-off */
+	uint8_t token[NGTCP2_CRYPTO_MAX_REGULAR_TOKENLEN];
+	size_t tokenlen;
+	uint8_t *session, *params;
+	size_t sessionlen, paramslen;
+	uint64_t t_start;   /* this connection attempt began (ns) */
+	uint64_t t_up;      /* first configured (ns) */
+	uint64_t t_lost;    /* lost its connection in the restart phase */
+	uint64_t t_back;    /* configured again after t_lost */
+	uint16_t seq;
+	unsigned outstanding;
+	uint64_t echo_replies;
+	uint64_t last_echo;  /* the last reply, or when the window was filled */
+	uint64_t zrtt_attempted, zrtt_accepted, zrtt_rejected;
+	uint64_t handshakes;
+};
+
+struct load {
+	struct event_base *base;
+	struct sess *s;
+	size_t n;
+	uint8_t server_pub[KEY_LEN];
+	/* For the stateless-reset tokens of the connection IDs we issue. */
+	uint8_t reset_secret[QUIC_RESET_SECRET_LEN];
+	struct sockaddr_storage server;
+	socklen_t serverlen;
+	bool has_src;
+	struct ipaddr src;
+	size_t per_src;
+	size_t conc;
+	unsigned connect_s, idle_s, traffic_s, restart_s, hold_s;
+	pid_t roved;
+	size_t active;       /* -m */
+	struct ipaddr target;
+	bool has_target;
+	unsigned window;
+	size_t pktsize;
+	int verbose;
+
+	enum phase phase;
+	uint64_t phase_start;
+	struct event *tick_ev;
+	size_t next_start;   /* connect phase: the next session to begin */
+	size_t in_flight;    /* connect phase: begun and not yet configured */
+	size_t up;           /* configured now */
+	size_t ever_up;      /* configured at least once */
+	uint64_t t_all_up;
+	size_t lost, back;   /* restart phase */
+	uint64_t t_first_lost, t_all_back;
+	uint64_t echo_sent, echo_recv, echo_lost, echo_bytes;
+	bool ok;
+};
+
+static struct load the_load;
+
+static void sess_connect(struct sess *);
+
+/* Only the networks tests may use: 198.18.0.0/15, fd00::/8, loopback. */
+static bool
+test_network(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET) {
+		const uint8_t *a = (const uint8_t *)
+		    &((const struct sockaddr_in *)sa)->sin_addr;
+		return (a[0] == 198 && (a[1] & 0xfe) == 18) || a[0] == 127;
+	}
+	if (sa->sa_family == AF_INET6) {
+		const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+		return a->s6_addr[0] == 0xfd || IN6_IS_ADDR_LOOPBACK(a);
+	}
+	return false;
+}
+
+static double
+secs(uint64_t ns)
+{
+	return (double)ns / 1e9;
+}
+
+/* The value at fraction q of sorted v[0..n). */
+static double
+quantile(const double *v, size_t n, double q)
+{
+	size_t i;
+
+	if (n == 0)
+		return 0;
+	i = (size_t)ceil(q * (double)n);
+	if (i > 0)
+		i--;
+	return v[i < n ? i : n - 1];
+}
+
+static int
+double_cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void
+print_dist(const char *what, double *v, size_t n)
+{
+	qsort(v, n, sizeof *v, double_cmp);
+	printf("  %s: p50 %.1f ms, p90 %.1f ms, p99 %.1f ms, max %.1f ms\n",
+	    what, quantile(v, n, 0.5), quantile(v, n, 0.9),
+	    quantile(v, n, 0.99), n > 0 ? v[n - 1] : 0.0);
+}
+
+/* roved's resident memory in KiB and its CPU time in seconds, from /proc;
+ * -1 when it cannot be read. */
+static long
+proc_rss_kb(pid_t pid)
+{
+	char path[64], line[256];
+	long kb = -1;
+	FILE *f;
+
+	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+	if ((f = fopen(path, "r")) == NULL)
+		return -1;
+	while (fgets(line, sizeof line, f) != NULL) {
+		if (sscanf(line, "VmRSS: %ld kB", &kb) == 1)
+			break;
+	}
+	fclose(f);
+	return kb;
+}
+
+static double
+proc_cpu_s(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long ut, st;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		return -1;
+	n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	/* The name in parentheses may hold spaces: count from its end. */
+	if ((p = strrchr(buf, ')')) == NULL ||
+	    sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+	    &ut, &st) != 2)
+		return -1;
+	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+static double
+self_cpu_s(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
+	    (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+}
+
+static bool
+pin_check(struct quic_conn *qc, const uint8_t *pub, void *arg)
+{
+	struct sess *s = arg;
+
+	(void)qc;
+	return memcmp(pub, s->ld->server_pub, KEY_LEN) == 0;
+}
+
+static void
+sess_up(struct sess *s)
+{
+	struct load *ld = s->ld;
+	uint64_t now = clock_now();
+
+	s->configured = true;
+	s->failures = 0;
+	ld->up++;
+	if (s->t_up == 0) {
+		s->t_up = now;
+		ld->ever_up++;
+		if (ld->phase == PH_CONNECT)
+			ld->in_flight--;
+	}
+	if (ld->phase == PH_RESTART && s->t_lost != 0 && s->t_back == 0) {
+		s->t_back = now;
+		ld->back++;
+	}
+}
+
+static int
+stream_data_cb(struct quic_conn *qc, int64_t stream_id, const uint8_t *data,
+    size_t len, bool fin, void *stream_arg, void *arg)
+{
+	struct sess *s = arg;
+	struct proto_server_config sc;
+	const uint8_t *body;
+	uint64_t type;
+	size_t bodylen;
+	long used;
+
+	(void)fin;
+	(void)stream_arg;
+	if (stream_id != 0) {
+		quic_conn_stream_consume(qc, stream_id, len);
+		quic_conn_stream_reset(qc, stream_id, 0);
+		return 0;
+	}
+	if (len > sizeof s->ctl - s->ctllen)
+		return -1;
+	memcpy(s->ctl + s->ctllen, data, len);
+	s->ctllen += len;
+	quic_conn_stream_consume(qc, stream_id, len);
+	while ((used = proto_msg_next(s->ctl, s->ctllen, &type, &body,
+	    &bodylen)) > 0) {
+		if (type == PROTO_MSG_SERVER_CONFIG) {
+			if (proto_decode_server_config(body, bodylen, &sc) != 0)
+				return -1;
+			for (size_t i = 0; i < sc.naddrs; i++) {
+				if (sc.addrs[i].addr.family == AF_INET) {
+					s->addr = sc.addrs[i].addr;
+					s->has_addr = true;
+				}
+			}
+			if (!s->configured)
+				sess_up(s);
+		}
+		memmove(s->ctl, s->ctl + used, s->ctllen - (size_t)used);
+		s->ctllen -= (size_t)used;
+	}
+	return used < 0 ? -1 : 0;
+}
+
+static void
+handshake_done_cb(struct quic_conn *qc, void *arg)
+{
+	struct sess *s = arg;
+	struct proto_client_hello hello = { PROTO_VERSION, 0 };
+	struct quic_conn_stats st;
+	uint8_t buf[64];
+	size_t n;
+
+	s->handshakes++;
+	quic_conn_get_stats(qc, &st);
+	if (st.early_attempted) {
+		s->zrtt_attempted++;
+		if (st.early_accepted)
+			s->zrtt_accepted++;
+		else
+			s->zrtt_rejected++;
+	}
+	n = proto_encode_client_hello(buf, sizeof buf, &hello);
+	if (quic_conn_open_stream(qc, NULL) != 0 || n == 0 ||
+	    quic_conn_stream_send(qc, 0, buf, n, false) != 0)
+		quic_conn_close(qc, 1, "cannot open the control stream");
+}
+
+/* One ICMP echo request from the session's tunnel address to the target,
+ * as a DATAGRAM (context 0). */
+static void
+send_echo(struct sess *s)
+{
+	struct load *ld = s->ld;
+	uint8_t buf[1 + 65535], *ip = buf + 1, *icmp = ip + 20;
+	size_t len = ld->pktsize;
+
+	buf[0] = PROTO_CTX_IP;
+	memset(ip, 0, len);
+	ip[0] = 0x45;
+	be16_put(ip + 2, (uint16_t)len);
+	be16_put(ip + 4, s->seq);
+	ip[6] = 0x40; /* DF */
+	ip[8] = 64;
+	ip[9] = IPPROTO_ICMP;
+	memcpy(ip + 12, s->addr.b, 4);
+	memcpy(ip + 16, ld->target.b, 4);
+	be16_put(ip + 10, ippkt_checksum(ip, 20, 0));
+	icmp[0] = 8;
+	be16_put(icmp + 4, (uint16_t)s->idx);
+	be16_put(icmp + 6, s->seq++);
+	be16_put(icmp + 2, ippkt_checksum(icmp, len - 20, 0));
+	if (quic_conn_send_datagram(s->qc, buf, len + 1) >= 0) {
+		s->outstanding++;
+		ld->echo_sent++;
+	}
+}
+
+static bool
+sess_active(const struct sess *s)
+{
+	return s->ld->phase == PH_TRAFFIC && s->idx < s->ld->active &&
+	    s->qc != NULL && s->configured && s->has_addr;
+}
+
+static void
+fill_window(struct sess *s)
+{
+	while (sess_active(s) && s->outstanding < s->ld->window)
+		send_echo(s);
+	s->last_echo = clock_now();
+}
+
+static void
+datagram_cb(struct quic_conn *qc, const uint8_t *data, size_t len, void *arg)
+{
+	struct sess *s = arg;
+	struct load *ld = s->ld;
+	const uint8_t *pkt;
+	size_t pktlen;
+	uint64_t ctx;
+
+	(void)qc;
+	/* An ICMP echo reply (type 0), nothing else. */
+	if (proto_dgram_decode(data, len, &ctx, &pkt, &pktlen) != 0 ||
+	    ctx != PROTO_CTX_IP || pktlen < 28 || (pkt[0] >> 4) != 4 ||
+	    pkt[9] != IPPROTO_ICMP || pktlen <= (size_t)(pkt[0] & 15) * 4 ||
+	    pkt[(pkt[0] & 15) * 4] != 0)
+		return;
+	ld->echo_recv++;
+	ld->echo_bytes += pktlen;
+	s->echo_replies++;
+	if (s->outstanding > 0)
+		s->outstanding--;
+	s->last_echo = clock_now();
+	if (sess_active(s))
+		send_echo(s);
+}
+
+static void
+new_session_cb(struct quic_conn *qc, const uint8_t *der, size_t derlen,
+    const uint8_t *params, size_t paramslen, void *arg)
+{
+	struct sess *s = arg;
+
+	(void)qc;
+	free(s->session);
+	free(s->params);
+	s->session = xmalloc(derlen);
+	memcpy(s->session, der, derlen);
+	s->sessionlen = derlen;
+	s->params = xmalloc(paramslen);
+	memcpy(s->params, params, paramslen);
+	s->paramslen = paramslen;
+}
+
+static void
+new_token_cb(struct quic_conn *qc, const uint8_t *token, size_t len, void *arg)
+{
+	struct sess *s = arg;
+
+	(void)qc;
+	if (len == 0 || len > sizeof s->token)
+		return;
+	memcpy(s->token, token, len);
+	s->tokenlen = len;
+}
+
+static void
+schedule_retry(struct sess *s, bool at_once)
+{
+	uint64_t d = BACKOFF_MIN_MS;
+	struct timeval tv;
+	uint32_t r;
+
+	if (!at_once) {
+		for (unsigned i = 0; i < s->failures && d < BACKOFF_MAX_MS; i++)
+			d *= 2;
+		if (d > BACKOFF_MAX_MS)
+			d = BACKOFF_MAX_MS;
+		quic_random((uint8_t *)&r, sizeof r);
+		d = d / 2 + r % (d / 2 + 1);
+		s->failures++;
+	} else
+		d = 0;
+	tv.tv_sec = (time_t)(d / 1000);
+	tv.tv_usec = (suseconds_t)(d % 1000) * 1000;
+	evtimer_add(s->retry_ev, &tv);
+}
+
+static void
+closed_cb(struct quic_conn *qc, const struct quic_close_info *ci, void *arg)
+{
+	struct sess *s = arg;
+	struct load *ld = s->ld;
+	struct quic_conn_stats st;
+
+	quic_conn_get_stats(qc, &st);
+	/* The next connection paces its first flight by this RTT, as rove's. */
+	if (st.rtt_ms > 0)
+		s->qs.initial_rtt_ns = (uint64_t)(st.rtt_ms * 1e6);
+	quic_conn_free(s->qc);
+	s->qc = NULL;
+	s->ctllen = 0;
+	s->outstanding = 0;
+	if (s->configured) {
+		s->configured = false;
+		ld->up--;
+		if (ld->phase == PH_RESTART && s->t_lost == 0) {
+			s->t_lost = clock_now();
+			if (ld->lost++ == 0)
+				ld->t_first_lost = s->t_lost;
+		}
+	}
+	if (ld->phase == PH_DONE)
+		return;
+	if (ci->pin_mismatch || (ci->remote && !ci->transport && ci->code == 3) ||
+	    (ci->remote && ci->transport && ci->code >= 0x100 + 42 &&
+	    ci->code <= 0x100 + 49)) {
+		log_warn("session %zu: refused by the server (%s); not retrying",
+		    s->idx, ci->reason);
+		s->refused = true;
+		if (ld->phase == PH_CONNECT && s->t_up == 0)
+			ld->in_flight--;
+		return;
+	}
+	log_debug("session %zu: connection lost: %s", s->idx, ci->reason);
+	schedule_retry(s, ci->stateless_reset);
+}
+
+static const struct quic_conn_cbs sess_cbs = {
+	.handshake_done = handshake_done_cb,
+	.datagram = datagram_cb,
+	.stream_data = stream_data_cb,
+	.closed = closed_cb,
+	.new_session = new_session_cb,
+	.new_token = new_token_cb,
+};
+
+static void
+udp_read_cb(evutil_socket_t fd, short what, void *arg)
+{
+	static struct udp_recv r[UDP_RECV_BATCH];
+	struct sess *s = arg;
+	int got, rounds = 0;
+
+	(void)fd;
+	(void)what;
+	do {
+		got = udp_recv_many(&s->sock, r, UDP_RECV_BATCH);
+		for (int i = 0; i < got; i++) {
+			for (size_t off = 0; off < r[i].len && s->qc != NULL;
+			    off += r[i].segsize) {
+				size_t seg = r[i].len - off < r[i].segsize ?
+				    r[i].len - off : r[i].segsize;
+				quic_conn_read(s->qc, &s->sock,
+				    (const struct sockaddr *)&r[i].peer,
+				    r[i].peerlen, r[i].buf + off, seg, r[i].ecn);
+			}
+		}
+	} while (got == UDP_RECV_BATCH && ++rounds < 8 && s->qc != NULL);
+	quic_write_dirty();
+}
+
+static void
+retry_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	sess_connect(arg);
+}
+
+/* The session's socket, key and certificate: made once, before any
+ * connection, so the timed phases measure the handshakes alone. */
+static int
+sess_prepare(struct load *ld, struct sess *s, const uint8_t priv[static KEY_LEN],
+    char **cause)
+{
+	struct sockaddr_storage src;
+	socklen_t srclen = 0;
+
+	s->ld = ld;
+	s->tls = tls_ctx_create(TLS_ROLE_CLIENT, priv, quic_tls_pin, cause);
+	if (s->tls == NULL)
+		return -1;
+	tls_ctx_enable_resumption(s->tls, TLS_ROLE_CLIENT, true);
+	if (ld->has_src) {
+		struct ipaddr a = ld->src;
+		size_t add = s->idx / ld->per_src;
+		int k = a.family == AF_INET ? 3 : 15;
+
+		/* Add as a big-endian integer. */
+		for (; k >= 0 && add > 0; k--) {
+			size_t v = a.b[k] + (add & 0xff);
+			a.b[k] = (uint8_t)v;
+			add = (add >> 8) + (v >> 8);
+		}
+		addr_to_sockaddr(&a, 0, &src, &srclen);
+	}
+	if (udp_open(&s->sock, ld->server.ss_family, srclen > 0 ?
+	    (struct sockaddr *)&src : NULL, srclen, cause) != 0)
+		return -1;
+	if (connect(s->sock.fd, (struct sockaddr *)&ld->server, ld->serverlen) == -1) {
+		xasprintf(cause, "connect: %s", strerror(errno));
+		return -1;
+	}
+	s->sock.locallen = sizeof s->sock.local;
+	getsockname(s->sock.fd, (struct sockaddr *)&s->sock.local, &s->sock.locallen);
+	s->batch = xcalloc(1, sizeof *s->batch);
+	udp_batch_init(s->batch, &s->sock);
+	s->ev = event_new(ld->base, s->sock.fd, EV_READ | EV_PERSIST, udp_read_cb, s);
+	event_add(s->ev, NULL);
+	s->retry_ev = evtimer_new(ld->base, retry_cb, s);
+	s->qs = (struct quic_settings){
+		.role = QUIC_ROLE_CLIENT,
+		.cc = NGTCP2_CC_ALGO_CUBIC,
+		.idle_timeout_s = IDLE_TIMEOUT_S,
+		.keepalive_s = KEEPALIVE_S,
+		.max_udp_payload = ld->server.ss_family == AF_INET6 ?
+		    UDP_MAX_PAYLOAD6 : UDP_MAX_PAYLOAD,
+		.stream_window = 65536,
+		.reset_secret = ld->reset_secret,
+		.verbose = ld->verbose > 1,
+	};
+	return 0;
+}
+
+static void
+sess_connect(struct sess *s)
+{
+	struct load *ld = s->ld;
+	struct quic_resume resume = {
+		.session = s->session, .sessionlen = s->sessionlen,
+		.params = s->params, .paramslen = s->paramslen,
+		.early_data = true,
+	};
+	char *cause = NULL;
+
+	if (s->qc != NULL || s->refused || ld->phase == PH_DONE)
+		return;
+	s->started = true;
+	s->t_start = clock_now();
+	s->qs.token = s->tokenlen > 0 ? s->token : NULL;
+	s->qs.tokenlen = s->tokenlen;
+	s->qc = quic_conn_client_create(ld->base, &s->qs, &sess_cbs, s, s->tls,
+	    s->batch, (struct sockaddr *)&ld->server, ld->serverlen,
+	    s->session != NULL ? &resume : NULL, &cause);
+	if (s->qc == NULL) {
+		log_warn("session %zu: %s", s->idx, cause);
+		free(cause);
+		schedule_retry(s, false);
+		return;
+	}
+	quic_conn_write(s->qc);
+	udp_batch_flush(s->batch);
+}
+
+/* Connect phase: keep `conc` handshakes under way. */
+static void
+start_more(struct load *ld)
+{
+	while (ld->phase == PH_CONNECT && ld->next_start < ld->n &&
+	    ld->in_flight < ld->conc) {
+		struct sess *s = &ld->s[ld->next_start++];
+
+		ld->in_flight++;
+		sess_connect(s);
+	}
+}
+
+static void
+set_phase(struct load *ld, enum phase ph)
+{
+	ld->phase = ph;
+	ld->phase_start = clock_now();
+}
+
+static void report_connect(struct load *);
+static void report_traffic(struct load *);
+static void report_restart(struct load *);
+static void begin_traffic(struct load *);
+
+static long rss_before = -1, rss_after = -1;
+static double cpu_connect_start, cpu_connect, cpu_idle_start, cpu_idle;
+static double self_cpu_connect_start, self_cpu_connect;
+static uint64_t idle_ns;
+
+static void
+finish_or_hold(struct load *ld)
+{
+	if (ld->hold_s > 0) {
+		set_phase(ld, PH_HOLD);
+		printf("holding the sessions for %u s\n", ld->hold_s);
+		fflush(stdout);
+		return;
+	}
+	set_phase(ld, PH_DONE);
+	event_base_loopexit(ld->base, NULL);
+}
+
+static void
+begin_restart_or_done(struct load *ld)
+{
+	if (ld->restart_s > 0) {
+		for (size_t i = 0; i < ld->n; i++) {
+			struct sess *s = &ld->s[i];
+			s->t_lost = s->t_back = 0;
+			s->zrtt_attempted = s->zrtt_accepted = s->zrtt_rejected = 0;
+			s->handshakes = 0;
+		}
+		set_phase(ld, PH_RESTART);
+		printf("waiting for a server restart (up to %u s)\n", ld->restart_s);
+		fflush(stdout);
+		return;
+	}
+	finish_or_hold(ld);
+}
+
+static void
+tick_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct load *ld = arg;
+	uint64_t now = clock_now(), el = now - ld->phase_start;
+
+	(void)fd;
+	(void)what;
+	switch (ld->phase) {
+	case PH_CONNECT:
+		start_more(ld);
+		if (ld->ever_up == ld->n || (ld->next_start == ld->n &&
+		    ld->in_flight == 0) || el >= ld->connect_s * NGTCP2_SECONDS) {
+			ld->t_all_up = now;
+			if (ld->roved > 0)
+				cpu_connect = proc_cpu_s(ld->roved) - cpu_connect_start;
+			self_cpu_connect = self_cpu_s() - self_cpu_connect_start;
+			report_connect(ld);
+			set_phase(ld, PH_IDLE);
+			if (ld->roved > 0)
+				cpu_idle_start = proc_cpu_s(ld->roved);
+		}
+		break;
+	case PH_IDLE:
+		if (el < ld->idle_s * NGTCP2_SECONDS)
+			break;
+		idle_ns = el;
+		if (ld->roved > 0) {
+			cpu_idle = proc_cpu_s(ld->roved) - cpu_idle_start;
+			rss_after = proc_rss_kb(ld->roved);
+			printf("roved: RSS %.1f MiB before, %.1f MiB with %zu "
+			    "sessions up: %.1f KiB per session; CPU %.2f s while "
+			    "connecting (%.2f ms per session), %.2f%% of a core "
+			    "idle over %.1f s\n", rss_before / 1024.0,
+			    rss_after / 1024.0, ld->up, ld->up > 0 ?
+			    (double)(rss_after - rss_before) / (double)ld->up : 0,
+			    cpu_connect, ld->ever_up > 0 ?
+			    cpu_connect * 1000 / (double)ld->ever_up : 0,
+			    100 * cpu_idle / secs(idle_ns), secs(idle_ns));
+			fflush(stdout);
+		}
+		if (ld->active > 0)
+			begin_traffic(ld);
+		else
+			begin_restart_or_done(ld);
+		break;
+	case PH_TRAFFIC:
+		for (size_t i = 0; i < ld->active && i < ld->n; i++) {
+			struct sess *s = &ld->s[i];
+			if (s->outstanding > 0 &&
+			    now - s->last_echo > ECHO_LOST_MS * NGTCP2_MILLISECONDS) {
+				ld->echo_lost += s->outstanding;
+				s->outstanding = 0;
+			}
+			if (s->outstanding == 0)
+				fill_window(s);
+		}
+		quic_write_dirty();
+		if (el >= ld->traffic_s * NGTCP2_SECONDS) {
+			report_traffic(ld);
+			begin_restart_or_done(ld);
+		}
+		break;
+	case PH_RESTART:
+		if ((ld->lost > 0 && ld->back == ld->lost && ld->up == ld->ever_up) ||
+		    el >= ld->restart_s * NGTCP2_SECONDS) {
+			ld->t_all_back = now;
+			report_restart(ld);
+			finish_or_hold(ld);
+		}
+		break;
+	case PH_HOLD:
+		if (el >= ld->hold_s * NGTCP2_SECONDS) {
+			set_phase(ld, PH_DONE);
+			event_base_loopexit(ld->base, NULL);
+		}
+		break;
+	case PH_DONE:
+		break;
+	}
+}
+
+static void
+begin_traffic(struct load *ld)
+{
+	set_phase(ld, PH_TRAFFIC);
+	ld->echo_sent = ld->echo_recv = ld->echo_lost = ld->echo_bytes = 0;
+	for (size_t i = 0; i < ld->active && i < ld->n; i++) {
+		ld->s[i].echo_replies = 0;
+		fill_window(&ld->s[i]);
+	}
+	quic_write_dirty();
+}
+
+static void
+report_connect(struct load *ld)
+{
+	double *v = xcalloc(ld->n + 1, sizeof *v), el = secs(ld->t_all_up -
+	    ld->phase_start);
+	size_t k = 0, refused = 0;
+
+	for (size_t i = 0; i < ld->n; i++) {
+		if (ld->s[i].t_up != 0)
+			v[k++] = (double)(ld->s[i].t_up - ld->s[i].t_start) / 1e6;
+		refused += ld->s[i].refused;
+	}
+	printf("connect: %zu of %zu sessions up in %.3f s: %.0f handshakes/s "
+	    "(at most %zu at once; rove-load's own CPU %.2f s)\n", ld->ever_up,
+	    ld->n, el, el > 0 ? (double)ld->ever_up / el : 0, ld->conc,
+	    self_cpu_connect);
+	print_dist("time to connect (last attempt)", v, k);
+	if (refused > 0)
+		printf("  refused by the server: %zu\n", refused);
+	printf("RESULT connected=%zu sessions=%zu refused=%zu connect_s=%.3f "
+	    "handshakes_per_s=%.0f\n", ld->ever_up, ld->n, refused, el,
+	    el > 0 ? (double)ld->ever_up / el : 0);
+	fflush(stdout);
+	free(v);
+	if (ld->ever_up != ld->n)
+		ld->ok = false;
+}
+
+static void
+report_traffic(struct load *ld)
+{
+	double el = secs(clock_now() - ld->phase_start);
+	double mbit = el > 0 ? (double)ld->echo_bytes * 8 / el / 1e6 : 0;
+	size_t answered = 0, active = ld->active < ld->n ? ld->active : ld->n;
+
+	for (size_t i = 0; i < active; i++)
+		answered += ld->s[i].echo_replies > 0;
+
+	printf("datagrams: %zu sessions, %u echo requests of %zu bytes "
+	    "outstanding each, %.1f s: %" PRIu64 " sent, %" PRIu64 " answered "
+	    "(%.0f/s, %.1f Mbit/s each way), %" PRIu64 " lost\n",
+	    ld->active < ld->n ? ld->active : ld->n, ld->window, ld->pktsize,
+	    el, ld->echo_sent, ld->echo_recv, el > 0 ?
+	    (double)ld->echo_recv / el : 0, mbit, ld->echo_lost);
+	printf("RESULT echo_sent=%" PRIu64 " echo_answered=%" PRIu64
+	    " echo_lost=%" PRIu64 " echo_mbit=%.1f echo_sessions=%zu\n",
+	    ld->echo_sent, ld->echo_recv, ld->echo_lost, mbit, answered);
+	fflush(stdout);
+	if (answered != active)
+		ld->ok = false;
+}
+
+static void
+report_restart(struct load *ld)
+{
+	double *v = xcalloc(ld->n + 1, sizeof *v);
+	uint64_t att = 0, acc = 0, rej = 0, hs = 0;
+	size_t k = 0;
+
+	for (size_t i = 0; i < ld->n; i++) {
+		struct sess *s = &ld->s[i];
+
+		att += s->zrtt_attempted;
+		acc += s->zrtt_accepted;
+		rej += s->zrtt_rejected;
+		hs += s->handshakes;
+		if (s->t_lost != 0 && s->t_back != 0)
+			v[k++] = (double)(s->t_back - s->t_lost) / 1e6;
+	}
+	if (ld->lost == 0) {
+		printf("restart: no session lost its connection within %u s\n",
+		    ld->restart_s);
+		ld->ok = false;
+	} else {
+		double el = secs(ld->t_all_back - ld->t_first_lost);
+
+		printf("restart: %zu of %zu lost sessions back %.3f s after the "
+		    "first loss; %" PRIu64 " handshakes, 0-RTT accepted %" PRIu64
+		    " of %" PRIu64 " attempted (%" PRIu64 " rejected)\n",
+		    ld->back, ld->lost, el, hs, acc, att, rej);
+		print_dist("time without a session", v, k);
+		printf("RESULT lost=%zu back=%zu back_s=%.3f handshakes=%" PRIu64
+		    " zero_rtt_attempted=%" PRIu64 " zero_rtt_accepted=%" PRIu64
+		    " zero_rtt_rejected=%" PRIu64 "\n", ld->lost, ld->back, el, hs,
+		    att, acc, rej);
+		if (ld->back != ld->lost || ld->up != ld->ever_up)
+			ld->ok = false;
+	}
+	fflush(stdout);
+	free(v);
+}
+
+static void __attribute__((noreturn))
+usage(void)
+{
+	fprintf(stderr, "usage: rove-load gen -n N -k KEYS -p PEERS [-a RULE]\n"
+	    "       rove-load run -s ADDR:PORT -P PUBKEY -k KEYS [-n N] [-b ADDR] "
+	    "[-B B] [-C C]\n"
+	    "                 [-c SECS] [-i SECS] [-R PID] [-m M -t ADDR [-w W] "
+	    "[-S BYTES] [-T SECS]]\n"
+	    "                 [-r SECS] [-H SECS] [-v]\n");
+	exit(2);
+}
+
+static unsigned long
+num(const char *s, unsigned long min, unsigned long max)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno != 0 || end == s || *end != '\0' || v < min || v > max) {
+		fprintf(stderr, "rove-load: %s: expected a number from %lu to %lu\n",
+		    s, min, max);
+		exit(2);
+	}
+	return v;
+}
+
+static int
+cmd_gen(int argc, char **argv)
+{
+	const char *keys = NULL, *peers = NULL, *rule = NULL;
+	size_t n = 0;
+	FILE *kf, *pf;
+	int fd, ch;
+
+	while ((ch = getopt(argc, argv, "n:k:p:a:")) != -1) {
+		switch (ch) {
+		case 'n': n = num(optarg, 1, MAX_SESSIONS); break;
+		case 'k': keys = optarg; break;
+		case 'p': peers = optarg; break;
+		case 'a': rule = optarg; break;
+		default: usage();
+		}
+	}
+	if (n == 0 || keys == NULL || peers == NULL || optind != argc)
+		usage();
+	if ((fd = open(keys, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+	    0600)) == -1 || (kf = fdopen(fd, "w")) == NULL) {
+		fprintf(stderr, "rove-load: %s: %s\n", keys, strerror(errno));
+		return 1;
+	}
+	if ((pf = fopen(peers, "w")) == NULL) {
+		fprintf(stderr, "rove-load: %s: %s\n", peers, strerror(errno));
+		return 1;
+	}
+	for (size_t i = 0; i < n; i++) {
+		uint8_t priv[KEY_LEN], pub[KEY_LEN];
+		char text[KEY_B64_LEN + 1];
+
+		if (key_generate(priv) != 0 || key_public(priv, pub) != 0) {
+			fprintf(stderr, "rove-load: cannot generate a key\n");
+			return 1;
+		}
+		key_encode(priv, text);
+		fprintf(kf, "%s\n", text);
+		key_encode(pub, text);
+		fprintf(pf, "\n[Peer]\nName = load-%05zu\nPublicKey = %s\n", i, text);
+		if (rule != NULL)
+			fprintf(pf, "AllowForward = %s\n", rule);
+		explicit_bzero(priv, sizeof priv);
+	}
+	if (fclose(kf) != 0 || fclose(pf) != 0) {
+		fprintf(stderr, "rove-load: write: %s\n", strerror(errno));
+		return 1;
+	}
+	return 0;
+}
+
+/* The first `n` keys of KEYS (all when n is 0), decoded. */
+static uint8_t (*read_keys(const char *path, size_t *n))[KEY_LEN]
+{
+	uint8_t (*v)[KEY_LEN] = NULL;
+	size_t k = 0, cap = 0;
+	char line[256];
+	FILE *f;
+
+	if ((f = fopen(path, "r")) == NULL) {
+		fprintf(stderr, "rove-load: %s: %s\n", path, strerror(errno));
+		exit(1);
+	}
+	while ((*n == 0 || k < *n) && fgets(line, sizeof line, f) != NULL) {
+		if (k == MAX_SESSIONS)
+			break;
+		if (k == cap) {
+			cap = cap ? cap * 2 : 1024;
+			v = xrealloc(v, cap * sizeof *v);
+		}
+		if (key_decode(line, v[k]) != 0) {
+			fprintf(stderr, "rove-load: %s:%zu: not a key\n", path, k + 1);
+			exit(1);
+		}
+		k++;
+	}
+	fclose(f);
+	explicit_bzero(line, sizeof line);
+	if (k == 0 || (*n != 0 && k < *n)) {
+		fprintf(stderr, "rove-load: %s: %zu keys, %zu wanted\n", path, k, *n);
+		exit(1);
+	}
+	*n = k;
+	return v;
+}
+
+static int
+cmd_run(int argc, char **argv)
+{
+	struct load *ld = &the_load;
+	const char *server = NULL, *pub = NULL, *keys = NULL;
+	uint8_t (*privs)[KEY_LEN];
+	struct rlimit rl;
+	char *cause = NULL;
+	uint64_t t0;
+	int ch;
+
+	ld->per_src = 8;
+	ld->conc = 128;
+	ld->connect_s = 120;
+	ld->idle_s = 2;
+	ld->window = 8;
+	ld->pktsize = 1200;
+	ld->traffic_s = 5;
+	ld->ok = true;
+	while ((ch = getopt(argc, argv, "s:P:k:n:b:B:C:c:i:R:m:t:w:S:T:r:H:v")) != -1) {
+		switch (ch) {
+		case 's': server = optarg; break;
+		case 'P': pub = optarg; break;
+		case 'k': keys = optarg; break;
+		case 'n': ld->n = num(optarg, 1, MAX_SESSIONS); break;
+		case 'b':
+			if (addr_parse_ip(optarg, &ld->src) != 0) {
+				fprintf(stderr, "rove-load: -b %s: not an address\n", optarg);
+				exit(2);
+			}
+			ld->has_src = true;
+			break;
+		case 'B': ld->per_src = num(optarg, 1, MAX_SESSIONS); break;
+		case 'C': ld->conc = num(optarg, 1, MAX_SESSIONS); break;
+		case 'c': ld->connect_s = (unsigned)num(optarg, 1, 3600); break;
+		case 'i': ld->idle_s = (unsigned)num(optarg, 0, 3600); break;
+		case 'R': ld->roved = (pid_t)num(optarg, 1, INT32_MAX); break;
+		case 'm': ld->active = num(optarg, 0, MAX_SESSIONS); break;
+		case 't':
+			if (addr_parse_ip(optarg, &ld->target) != 0 ||
+			    ld->target.family != AF_INET) {
+				fprintf(stderr, "rove-load: -t %s: not an IPv4 address\n",
+				    optarg);
+				exit(2);
+			}
+			ld->has_target = true;
+			break;
+		case 'w': ld->window = (unsigned)num(optarg, 1, 1024); break;
+		case 'S': ld->pktsize = num(optarg, 28, 1380); break;
+		case 'T': ld->traffic_s = (unsigned)num(optarg, 1, 3600); break;
+		case 'r': ld->restart_s = (unsigned)num(optarg, 1, 3600); break;
+		case 'H': ld->hold_s = (unsigned)num(optarg, 1, 3600); break;
+		case 'v': ld->verbose++; break;
+		default: usage();
+		}
+	}
+	if (server == NULL || pub == NULL || keys == NULL || optind != argc ||
+	    (ld->active > 0 && !ld->has_target))
+		usage();
+	if (key_decode(pub, ld->server_pub) != 0) {
+		fprintf(stderr, "rove-load: -P: not a public key\n");
+		exit(2);
+	}
+	if (addr_parse_sockaddr(server, &ld->server, &ld->serverlen) != 0) {
+		fprintf(stderr, "rove-load: -s %s: not a numeric ADDR:PORT\n", server);
+		exit(2);
+	}
+	if (!test_network((struct sockaddr *)&ld->server)) {
+		fprintf(stderr, "rove-load: -s %s: only 198.18.0.0/15, fd00::/8 "
+		    "and loopback may be loaded\n", server);
+		exit(2);
+	}
+	if (ld->has_src && ld->src.family != ld->server.ss_family) {
+		fprintf(stderr, "rove-load: -b: not of the server's family\n");
+		exit(2);
+	}
+	log_open("rove-load", ld->verbose);
+	signal(SIGPIPE, SIG_IGN);
+	privs = read_keys(keys, &ld->n);
+	/* A socket per session, and a few more. */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < ld->n + 64) {
+		rl.rlim_cur = rl.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+		if (rl.rlim_cur < ld->n + 64) {
+			fprintf(stderr, "rove-load: %zu sessions need %zu file "
+			    "descriptors; the limit is %llu\n", ld->n, ld->n + 64,
+			    (unsigned long long)rl.rlim_cur);
+			exit(1);
+		}
+	}
+	if ((ld->base = event_base_new()) == NULL)
+		fatalx("event_base_new failed");
+	quic_set_pin_check(pin_check);
+	quic_random(ld->reset_secret, sizeof ld->reset_secret);
+	ld->s = xcalloc(ld->n, sizeof *ld->s);
+	t0 = clock_now();
+	for (size_t i = 0; i < ld->n; i++) {
+		ld->s[i].idx = i;
+		if (sess_prepare(ld, &ld->s[i], privs[i], &cause) != 0) {
+			fprintf(stderr, "rove-load: session %zu: %s\n", i, cause);
+			exit(1);
+		}
+	}
+	explicit_bzero(privs, ld->n * sizeof *privs);
+	free(privs);
+	printf("rove-load: %zu sessions to %s (%zu per source address%s), at "
+	    "most %zu handshakes at once; keys and sockets ready in %.2f s\n",
+	    ld->n, server, ld->per_src, ld->has_src ? "" : " (any)", ld->conc,
+	    secs(clock_now() - t0));
+	fflush(stdout);
+
+	if (ld->roved > 0) {
+		rss_before = proc_rss_kb(ld->roved);
+		cpu_connect_start = proc_cpu_s(ld->roved);
+		if (rss_before < 0) {
+			fprintf(stderr, "rove-load: cannot read /proc/%d\n",
+			    (int)ld->roved);
+			exit(1);
+		}
+	}
+	self_cpu_connect_start = self_cpu_s();
+	ld->tick_ev = event_new(ld->base, -1, EV_PERSIST, tick_cb, ld);
+	event_add(ld->tick_ev, &(struct timeval){ 0, TICK_MS * 1000 });
+	set_phase(ld, PH_CONNECT);
+	start_more(ld);
+	event_base_dispatch(ld->base);
+
+	/* Leave nothing behind on the server: close every connection. */
+	for (size_t i = 0; i < ld->n; i++) {
+		struct sess *s = &ld->s[i];
+
+		if (s->qc != NULL)
+			quic_conn_close(s->qc, 0, "load generator done");
+		quic_conn_free(s->qc);
+		event_free(s->ev);
+		event_free(s->retry_ev);
+		udp_close(&s->sock);
+		free(s->batch);
+		free(s->session);
+		free(s->params);
+		wolfSSL_CTX_free(s->tls);
+	}
+	free(ld->s);
+	event_free(ld->tick_ev);
+	event_base_free(ld->base);
+	return ld->ok ? 0 : 1;
+}
+
+int
+main(int argc, char **argv)
+{
+	if (argc < 2)
+		usage();
+	if (strcmp(argv[1], "gen") == 0)
+		return cmd_gen(argc - 1, argv + 1);
+	if (strcmp(argv[1], "run") == 0)
+		return cmd_run(argc - 1, argv + 1);
+	usage();
+}
