@@ -600,6 +600,37 @@ recv_stateless_reset_cb(ngtcp2_conn *conn, const ngtcp2_pkt_stateless_reset *sr,
 	return 0;
 }
 
+/* CRYPTO frames go to TLS, while there is a TLS object: a server frees
+ * its own once the handshake is over (release_tls), and after that a
+ * client has nothing more to say in TLS (TLS 1.3 in QUIC has no
+ * post-handshake messages from the client), so any that comes is a
+ * protocol error. */
+static int
+recv_crypto_data_cb(ngtcp2_conn *conn, ngtcp2_encryption_level level,
+    uint64_t offset, const uint8_t *data, size_t datalen, void *user_data)
+{
+	struct quic_conn *qc = user_data;
+
+	if (qc->ssl == NULL)
+		return NGTCP2_ERR_CALLBACK_FAILURE;
+	return ngtcp2_crypto_recv_crypto_data_cb(conn, level, offset, data,
+	    datalen, user_data);
+}
+
+/* The server's TLS object has done its work once the handshake is over:
+ * the keys are ngtcp2's (key updates derive the next ones from them),
+ * the session ticket was sent with the handshake's last flight, and the
+ * peer's key was pinned. wolfSSL keeps its handshake state, record keys,
+ * a copy of the peer's certificate and buffers in it until it is freed,
+ * about 10 KB per connection that an idle peer need not cost. */
+static void
+release_tls(struct quic_conn *qc)
+{
+	ngtcp2_conn_set_tls_native_handle(qc->conn, NULL);
+	wolfSSL_free(qc->ssl);
+	qc->ssl = NULL;
+}
+
 static void
 ngtcp2_log_cb(void *user_data, const char *fmt, ...)
 {
@@ -620,7 +651,7 @@ fill_callbacks(ngtcp2_callbacks *cb, enum quic_role role)
 		cb->recv_retry = ngtcp2_crypto_recv_retry_cb;
 	} else
 		cb->recv_client_initial = ngtcp2_crypto_recv_client_initial_cb;
-	cb->recv_crypto_data = ngtcp2_crypto_recv_crypto_data_cb;
+	cb->recv_crypto_data = recv_crypto_data_cb;
 	cb->encrypt = quic_crypto_encrypt;
 	cb->decrypt = quic_crypto_decrypt;
 	cb->hp_mask = quic_crypto_hp_mask;
@@ -1108,6 +1139,11 @@ quic_conn_read(struct quic_conn *qc, const struct udp_socket *sock,
 			/* A new path's size is discovered anew. */
 			qc->path_udp_best = 0;
 		}
+		/* Not from inside ngtcp2_conn_read_pkt: the packet that
+		 * completed the handshake may hold more CRYPTO frames. */
+		if (qc->role == QUIC_ROLE_SERVER && qc->ssl != NULL &&
+		    qc->state == QUIC_STATE_ESTABLISHED)
+			release_tls(qc);
 		mark_dirty(qc);
 		return;
 	}

@@ -275,7 +275,9 @@ bool quic_conn_early_ready(const struct quic_conn *);
  * resumption it accepted with early data): stream data arriving now came
  * in 0-RTT. */
 bool quic_conn_early_rx(const struct quic_conn *);
-/* The connection's TLS session. */
+/* The connection's TLS session; NULL on a server once the handshake is
+ * over (the TLS object is freed then: an idle connection need not keep
+ * it). */
 WOLFSSL *quic_conn_tls(const struct quic_conn *);
 /* Client: move to a new local socket. `immediate` when the old path is
  * dead (its address is gone); else the old path serves until the new one

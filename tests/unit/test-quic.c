@@ -159,6 +159,10 @@ test_handshake(void **state)
 	assert_memory_equal(quic_conn_peer_key(p->c.qc), server_pub, KEY_LEN);
 	assert_non_null(quic_conn_peer_key(p->s.qc));
 	assert_memory_equal(quic_conn_peer_key(p->s.qc), client_pub, KEY_LEN);
+	/* The server has freed its TLS object; the client keeps its own
+	 * for the tickets that come after the handshake. */
+	assert_null(quic_conn_tls(p->s.qc));
+	assert_non_null(quic_conn_tls(p->c.qc));
 	/* No tickets without resumption. */
 	assert_int_equal(p->c.nsessions, 0);
 	assert_false(quic_conn_early_ready(p->c.qc));
