@@ -12,7 +12,9 @@
 #include "cfg.h"
 
 #define CFG_MAX_LINE 1024 /* bytes per line, without the newline */
-#define CFG_MAX_FILE (1024 * 1024)
+/* A server's file holds a [Peer] section per client: 16 MiB leaves room
+ * for 10,000 peers with addresses, rules and comments many times over. */
+#define CFG_MAX_FILE (16 * 1024 * 1024)
 
 /* Sections, as a bit set so one key can live in several. */
 #define CFG_SEC_SERVER (1u << 0)

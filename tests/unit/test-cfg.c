@@ -1302,8 +1302,8 @@ test_load_file(void **state)
 	write_file(path, big, CFG_MAX_FILE + 1);
 	assert_int_equal(cfg_load(path, CFG_ROLE_SERVER, &cfg, &errs), -1);
 	assert_int_equal(errs.n, 1);
-	snprintf(want, sizeof want, "%s: file is larger than 1048576 bytes",
-	    path);
+	snprintf(want, sizeof want, "%s: file is larger than %d bytes",
+	    path, CFG_MAX_FILE);
 	assert_string_equal(errs.msg[0], want);
 	cfg_clear(&cfg);
 	cfg_errors_clear(&errs);
@@ -1311,8 +1311,8 @@ test_load_file(void **state)
 	write_file(path, big, CFG_MAX_FILE);
 	assert_int_equal(cfg_load(path, CFG_ROLE_SERVER, &cfg, &errs), -1);
 	assert_int_equal(errs.n, 2);
-	snprintf(want, sizeof want, "%s:1048576: missing [Server] section",
-	    path);
+	snprintf(want, sizeof want, "%s:%d: missing [Server] section",
+	    path, CFG_MAX_FILE);
 	assert_string_equal(errs.msg[0], want);
 	cfg_clear(&cfg);
 	cfg_errors_clear(&errs);
@@ -1471,6 +1471,64 @@ test_robustness(void **state)
 	}
 }
 
+/* Thousands of peers, with duplicates among them far apart: the same
+ * errors, in line order, as for two peers. Each peer is four lines (its
+ * header on line 4 + 4i): p100, p200 and p300 are all named "dup", p1500
+ * has p7's key, p2000 p1000's address, p2500 p10's name and address, and
+ * p2999 p5's name. */
+static void
+test_many_peers(void **state)
+{
+	enum { N = 3000 };
+	size_t cap = 64 + N * 128, len = 0;
+	char *text = malloc(cap), name[32], key[KEY_B64_LEN + 1];
+	struct cfg_errors errs = { 0 };
+	struct cfg cfg;
+	const char *want[] = {
+		"t:805: Name: 'dup' is already used by the peer on line 404",
+		"t:1205: Name: 'dup' is already used by the peer on line 404",
+		"t:6006: PublicKey: already used by peer 'p7' on line 32",
+		"t:8007: Address: 10.77.5.1/32 is already used by peer 'p1000' "
+		    "on line 4004",
+		"t:10005: Name: 'p10' is already used by the peer on line 44",
+		"t:10007: Address: 10.77.1.11/32 is already used by peer 'p10' "
+		    "on line 44",
+		"t:12001: Name: 'p5' is already used by the peer on line 24",
+	};
+
+	(void)state;
+	assert_non_null(text);
+	len += (size_t)snprintf(text + len, cap - len,
+	    "[Server]\nPrivateKeyFile = k\nAddress = 10.77.0.1/16\n");
+	for (int i = 0; i < N; i++) {
+		uint8_t k[KEY_LEN] = { 0 };
+		int a = i == 2000 ? 1000 : i == 2500 ? 10 : i;
+		int kn = i == 1500 ? 7 : i;
+
+		if (i == 100 || i == 200 || i == 300)
+			snprintf(name, sizeof name, "dup");
+		else
+			snprintf(name, sizeof name, "p%d", i == 2500 ? 10 :
+			    i == 2999 ? 5 : i);
+		k[0] = (uint8_t)(kn >> 8);
+		k[1] = (uint8_t)kn;
+		k[31] = 0x5a;
+		key_encode(k, key);
+		len += (size_t)snprintf(text + len, cap - len, "[Peer]\n"
+		    "Name = %s\nPublicKey = %s\nAddress = 10.77.%d.%d/32\n",
+		    name, key, 1 + a / 250, 1 + a % 250);
+		assert_true(len < cap);
+	}
+	assert_int_equal(cfg_load_buffer("t", text, len, CFG_ROLE_SERVER, &cfg,
+	    &errs), -1);
+	assert_int_equal(errs.n, sizeof want / sizeof want[0]);
+	for (size_t i = 0; i < errs.n; i++)
+		assert_string_equal(errs.msg[i], want[i]);
+	cfg_clear(&cfg);
+	cfg_errors_clear(&errs);
+	free(text);
+}
+
 int
 main(void)
 {
@@ -1491,6 +1549,7 @@ main(void)
 		cmocka_unit_test(test_example_configs),
 		cmocka_unit_test(test_table),
 		cmocka_unit_test(test_robustness),
+		cmocka_unit_test(test_many_peers),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
