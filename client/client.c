@@ -958,6 +958,7 @@ status_cb(struct evbuffer *out, const char *request, void *arg)
 		.peers = &sp,
 		.npeers = 1,
 	};
+	struct status_request rq;
 
 	struct dns_status ds;
 	struct status_dns sd;
@@ -990,11 +991,15 @@ status_cb(struct evbuffer *out, const char *request, void *arg)
 		st.mtu = (unsigned)c->tun_mtu;
 		st.offloads = c->tun.offloads;
 	}
+	status_request_parse(request, &rq);
+	if (!rq.metrics && !status_request_wants(&rq, sp.name))
+		st.npeers = 0;
+	st.summary = rq.summary;
 	/* "metrics": the same figures for Prometheus (MetricsListen). */
-	if (strcmp(request, "metrics") == 0)
+	if (rq.metrics)
 		metrics_render(out, &st);
 	else
-		status_render(out, &st, strstr(request, "json") != NULL);
+		status_render(out, &st, rq.json);
 }
 
 static void

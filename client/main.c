@@ -24,7 +24,8 @@ usage(void)
 	    "               [-R [bind:]port:host:hostport] [-D [bind:]port]\n"
 	    "       rove genkey > private.key\n"
 	    "       rove pubkey < private.key\n"
-	    "       rove status [-s SOCKET | -c FILE] [-j | --json]\n");
+	    "       rove status [-s SOCKET | -c FILE] [-j | --json] [--summary]\n"
+	    "                   [--peer NAME]\n");
 	exit(2);
 }
 
@@ -102,16 +103,33 @@ cmd_status(int argc, char **argv)
 		{ "json", no_argument, NULL, 'j' },
 		{ "socket", required_argument, NULL, 's' },
 		{ "config", required_argument, NULL, 'c' },
+		{ "summary", no_argument, NULL, 'S' },
+		{ "peer", required_argument, NULL, 'p' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *sock = NULL, *path = NULL;
-	char *fallback = NULL;
+	const char *sock = NULL, *path = NULL, *peer = NULL;
+	char *fallback = NULL, request[CONTROL_MAX_REQUEST + 1];
 	struct cfg cfg = { 0 };
 	char *cause = NULL;
-	int ch, json = 0, rv;
+	int ch, json = 0, summary = 0, rv;
 
 	while ((ch = getopt_long(argc, argv, "s:c:j", opts, NULL)) != -1) {
 		switch (ch) {
+		case 'S':
+			summary = 1;
+			break;
+		case 'p':
+			peer = optarg;
+			/* What a Name may hold (rove.conf(5)), so it is one
+			 * word of the request. */
+			if (*peer == '\0' || strlen(peer) > 32 ||
+			    strspn(peer, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmn"
+			    "opqrstuvwxyz0123456789._-") != strlen(peer)) {
+				fprintf(stderr, "rove: --peer %s: not a peer name\n",
+				    peer);
+				return 2;
+			}
+			break;
 		case 's':
 			sock = optarg;
 			break;
@@ -136,7 +154,10 @@ cmd_status(int argc, char **argv)
 	}
 	if (sock == NULL)
 		sock = fallback = cfg_default_socket(CFG_ROLE_CLIENT);
-	rv = control_request(sock, json ? "status json" : "status", stdout, &cause);
+	snprintf(request, sizeof request, "status%s%s%s%s", json ? " json" : "",
+	    summary ? " summary" : "", peer != NULL ? " peer " : "",
+	    peer != NULL ? peer : "");
+	rv = control_request(sock, request, stdout, &cause);
 	if (rv != 0) {
 		fprintf(stderr, "rove: %s\n", cause);
 		free(cause);

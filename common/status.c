@@ -24,6 +24,51 @@ status_state_name(const struct quic_conn *qc)
 	return "closed";
 }
 
+void
+status_request_parse(const char *request, struct status_request *rq)
+{
+	const char *p = request;
+
+	memset(rq, 0, sizeof *rq);
+	while (*p != '\0') {
+		size_t n;
+
+		while (*p == ' ')
+			p++;
+		n = strcspn(p, " ");
+		if (n == 0)
+			break;
+		if (n == 7 && strncmp(p, "metrics", n) == 0 && p == request)
+			rq->metrics = true;
+		else if (n == 4 && strncmp(p, "json", n) == 0)
+			rq->json = true;
+		else if (n == 7 && strncmp(p, "summary", n) == 0)
+			rq->summary = true;
+		else if (n == 4 && strncmp(p, "peer", n) == 0) {
+			p += n;
+			while (*p == ' ')
+				p++;
+			n = strcspn(p, " ");
+			/* Longer than any name: it names no peer. */
+			if (n > STATUS_NAME_MAX)
+				n = STATUS_NAME_MAX;
+			memcpy(rq->peer, p, n);
+			rq->peer[n] = '\0';
+			if (n == 0)
+				break;
+		}
+		p += n;
+	}
+}
+
+bool
+status_request_wants(const struct status_request *rq, const char *name)
+{
+	if (rq->summary)
+		return false;
+	return rq->peer[0] == '\0' || strcmp(rq->peer, name) == 0;
+}
+
 static void
 json_prefixes(struct json *j, const char *key, const struct prefix *p, size_t n)
 {
@@ -147,6 +192,26 @@ render_json(struct evbuffer *out, const struct status *st)
 		json_key(&j, "half_open_full");
 		json_uint(&j, a->half_open_full);
 		json_end_object(&j);
+	}
+	if (st->peer_counts != NULL) {
+		const struct status_peer_counts *c = st->peer_counts;
+
+		json_key(&j, "peer_states");
+		json_begin_object(&j);
+		json_key(&j, "configured");
+		json_uint(&j, c->configured);
+		json_key(&j, "established");
+		json_uint(&j, c->established);
+		json_key(&j, "handshaking");
+		json_uint(&j, c->handshaking);
+		json_key(&j, "closed");
+		json_uint(&j, c->closed);
+		json_end_object(&j);
+	}
+	if (st->summary) {
+		json_end_object(&j);
+		evbuffer_add(out, "\n", 1);
+		return;
 	}
 	json_key(&j, "peers");
 	json_begin_array(&j);
@@ -315,6 +380,13 @@ render_text(struct evbuffer *out, const struct status *st)
 		evbuffer_add_printf(out, "\n");
 	}
 	text_drops(out, "  ", st->counters);
+	if (st->peer_counts != NULL)
+		evbuffer_add_printf(out, "  peers: %zu configured, %zu established, "
+		    "%zu handshaking, %zu closed\n", st->peer_counts->configured,
+		    st->peer_counts->established, st->peer_counts->handshaking,
+		    st->peer_counts->closed);
+	if (st->summary)
+		return;
 	for (size_t i = 0; i < st->npeers; i++) {
 		const struct status_peer *p = &st->peers[i];
 

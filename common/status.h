@@ -60,6 +60,12 @@ struct status_dns {
 	const char *error;   /* why it failed, or NULL */
 };
 
+/* Server: how many of its configured peers are in each state, whatever
+ * part of them the answer lists. */
+struct status_peer_counts {
+	size_t configured, established, handshaking, closed;
+};
+
 struct status {
 	const char *role;  /* "server" or "client" */
 	const char *tun;   /* NULL in forward-only mode */
@@ -74,7 +80,25 @@ struct status {
 	const struct state_stats *tickets; /* server: session tickets */
 	const struct status_admission *admission; /* server */
 	const struct status_dns *dns;             /* client */
+	const struct status_peer_counts *peer_counts; /* server */
+	bool summary;      /* no list of peers, only their counts */
 };
+
+/* What a request on the control socket asks for: "status" (or
+ * "metrics"), then in any order "json", "summary" (the counts of peers
+ * by state instead of the list: a server's list can run to thousands)
+ * and "peer NAME" (that peer alone). Unknown words are ignored, as they
+ * always were. */
+#define STATUS_NAME_MAX 64
+struct status_request {
+	bool metrics;
+	bool json;
+	bool summary;
+	char peer[STATUS_NAME_MAX + 1]; /* "": every peer */
+};
+void status_request_parse(const char *request, struct status_request *);
+/* Should the answer to `rq` list the peer called `name`? */
+bool status_request_wants(const struct status_request *, const char *name);
 
 /* Render `st` into `out` as JSON when `json`, else as text. */
 void status_render(struct evbuffer *out, const struct status *st, bool json);

@@ -1103,19 +1103,40 @@ status_cb(struct evbuffer *out, const char *request, void *arg)
 		.rate_limited = as->rate_limited,
 		.half_open_full = as->half_open_full,
 	};
+	struct status_peer_counts counts = { .configured = srv->npeers };
+	struct status_request rq;
 	struct state_stats tickets;
 	socklen_t len;
+	size_t n = 0;
 
+	status_request_parse(request, &rq);
 	state_server_stats(srv->state, &tickets);
 	st.tickets = &tickets;
 	st.admission = &adm;
-	for (size_t i = 0; i < srv->npeers; i++) {
-		struct peer *p = &srv->peers[i];
+	st.peer_counts = &counts;
+	st.summary = rq.summary;
+	for (size_t k = 0; k < srv->npeers; k++) {
+		struct peer *p = &srv->peers[k];
 		struct quic_conn *qc = p->sess != NULL ? p->sess->qc : NULL;
+		const char *state = status_state_name(qc);
+		size_t i = n;
 
+		if (strcmp(state, "established") == 0)
+			counts.established++;
+		else if (strcmp(state, "handshaking") == 0)
+			counts.handshaking++;
+		else
+			counts.closed++;
+		if (qc != NULL && (st.datagram_mtu == 0 ||
+		    tunnel_inner_mtu(qc) < st.datagram_mtu))
+			st.datagram_mtu = tunnel_inner_mtu(qc);
+		/* Metrics are never cut short. */
+		if (!rq.metrics && !status_request_wants(&rq, p->cfg->name))
+			continue;
+		n++;
 		sp[i].name = p->cfg->name;
 		sp[i].public_key = p->cfg->pubkey;
-		sp[i].state = status_state_name(qc);
+		sp[i].state = state;
 		sp[i].addrs = p->addrs;
 		sp[i].naddrs = p->naddrs;
 		sp[i].allowed = p->cfg->allowed_ips.v;
@@ -1131,15 +1152,14 @@ status_cb(struct evbuffer *out, const char *request, void *arg)
 			sp[i].local = quic_conn_local(qc, &len);
 			sp[i].has_quic = true;
 			quic_conn_get_stats(qc, &sp[i].quic);
-			if (st.datagram_mtu == 0 || tunnel_inner_mtu(qc) < st.datagram_mtu)
-				st.datagram_mtu = tunnel_inner_mtu(qc);
 		}
 	}
+	st.npeers = n;
 	/* "metrics": the same figures for Prometheus (MetricsListen). */
-	if (strcmp(request, "metrics") == 0)
+	if (rq.metrics)
 		metrics_render(out, &st);
 	else
-		status_render(out, &st, strstr(request, "json") != NULL);
+		status_render(out, &st, rq.json);
 	free(sp);
 }
 

@@ -66,6 +66,23 @@ counts=$("$PY" - "$doc" "$N" <<-'EOF'
 expect_eq "roved's status after the restart" \
 	"configured=$((N + EXTRA)) established=$N ours_established=$N ours_one_handshake=$N ours_zero_rtt_accepted=$N" \
 	"$counts"
+# The short forms a server with thousands of peers needs: counts alone,
+# and one peer.
+srv_status() { nsx "$NS_SRV" "$BUILD/rove" status -s "$ROVED_SOCK" --json "$@"; }
+expect_eq "status --summary: peer states" \
+	"{\"configured\":$((N + EXTRA)),\"established\":$N,\"handshaking\":0,\"closed\":$EXTRA}" \
+	"$(srv_status --summary | jget peer_states)"
+expect_eq "status --summary lists no peers" "missing" \
+	"$(srv_status --summary | jget peers 2>/dev/null || echo missing)"
+expect_eq "status --peer load-00007" "1 load-00007 established" \
+	"$(srv_status --peer load-00007 | "$PY" -c '
+import json, sys
+p = json.load(sys.stdin)["peers"]
+print(len(p), p[0]["name"], p[0]["state"])')"
+expect_eq "status --peer of a peer not connected" "closed" \
+	"$(srv_status --peer "load-00$((N + EXTRA - 1))" | jget 'peers[0].state')"
+expect_eq "status --peer of no such peer" "[]" \
+	"$(srv_status --peer nobody | jget peers)"
 stop_pid "$LOAD_PID"
 forget_pid "$LOAD_PID"
 e2e_finish

@@ -84,11 +84,100 @@ test_text_escapes_strings(void **state)
 	free(json);
 }
 
+/* Requests: words in any order, unknown ones ignored, "peer" takes the
+ * next word (cut to STATUS_NAME_MAX, longer than any name), "metrics"
+ * only as the request itself. */
+static void
+test_request_parse(void **state)
+{
+	char longname[200];
+	struct status_request rq;
+
+	(void)state;
+	status_request_parse("status", &rq);
+	assert_false(rq.json || rq.summary || rq.metrics);
+	assert_string_equal(rq.peer, "");
+	assert_true(status_request_wants(&rq, "laptop"));
+	status_request_parse("status json", &rq);
+	assert_true(rq.json);
+	assert_false(rq.summary);
+	status_request_parse("status summary json", &rq);
+	assert_true(rq.json && rq.summary);
+	assert_false(status_request_wants(&rq, "laptop"));
+	status_request_parse("status  peer   lap-1.x  json ", &rq);
+	assert_true(rq.json);
+	assert_string_equal(rq.peer, "lap-1.x");
+	assert_true(status_request_wants(&rq, "lap-1.x"));
+	assert_false(status_request_wants(&rq, "lap-1"));
+	assert_false(status_request_wants(&rq, "lap-1.xy"));
+	status_request_parse("status peer", &rq);
+	assert_string_equal(rq.peer, "");
+	status_request_parse("status jsonx peers x", &rq);
+	assert_false(rq.json);
+	assert_string_equal(rq.peer, "");
+	status_request_parse("metrics", &rq);
+	assert_true(rq.metrics);
+	status_request_parse("status metrics", &rq);
+	assert_false(rq.metrics);
+	memset(longname, 'a', sizeof longname - 1);
+	longname[sizeof longname - 1] = '\0';
+	memcpy(longname, "peer ", 5);
+	status_request_parse(longname, &rq);
+	assert_int_equal(strlen(rq.peer), STATUS_NAME_MAX);
+}
+
+/* A summary: the counts of peers by state, and no list. */
+static void
+test_summary(void **state)
+{
+	static const uint8_t pub[KEY_LEN];
+	struct tunnel_counters global = { 0 }, counters = { 0 };
+	struct status_peer peer = {
+		.name = "laptop",
+		.public_key = pub,
+		.state = "established",
+		.counters = &counters,
+	};
+	struct status_peer_counts counts = { 3, 1, 0, 2 };
+	struct status st = {
+		.role = "server",
+		.mtu = 1380,
+		.counters = &global,
+		.peers = &peer,
+		.npeers = 1,
+		.peer_counts = &counts,
+	};
+	char *text, *json;
+
+	(void)state;
+	text = render(&st, false);
+	assert_non_null(strstr(text, "\n  peers: 3 configured, 1 established, "
+	    "0 handshaking, 2 closed\n\npeer laptop "));
+	json = render(&st, true);
+	assert_non_null(strstr(json, "\"peer_states\":{\"configured\":3,"
+	    "\"established\":1,\"handshaking\":0,\"closed\":2},\"peers\":["));
+	free(text);
+	free(json);
+	st.summary = true;
+	text = render(&st, false);
+	assert_non_null(strstr(text, "\n  peers: 3 configured, 1 established, "
+	    "0 handshaking, 2 closed\n"));
+	assert_null(strstr(text, "laptop"));
+	json = render(&st, true);
+	assert_null(strstr(json, "\"peers\""));
+	assert_null(strstr(json, "laptop"));
+	assert_string_equal(json + strlen(json) - 2, "}\n");
+	free(text);
+	free(json);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_text_escapes_strings),
+		cmocka_unit_test(test_request_parse),
+		cmocka_unit_test(test_summary),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
