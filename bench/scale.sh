@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# Scale benchmark: one roved with SCALE_CONF_N configured peers (default
+# 10,000) and tests/load/rove-load connecting SCALE_N of them (default
+# 2,000) from one process in a second namespace. Prints:
+#   config check    roved -n on the SCALE_CONF_N-peer config (best of 3)
+#   start           roved started until its control socket exists, and
+#                   its RSS then
+#   status          rove status (text and --json) with none connected, all
+#                   SCALE_N connected and after the restart: milliseconds
+#                   and bytes; and --summary and --peer NAME
+#   connect         SCALE_N sessions, at most SCALE_CONC (128) handshakes
+#                   at once: time until all are up, handshakes/s, the
+#                   distribution of the time each took, roved's CPU per
+#                   handshake
+#   idle            roved's RSS per idle connected peer (RSS with all up
+#                   minus RSS before, over SCALE_N) and its CPU while idle
+#   datagrams       SCALE_ACTIVE (50) sessions each keeping 8 ICMP echo
+#                   requests of 1200 bytes in flight through the tunnel to
+#                   roved's TUN address for 5 s: Mbit/s each way, lost
+#   restart         roved stopped (SIGTERM: it closes every connection)
+#                   and started again with the same StateDir: time from
+#                   the first lost session until all are back, 0-RTT
+#                   accepted of attempted, the distribution of each
+#                   session's time without one, roved's CPU for it
+#
+# usage: bench/scale.sh BUILD_DIR
+# Both programs share the machine's CPUs: rove-load does the client side
+# of every handshake. Every phase is bounded (rove-load -c/-r, wait_for);
+# the default run takes about a minute.
+. "$(dirname "$0")/../tests/e2e/load-lib.sh"
+TEST_NAME=bench-scale
+N=${SCALE_N:-2000}
+CONF_N=${SCALE_CONF_N:-10000}
+ACTIVE=${SCALE_ACTIVE:-50}
+CONC=${SCALE_CONC:-128}
+[ "$CONF_N" -ge "$N" ] || CONF_N=$N
+[ "$ACTIVE" -le "$N" ] || ACTIVE=$N
+load_init "$1"
+load_topo_up
+log "generating $CONF_N keys and peers"
+load_gen "$CONF_N"
+
+# roved -n: parse and check the whole config, best of three.
+check_ms=
+for i in 1 2 3; do
+	t0=$(date +%s%N)
+	"$BUILD/roved" -n -c "$LOAD_CONF" >/dev/null 2>&1 || die "roved -n refused the config"
+	ms=$(ms_since "$t0")
+	{ [ -z "$check_ms" ] || [ "$ms" -lt "$check_ms" ]; } && check_ms=$ms
+done
+
+rss_kb() { sed -n 's/^VmRSS:[[:space:]]*\([0-9]*\) kB/\1/p' "/proc/$1/status"; }
+cpu_s() {
+	awk -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); printf "%.2f", ($12 + $13) / hz }' \
+		"/proc/$1/stat"
+}
+# status_time [--json]: "MS KB" for one rove status of roved.
+status_time() {
+	local t0 bytes
+	t0=$(date +%s%N)
+	bytes=$(nsx "$NS_SRV" "$BUILD/rove" status -s "$ROVED_SOCK" "$@" | wc -c)
+	echo "$(ms_since "$t0") ms, $((bytes / 1024)) KB"
+}
+
+load_start_roved
+start_ms=$ROVED_START_MS
+start_rss=$(rss_kb "$ROVED_PID")
+st_none_text=$(status_time)
+st_none_json=$(status_time --json)
+
+log "connecting $N sessions"
+load_run load "$N" -C "$CONC" -c 120 -i 3 -m "$ACTIVE" -t "$LOAD_TUN" -w 8 -S 1200 \
+	-T 5 -r 90 -H 60
+load_wait_line load 150 "waiting for a server restart" ||
+	die "rove-load did not reach its restart phase"
+st_up_text=$(status_time)
+st_up_json=$(status_time --json)
+st_up_summary=$(status_time --json --summary)
+st_up_peer=$(status_time --json --peer load-00001)
+states_up=$(nsx "$NS_SRV" "$BUILD/rove" status -s "$ROVED_SOCK" --json --summary |
+	jget peer_states)
+
+log "restarting roved"
+load_stop_roved
+mv "$WORK/roved.log" "$WORK/roved-1.log"
+load_start_roved
+restart_start_ms=$ROVED_START_MS
+load_wait_line load 100 "holding the sessions" ||
+	fail "rove-load did not see every session back"
+storm_cpu=$(cpu_s "$ROVED_PID")
+storm_rss=$(rss_kb "$ROVED_PID")
+st_back_text=$(status_time)
+st_back_json=$(status_time --json)
+states_back=$(nsx "$NS_SRV" "$BUILD/rove" status -s "$ROVED_SOCK" --json --summary |
+	jget peer_states)
+stop_pid "$LOAD_PID"
+forget_pid "$LOAD_PID"
+
+r() { load_result load "$1"; }
+echo
+echo "Scale: roved with $CONF_N configured peers, rove-load with $N sessions" \
+	"($(basename "$BUILD"); $(nproc) CPUs shared by both)"
+printf '  %-34s %s\n' \
+	"keys and config ($CONF_N peers)" "${LOAD_GEN_S} s to generate" \
+	"config check (roved -n)" "$check_ms ms" \
+	"start (to control socket)" "$start_ms ms, RSS $((start_rss / 1024)) MiB" \
+	"status, none connected" "text $st_none_text; json $st_none_json" \
+	"connect $N" "$(r connect_s) s, $(r handshakes_per_s) handshakes/s ($CONC at once)" \
+	"status, $N connected" "text $st_up_text; json $st_up_json" \
+	"status --summary / --peer" "$st_up_summary / $st_up_peer" \
+	"peer states" "$states_up" \
+	"datagrams, $ACTIVE active" "$(r echo_mbit) Mbit/s each way, $(r echo_answered) answered, $(r echo_lost) lost" \
+	"restart: roved start" "$restart_start_ms ms" \
+	"restart: all back" "$(r back) of $(r lost) in $(r back_s) s after the first loss" \
+	"restart: 0-RTT" "$(r zero_rtt_accepted) accepted of $(r zero_rtt_attempted) attempted, $(r zero_rtt_rejected) rejected" \
+	"restart: roved CPU, RSS" "$storm_cpu s from its start until all were back; RSS $((storm_rss / 1024)) MiB" \
+	"status after the restart" "text $st_back_text; json $st_back_json" \
+	"peer states after" "$states_back"
+echo "  rove-load:"
+grep -v '^RESULT\|^waiting\|^holding' "$WORK/load.log" | sed 's/^/    /'
+e2e_finish
