@@ -112,6 +112,9 @@ printf '  %-34s %s\n' \
 	"start (to control socket)" "$start_ms ms, RSS $((start_rss / 1024)) MiB" \
 	"status, none connected" "text $st_none_text; json $st_none_json" \
 	"connect $N" "$(r connect_s) s, $(r handshakes_per_s) handshakes/s ($CONC at once)" \
+	"roved per handshake" "$(r cpu_per_handshake_ms) ms of CPU" \
+	"RSS per idle connected peer" "$(r rss_per_session_kb) KiB ($(r rss_per_session_half_kb) KiB for the second half)" \
+	"roved idle, $N connected" "$(r idle_cpu_pct)% of a core" \
 	"status, $N connected" "text $st_up_text; json $st_up_json" \
 	"status --summary / --peer" "$st_up_summary / $st_up_peer" \
 	"peer states" "$states_up" \

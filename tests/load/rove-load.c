@@ -160,6 +160,9 @@ struct load {
 };
 
 static struct load the_load;
+/* roved's RSS (KiB) before, with half the sessions up, with all up. */
+static long rss_before = -1, rss_half = -1, rss_after = -1;
+static size_t up_at_half;
 
 static void sess_connect(struct sess *);
 
@@ -293,6 +296,12 @@ sess_up(struct sess *s)
 		ld->ever_up++;
 		if (ld->phase == PH_CONNECT)
 			ld->in_flight--;
+		/* The second half's growth is the cost of a session alone:
+		 * the first may fill heap that roved's start freed. */
+		if (ld->roved > 0 && ld->ever_up == ld->n / 2 && ld->n >= 2) {
+			rss_half = proc_rss_kb(ld->roved);
+			up_at_half = ld->up;
+		}
 	}
 	if (ld->phase == PH_RESTART && s->t_lost != 0 && s->t_back == 0) {
 		s->t_back = now;
@@ -681,7 +690,6 @@ static void report_traffic(struct load *);
 static void report_restart(struct load *);
 static void begin_traffic(struct load *);
 
-static long rss_before = -1, rss_after = -1;
 static double cpu_connect_start, cpu_connect, cpu_idle_start, cpu_idle;
 static double self_cpu_connect_start, self_cpu_connect;
 static uint64_t idle_ns;
@@ -747,15 +755,26 @@ tick_cb(evutil_socket_t fd, short what, void *arg)
 		if (ld->roved > 0) {
 			cpu_idle = proc_cpu_s(ld->roved) - cpu_idle_start;
 			rss_after = proc_rss_kb(ld->roved);
+			double per = ld->up > 0 ? (double)(rss_after -
+			    rss_before) / (double)ld->up : 0;
+			double half = rss_half >= 0 && ld->up > up_at_half ?
+			    (double)(rss_after - rss_half) /
+			    (double)(ld->up - up_at_half) : 0;
+
 			printf("roved: RSS %.1f MiB before, %.1f MiB with %zu "
-			    "sessions up: %.1f KiB per session; CPU %.2f s while "
-			    "connecting (%.2f ms per session), %.2f%% of a core "
-			    "idle over %.1f s\n", rss_before / 1024.0,
-			    rss_after / 1024.0, ld->up, ld->up > 0 ?
-			    (double)(rss_after - rss_before) / (double)ld->up : 0,
-			    cpu_connect, ld->ever_up > 0 ?
+			    "sessions up: %.1f KiB per session (%.1f KiB each "
+			    "for the second half); CPU %.2f s while connecting "
+			    "(%.2f ms per session), %.2f%% of a core idle over "
+			    "%.1f s\n", rss_before / 1024.0, rss_after / 1024.0,
+			    ld->up, per, half, cpu_connect, ld->ever_up > 0 ?
 			    cpu_connect * 1000 / (double)ld->ever_up : 0,
 			    100 * cpu_idle / secs(idle_ns), secs(idle_ns));
+			printf("RESULT rss_before_kb=%ld rss_after_kb=%ld "
+			    "rss_per_session_kb=%.1f rss_per_session_half_kb=%.1f "
+			    "cpu_per_handshake_ms=%.2f idle_cpu_pct=%.2f\n",
+			    rss_before, rss_after, per, half, ld->ever_up > 0 ?
+			    cpu_connect * 1000 / (double)ld->ever_up : 0,
+			    100 * cpu_idle / secs(idle_ns));
 			fflush(stdout);
 		}
 		if (ld->active > 0)
