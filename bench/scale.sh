@@ -97,8 +97,9 @@ storm_cpu=$(cpu_s "$ROVED_PID")
 storm_rss=$(rss_kb "$ROVED_PID")
 st_back_text=$(status_time)
 st_back_json=$(status_time --json)
-states_back=$(nsx "$NS_SRV" "$BUILD/rove" status -s "$ROVED_SOCK" --json --summary |
-	jget peer_states)
+summary_back=$(nsx "$NS_SRV" "$BUILD/rove" status -s "$ROVED_SOCK" --json --summary)
+states_back=$(printf '%s\n' "$summary_back" | jget peer_states)
+admission_back=$(printf '%s\n' "$summary_back" | jget admission)
 stop_pid "$LOAD_PID"
 forget_pid "$LOAD_PID"
 
@@ -124,7 +125,8 @@ printf '  %-34s %s\n' \
 	"restart: 0-RTT" "$(r zero_rtt_accepted) accepted of $(r zero_rtt_attempted) attempted, $(r zero_rtt_rejected) rejected" \
 	"restart: roved CPU, RSS" "$storm_cpu s from its start until all were back; RSS $((storm_rss / 1024)) MiB" \
 	"status after the restart" "text $st_back_text; json $st_back_json" \
-	"peer states after" "$states_back"
+	"peer states after" "$states_back" \
+	"admission after the restart" "$admission_back"
 echo "  rove-load:"
 grep -v '^RESULT\|^waiting\|^holding' "$WORK/load.log" | sed 's/^/    /'
 e2e_finish

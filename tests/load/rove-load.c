@@ -655,6 +655,13 @@ sess_connect(struct sess *s)
 	s->qc = quic_conn_client_create(ld->base, &s->qs, &sess_cbs, s, s->tls,
 	    s->batch, (struct sockaddr *)&ld->server, ld->serverlen,
 	    s->session != NULL ? &resume : NULL, &cause);
+	/* A ticket is offered once, as rove takes it from its StateDir: the
+	 * server spends it at the first try, so a second would only be
+	 * counted as a replay. */
+	free(s->session);
+	free(s->params);
+	s->session = s->params = NULL;
+	s->sessionlen = s->paramslen = 0;
 	if (s->qc == NULL) {
 		log_warn("session %zu: %s", s->idx, cause);
 		free(cause);
