@@ -118,6 +118,8 @@ control_client_bad(struct control_client *c)
 static void
 control_client_line(struct control_client *c, char *line, size_t len)
 {
+	struct evbuffer *answer;
+
 	if (len > 0 && line[len - 1] == '\r')
 		line[--len] = '\0';
 	if (len == 0 || len > CONTROL_MAX_REQUEST) {
@@ -130,7 +132,14 @@ control_client_line(struct control_client *c, char *line, size_t len)
 			return;
 		}
 	}
-	c->ctl->cb(bufferevent_get_output(c->bev), line, c->ctl->arg);
+	/* Written into a buffer of its own, then moved over whole: every
+	 * addition to the bufferevent's own output runs its callbacks, and
+	 * a server's answer about thousands of peers is millions of them. */
+	if ((answer = evbuffer_new()) == NULL)
+		fatalx("%s: out of memory", __func__);
+	c->ctl->cb(answer, line, c->ctl->arg);
+	evbuffer_add_buffer(bufferevent_get_output(c->bev), answer);
+	evbuffer_free(answer);
 	control_client_finish(c);
 }
 
