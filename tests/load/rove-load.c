@@ -499,8 +499,10 @@ schedule_retry(struct sess *s, bool at_once)
 }
 
 static void
-closed_cb(struct quic_conn *qc, const struct quic_close_info *ci, void *arg)
+closed_cb(struct quic_conn *qc, const struct quic_close_info *info, void *arg)
 {
+	struct quic_close_info copy = *info; /* it lives in the connection */
+	const struct quic_close_info *ci = &copy;
 	struct sess *s = arg;
 	struct load *ld = s->ld;
 	struct quic_conn_stats st;
