@@ -53,6 +53,7 @@ struct client {
 	struct event_base *base;
 	const struct cfg *cfg;
 	WOLFSSL_CTX *tls;
+	WOLFSSL_CTX *tls_tcp;    /* TLS over TCP (Transport = tcp or auto) */
 	struct quic_settings qs;
 	uint8_t reset_secret[QUIC_RESET_SECRET_LEN];
 	/* The server's NEW_TOKEN token: the next connection presents it, so
@@ -64,6 +65,8 @@ struct client {
 	struct sockaddr_storage server;
 	socklen_t serverlen;
 	struct ipaddr server_ip;
+	struct sockaddr_storage server_tcp;  /* ServerTCP, resolved */
+	socklen_t server_tcplen;
 
 	struct csock *sock;      /* the socket of the current path */
 	struct csock *old_sock;  /* the previous one, while migrating */
@@ -552,6 +555,17 @@ new_token_cb(struct quic_conn *qc, const uint8_t *token, size_t len, void *arg)
 	c->qs.tokenlen = c->tokenlen;
 }
 
+/* A burst over TCP brought packets: out to the TUN, coalesced. */
+static void
+input_done_cb(struct quic_conn *qc, void *arg)
+{
+	struct client *c = arg;
+
+	(void)qc;
+	if (c->tun_open)
+		tunnel_flush(&c->tun_out);
+}
+
 static const struct quic_conn_cbs client_cbs = {
 	.handshake_done = handshake_done_cb,
 	.datagram = datagram_cb,
@@ -564,6 +578,7 @@ static const struct quic_conn_cbs client_cbs = {
 	.new_session = new_session_cb,
 	.new_token = new_token_cb,
 	.batch_for = batch_for_cb,
+	.input_done = input_done_cb,
 };
 
 static void
@@ -758,22 +773,66 @@ tun_read_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 static int
-resolve_server(struct client *c, char **cause)
+resolve(const char *host, uint16_t port, int socktype,
+    struct sockaddr_storage *ss, socklen_t *len, char **cause)
 {
-	struct addrinfo hints = { .ai_socktype = SOCK_DGRAM }, *res;
-	char port[8];
-	uint16_t p;
+	struct addrinfo hints = { .ai_socktype = socktype }, *res;
+	char pbuf[8];
 	int rv;
 
-	snprintf(port, sizeof port, "%u", c->cfg->server_port);
-	if ((rv = getaddrinfo(c->cfg->server_host, port, &hints, &res)) != 0) {
-		xasprintf(cause, "%s: %s", c->cfg->server_host, gai_strerror(rv));
+	snprintf(pbuf, sizeof pbuf, "%u", port);
+	if ((rv = getaddrinfo(host, pbuf, &hints, &res)) != 0) {
+		xasprintf(cause, "%s: %s", host, gai_strerror(rv));
 		return -1;
 	}
-	memcpy(&c->server, res->ai_addr, res->ai_addrlen);
-	c->serverlen = res->ai_addrlen;
+	memcpy(ss, res->ai_addr, res->ai_addrlen);
+	*len = res->ai_addrlen;
 	freeaddrinfo(res);
+	return 0;
+}
+
+static int
+resolve_server(struct client *c, char **cause)
+{
+	const struct cfg *cfg = c->cfg;
+	uint16_t p;
+
+	if (cfg->transport != CFG_TRANSPORT_TCP && resolve(cfg->server_host,
+	    cfg->server_port, SOCK_DGRAM, &c->server, &c->serverlen, cause) != 0)
+		return -1;
+	if (cfg->transport != CFG_TRANSPORT_QUIC && resolve(cfg->server_tcp_host,
+	    cfg->server_tcp_port, SOCK_STREAM, &c->server_tcp, &c->server_tcplen,
+	    cause) != 0)
+		return -1;
+	/* Over TCP only, the TCP server is the one whose path to keep out
+	 * of the tunnel. */
+	if (cfg->transport == CFG_TRANSPORT_TCP) {
+		memcpy(&c->server, &c->server_tcp, c->server_tcplen);
+		c->serverlen = c->server_tcplen;
+	}
 	return addr_from_sockaddr((struct sockaddr *)&c->server, &c->server_ip, &p);
+}
+
+/* Transport = tcp: the session over TLS on TCP. */
+static void
+connect_tcp(struct client *c)
+{
+	char *cause = NULL;
+
+	csock_free(c->old_sock);
+	c->old_sock = NULL;
+	csock_free(c->sock);
+	c->sock = NULL;
+	c->qc = quic_tcp_client_create(c->base, &c->qs, &client_cbs, c,
+	    c->tls_tcp, (struct sockaddr *)&c->server_tcp, c->server_tcplen,
+	    &cause);
+	if (c->qc == NULL) {
+		log_warn("cannot reach the server over TCP: %s", cause);
+		free(cause);
+		schedule_reconnect(c);
+		return;
+	}
+	quic_conn_set_send_limit(c->qc, c->cfg->forward_memory);
 }
 
 static void
@@ -783,6 +842,10 @@ connect_server(struct client *c)
 	uint8_t *session = NULL, *params = NULL;
 	char *cause = NULL;
 
+	if (c->cfg->transport == CFG_TRANSPORT_TCP) {
+		connect_tcp(c);
+		return;
+	}
 	csock_free(c->old_sock);
 	c->old_sock = NULL;
 	csock_free(c->sock);
@@ -1062,12 +1125,18 @@ client_create(struct event_base *base, const struct cfg *cfg, int verbose,
 	if (key_load_private(cfg->private_key_file, priv, cause) != 0)
 		goto fail;
 	c->tls = tls_ctx_create(TLS_ROLE_CLIENT, priv, quic_tls_pin, cause);
+	if (c->tls != NULL && cfg->transport != CFG_TRANSPORT_QUIC)
+		c->tls_tcp = tls_ctx_create_tcp(TLS_ROLE_CLIENT, priv, quic_tls_pin,
+		    cause);
 	explicit_bzero(priv, sizeof priv);
-	if (c->tls == NULL || resolve_server(c, cause) != 0)
+	if (c->tls == NULL || (cfg->transport != CFG_TRANSPORT_QUIC &&
+	    c->tls_tcp == NULL) || resolve_server(c, cause) != 0)
 		goto fail;
 	tls_ctx_enable_resumption(c->tls, TLS_ROLE_CLIENT, cfg->zero_rtt);
 	if (cfg->keylog_file != NULL &&
-	    tls_ctx_set_keylog(c->tls, cfg->keylog_file, cause) != 0)
+	    (tls_ctx_set_keylog(c->tls, cfg->keylog_file, cause) != 0 ||
+	    (c->tls_tcp != NULL &&
+	    tls_ctx_set_keylog(c->tls_tcp, cfg->keylog_file, cause) != 0)))
 		goto fail;
 	if (cfg->qlog_dir != NULL)
 		log_info("QlogDir: a qlog file per connection goes to %s",
@@ -1154,6 +1223,8 @@ client_free(struct client *c)
 	forward_free(c->fwd);
 	if (c->tls != NULL)
 		wolfSSL_CTX_free(c->tls);
+	if (c->tls_tcp != NULL)
+		wolfSSL_CTX_free(c->tls_tcp);
 	free(c);
 }
 

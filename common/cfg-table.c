@@ -19,10 +19,27 @@ const struct cfg_key cfg_table[CFG_KEY_COUNT] = {
 		"UDP address:port to listen on (numeric; [v6]:port); "
 		"repeatable",
 	},
+	[CFG_KEY_LISTEN_TCP] = {
+		"ListenTCP", CFG_SEC_SERVER, CFG_T_LISTEN, CFG_F_REPEAT, 0, 0,
+		CFG(listen_tcp), CFG(nlisten_tcp), NULL,
+		"TCP address[:port] (443 if none) for clients whose UDP is "
+		"blocked (TLS over TCP); repeatable; unset: none",
+	},
 	[CFG_KEY_SERVER] = {
 		"Server", CFG_SEC_CLIENT, CFG_T_ENDPOINT, CFG_F_REQUIRED, 0, 0,
 		CFG(server_host), CFG(server_port), NULL,
 		"the roved to connect to: host[:port], host a name or address",
+	},
+	[CFG_KEY_SERVER_TCP] = {
+		"ServerTCP", CFG_SEC_CLIENT, CFG_T_ENDPOINT, 0, 0, 0,
+		CFG(server_tcp_host), CFG(server_tcp_port), NULL,
+		"the server's ListenTCP: host[:port] (port 443 if none); "
+		"default: Server's host on port 443",
+	},
+	[CFG_KEY_TRANSPORT] = {
+		"Transport", CFG_SEC_CLIENT, CFG_T_TRANSPORT, 0, 0, 0,
+		CFG(transport), 0, "auto",
+		"auto (QUIC, TLS over TCP while UDP is blocked), quic or tcp",
 	},
 	[CFG_KEY_SERVER_PUBLIC_KEY] = {
 		"ServerPublicKey", CFG_SEC_CLIENT, CFG_T_PUBKEY, CFG_F_REQUIRED,

@@ -28,8 +28,10 @@ enum cfg_type {
 	CFG_T_NUMBER,     /* uint32_t in min..max */
 	CFG_T_CONGESTION, /* enum cfg_congestion */
 	CFG_T_OFFLOAD,    /* enum cfg_offload */
+	CFG_T_TRANSPORT,  /* enum cfg_transport */
 	CFG_T_BOOL,       /* bool: yes/no, true/false, on/off, 1/0 */
-	CFG_T_LISTEN,     /* struct cfg listen[], listen_len[], nlisten */
+	CFG_T_LISTEN,     /* struct cfg listen[], listen_len[], nlisten (or
+	                   * the listen_tcp ones for ListenTCP) */
 	CFG_T_ADDRPORT,   /* struct sockaddr_storage + socklen_t (0: unset) */
 	CFG_T_IFADDRS,    /* struct prefix[CFG_MAX_ADDRS] + size_t: addr/len */
 	CFG_T_HOSTADDRS,  /* struct prefix[CFG_MAX_ADDRS] + size_t: /32, /128 */
@@ -56,7 +58,10 @@ enum cfg_type {
 /* Keys, in the order cfg_print writes them. */
 enum cfg_key_id {
 	CFG_KEY_LISTEN,
+	CFG_KEY_LISTEN_TCP,
 	CFG_KEY_SERVER,
+	CFG_KEY_SERVER_TCP,
+	CFG_KEY_TRANSPORT,
 	CFG_KEY_SERVER_PUBLIC_KEY,
 	CFG_KEY_PRIVATE_KEY_FILE,
 	CFG_KEY_TUN,
@@ -135,6 +140,7 @@ struct cfg_parse {
 	struct cfg_seen *peers; /* one per cfg->peers entry */
 	size_t peers_cap;       /* room in both arrays */
 	unsigned listen_line[CFG_MAX_LISTEN];
+	unsigned listen_tcp_line[CFG_MAX_LISTEN];
 	/* Lines past the file's last are command-line options; each has
 	 * its own name for messages ("-L 8080:db:5432"). */
 	unsigned file_lines;

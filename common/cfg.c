@@ -391,41 +391,80 @@ parse_bool(struct cfg_parse *cp, const struct cfg_key *k, bool *dst, const char 
 }
 
 static int
+parse_transport(struct cfg_parse *cp, const struct cfg_key *k,
+    enum cfg_transport *dst, const char *v)
+{
+	char e[ESC_LEN];
+
+	if (strcasecmp(v, "auto") == 0)
+		*dst = CFG_TRANSPORT_AUTO;
+	else if (strcasecmp(v, "quic") == 0)
+		*dst = CFG_TRANSPORT_QUIC;
+	else if (strcasecmp(v, "tcp") == 0)
+		*dst = CFG_TRANSPORT_TCP;
+	else {
+		parse_error(cp, "%s: '%s' is not auto, quic or tcp", k->name,
+		    quote(e, v));
+		return -1;
+	}
+	return 0;
+}
+
+/* The arrays of Listen or of ListenTCP. */
+struct listen_set {
+	struct sockaddr_storage *ss;
+	socklen_t *len;
+	size_t *n;
+	unsigned *line;
+};
+
+static struct listen_set
+listen_set(struct cfg_parse *cp, const struct cfg_key *k, struct cfg *cfg)
+{
+	if (k == &cfg_table[CFG_KEY_LISTEN_TCP])
+		return (struct listen_set){ cfg->listen_tcp, cfg->listen_tcp_len,
+		    &cfg->nlisten_tcp, cp != NULL ? cp->listen_tcp_line : NULL };
+	return (struct listen_set){ cfg->listen, cfg->listen_len, &cfg->nlisten,
+	    cp != NULL ? cp->listen_line : NULL };
+}
+
+static int
 parse_listen(struct cfg_parse *cp, const struct cfg_key *k, struct cfg *cfg,
     const char *v)
 {
 	char host[INET6_ADDRSTRLEN], e[ESC_LEN], a1[ADDR_STRLEN];
+	struct listen_set l = listen_set(cp, k, cfg);
 	struct sockaddr_storage ss;
 	struct ipaddr a;
 	socklen_t len;
 	uint16_t port;
 
-	if (cfg->nlisten == CFG_MAX_LISTEN) {
+	if (*l.n == CFG_MAX_LISTEN) {
 		parse_error(cp, "%s: more than %d addresses", k->name,
 		    CFG_MAX_LISTEN);
 		return -1;
 	}
 	if (addr_split_hostport(v, host, sizeof host, &port,
+	    k == &cfg_table[CFG_KEY_LISTEN_TCP] ? CFG_DEFAULT_TCP_PORT :
 	    CFG_DEFAULT_PORT) != 0 || addr_parse_ip(host, &a) != 0) {
 		parse_error(cp, "%s: '%s' is not a numeric address[:port]",
 		    k->name, quote(e, v));
 		return -1;
 	}
 	addr_to_sockaddr(&a, port, &ss, &len);
-	for (size_t i = 0; i < cfg->nlisten; i++) {
-		if (cfg->listen_len[i] == len &&
-		    memcmp(&cfg->listen[i], &ss, len) == 0) {
+	for (size_t i = 0; i < *l.n; i++) {
+		if (l.len[i] == len && memcmp(&l.ss[i], &ss, len) == 0) {
 			parse_error(cp,
 			    "%s: %s is listed twice (first on line %u)",
 			    k->name, addr_sockaddr_str((void *)&ss, a1),
-			    cp->listen_line[i]);
+			    l.line[i]);
 			return -1;
 		}
 	}
-	cfg->listen[cfg->nlisten] = ss;
-	cfg->listen_len[cfg->nlisten] = len;
-	cp->listen_line[cfg->nlisten] = cp->line;
-	cfg->nlisten++;
+	l.ss[*l.n] = ss;
+	l.len[*l.n] = len;
+	l.line[*l.n] = cp->line;
+	(*l.n)++;
 	return 0;
 }
 
@@ -767,8 +806,9 @@ parse_endpoint(struct cfg_parse *cp, const struct cfg_key *k, char **host,
 {
 	char h[MAX_HOST], e[ESC_LEN];
 
-	if (addr_split_hostport(v, h, sizeof h, port, CFG_DEFAULT_PORT) != 0 ||
-	    !valid_host(h)) {
+	if (addr_split_hostport(v, h, sizeof h, port,
+	    k == &cfg_table[CFG_KEY_SERVER_TCP] ? CFG_DEFAULT_TCP_PORT :
+	    CFG_DEFAULT_PORT) != 0 || !valid_host(h)) {
 		parse_error(cp, "%s: '%s' is not host[:port]", k->name,
 		    quote(e, v));
 		return -1;
@@ -1016,6 +1056,8 @@ parse_value(struct cfg_parse *cp, const struct cfg_key *k, void *obj, char *v)
 		return parse_congestion(cp, k, f, v);
 	case CFG_T_OFFLOAD:
 		return parse_offload(cp, k, f, v);
+	case CFG_T_TRANSPORT:
+		return parse_transport(cp, k, f, v);
 	case CFG_T_BOOL:
 		return parse_bool(cp, k, f, v);
 	case CFG_T_LISTEN:
@@ -1685,6 +1727,11 @@ check_client(struct cfg_parse *cp)
 		    "Routes: has no effect with Tun = none");
 	check_binds(cp, CFG_KEY_LOCAL_FORWARD, CFG_KEY_DYNAMIC_FORWARD);
 	check_binds(cp, CFG_KEY_REMOTE_FORWARD, CFG_KEY_REMOTE_FORWARD);
+	/* TLS over TCP goes to the same host, on HTTPS's port, unless told. */
+	if (cfg->server_tcp_host == NULL && cfg->server_host != NULL) {
+		cp->cfg->server_tcp_host = xstrdup(cfg->server_host);
+		cp->cfg->server_tcp_port = CFG_DEFAULT_TCP_PORT;
+	}
 	if (cfg->nremote_forward > CFG_MAX_REMOTE_FORWARDS)
 		error_at(cp, cfg->remote_forward[CFG_MAX_REMOTE_FORWARDS].line,
 		    "RemoteForward: more than %d", CFG_MAX_REMOTE_FORWARDS);
@@ -1999,6 +2046,7 @@ cfg_clear(struct cfg *cfg)
 	for (size_t i = 0; i < cfg->ndns_search; i++)
 		free(cfg->dns_search[i]);
 	free(cfg->server_host);
+	free(cfg->server_tcp_host);
 	free(cfg->routes.v);
 	free_forwards(cfg->local_forward, cfg->nlocal_forward);
 	free_forwards(cfg->remote_forward, cfg->nremote_forward);
@@ -2082,11 +2130,19 @@ print_key(const struct cfg_key *k, const void *obj, FILE *f)
 		fprintf(f, "%s = %s\n", k->name,
 		    *(const enum cfg_offload *)p == CFG_OFFLOAD_OFF ? "off" : "auto");
 		break;
-	case CFG_T_LISTEN: {
-		const struct cfg *cfg = obj;
+	case CFG_T_TRANSPORT: {
+		enum cfg_transport t = *(const enum cfg_transport *)p;
 
-		for (size_t i = 0; i < cfg->nlisten; i++) {
-			const void *sa = &cfg->listen[i];
+		fprintf(f, "%s = %s\n", k->name, t == CFG_TRANSPORT_QUIC ? "quic" :
+		    t == CFG_TRANSPORT_TCP ? "tcp" : "auto");
+		break;
+	}
+	case CFG_T_LISTEN: {
+		struct listen_set l = listen_set(NULL, k,
+		    (struct cfg *)(uintptr_t)obj);
+
+		for (size_t i = 0; i < *l.n; i++) {
+			const void *sa = &l.ss[i];
 
 			fprintf(f, "%s = %s\n", k->name,
 			    addr_sockaddr_str(sa, s));

@@ -17,8 +17,13 @@ enum cfg_role { CFG_ROLE_SERVER, CFG_ROLE_CLIENT };
 enum cfg_congestion { CFG_CC_CUBIC, CFG_CC_BBR };
 /* TUN offloads (tun/offload.h): whatever the kernel accepts, or none. */
 enum cfg_offload { CFG_OFFLOAD_AUTO, CFG_OFFLOAD_OFF };
+/* Client: how to reach the server, QUIC or TLS over TCP (or each as the
+ * network allows). */
+enum cfg_transport { CFG_TRANSPORT_AUTO, CFG_TRANSPORT_QUIC, CFG_TRANSPORT_TCP };
 
 #define CFG_DEFAULT_PORT 4433
+/* ServerTCP's port when it names none, or when it is not set at all. */
+#define CFG_DEFAULT_TCP_PORT 443
 #define CFG_DEFAULT_MTU 1380
 #define CFG_DEFAULT_KEEPALIVE 15
 #define CFG_DEFAULT_IDLE_TIMEOUT 120
@@ -112,6 +117,9 @@ struct cfg {
 	struct sockaddr_storage listen[CFG_MAX_LISTEN];
 	socklen_t listen_len[CFG_MAX_LISTEN];
 	size_t nlisten;
+	struct sockaddr_storage listen_tcp[CFG_MAX_LISTEN]; /* ListenTCP */
+	socklen_t listen_tcp_len[CFG_MAX_LISTEN];
+	size_t nlisten_tcp;
 	struct prefix addrs[CFG_MAX_ADDRS]; /* server tunnel addresses with pool length */
 	size_t naddrs;
 	uint32_t mtu;
@@ -125,6 +133,9 @@ struct cfg {
 	/* [Client] */
 	char *server_host; /* name or address, no brackets */
 	uint16_t server_port;
+	char *server_tcp_host; /* ServerTCP; default: server_host */
+	uint16_t server_tcp_port;
+	enum cfg_transport transport;
 	uint8_t server_pubkey[32];
 	struct cfg_prefix_list routes;
 	struct cfg_forward *local_forward;

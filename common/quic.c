@@ -22,87 +22,9 @@
 #include "log.h"
 #include "quic.h"
 #include "quic-crypto.h"
+#include "quic-int.h"
 #include "xmalloc.h"
 
-/* Stream bytes we sent, kept until the peer acknowledges them (ngtcp2 keeps
- * pointers into them until then). */
-struct stream_chunk {
-	struct stream_chunk *next;
-	uint64_t off;
-	size_t len;
-	uint8_t data[];
-};
-
-struct quic_stream {
-	LIST_ENTRY(quic_stream) entry;
-	TAILQ_ENTRY(quic_stream) pending_entry; /* has bytes or FIN to send */
-	bool pending;
-	int64_t id;
-	void *arg;                 /* the owner's, see quic_conn_stream_set_arg */
-	struct stream_chunk *head, *tail;
-	/* The first chunk not wholly handed to ngtcp2 (NULL when everything
-	 * is), so a packet does not walk the chunks in flight. Never behind
-	 * send_off: chunks behind it may be freed by an acknowledgement. */
-	struct stream_chunk *cur;
-	uint64_t end;      /* offset after the last queued byte */
-	uint64_t send_off; /* next offset to hand to ngtcp2 */
-	uint64_t acked;    /* bytes acknowledged (freed) */
-	uint64_t reset_code; /* ours, when we reset it: sent again after a
-	                      * rejected 0-RTT */
-	bool fin, fin_sent, blocked, reset;
-};
-
-struct quic_conn {
-	int qlog_fd;            /* QlogDir's file for it; -1: none */
-	size_t qlog_bytes;
-	ngtcp2_crypto_conn_ref conn_ref;
-	ngtcp2_conn *conn;
-	WOLFSSL *ssl;
-	enum quic_role role;
-	enum quic_state state;
-	struct event_base *base;
-	struct event *timer;
-	struct event *closed_ev;
-	struct udp_batch *batch;
-	ngtcp2_path path;
-	struct sockaddr_storage local, remote;
-	const struct quic_conn_cbs *cbs;
-	void *arg;
-	const uint8_t *reset_secret;
-	size_t max_udp_payload;
-	size_t path_udp_best;  /* largest packet the current path has taken */
-
-	uint8_t peer_key[KEY_LEN];
-	bool peer_key_set;
-	bool early_ready;      /* client: 0-RTT keys installed */
-	bool early_rx;         /* server: 0-RTT keys installed */
-	uint64_t last_rx;      /* clock_now() of the last packet read */
-	/* clock_now() when the peer last acknowledged something, or when
-	 * nothing of ours was in flight: the stall detector's reference. */
-	uint64_t last_ack;
-	uint64_t inflight;     /* bytes in flight after the last read or write */
-	size_t dgram_fit;      /* largest DATAGRAM the path takes, this loop */
-	bool stateless_reset;
-	struct quic_close_info close_info;
-
-	struct dgramq dq;      /* DATAGRAMs waiting for the congestion window */
-
-	LIST_HEAD(, quic_stream) streams;
-	TAILQ_HEAD(, quic_stream) pending_streams;
-	LIST_ENTRY(quic_conn) all_entry;
-	/* Stream bytes queued and not yet acknowledged, over all streams, and
-	 * the most they may reach (quic_conn_set_send_limit; 0: no limit). */
-	size_t unacked, unacked_limit;
-	bool unacked_blocked;  /* a writer found no room because of a limit */
-	TAILQ_ENTRY(quic_conn) dirty_entry;
-	bool dirty;
-	struct quic_conn_stats stats;
-};
-
-
-static void mark_dirty(struct quic_conn *);
-static void stream_set_pending(struct quic_conn *, struct quic_stream *);
-static void wake_blocked(struct quic_conn *);
 static size_t dgram_max_for(struct quic_conn *, size_t udp);
 static size_t path_udp_now(struct quic_conn *);
 
@@ -291,9 +213,9 @@ reopen_early_streams(struct quic_conn *qc)
 		s->blocked = false;
 		if (s->reset)
 			(void)ngtcp2_conn_shutdown_stream(qc->conn, 0, id, s->reset_code);
-		stream_set_pending(qc, s);
+		quic_stream_set_pending(qc, s);
 	}
-	mark_dirty(qc);
+	quic_mark_dirty(qc);
 	ret = 0;
 out:
 	free(v);
@@ -341,8 +263,8 @@ recv_datagram_cb(ngtcp2_conn *conn, uint32_t flags, const uint8_t *data,
 	return 0;
 }
 
-static struct quic_stream *
-stream_find(struct quic_conn *qc, int64_t id)
+struct quic_stream *
+quic_stream_find(struct quic_conn *qc, int64_t id)
 {
 	struct quic_stream *s;
 
@@ -353,10 +275,10 @@ stream_find(struct quic_conn *qc, int64_t id)
 	return NULL;
 }
 
-static struct quic_stream *
-stream_get(struct quic_conn *qc, int64_t id)
+struct quic_stream *
+quic_stream_get(struct quic_conn *qc, int64_t id)
 {
-	struct quic_stream *s = stream_find(qc, id);
+	struct quic_stream *s = quic_stream_find(qc, id);
 
 	if (s == NULL) {
 		s = xcalloc(1, sizeof *s);
@@ -366,8 +288,8 @@ stream_get(struct quic_conn *qc, int64_t id)
 	return s;
 }
 
-static void
-stream_set_pending(struct quic_conn *qc, struct quic_stream *s)
+void
+quic_stream_set_pending(struct quic_conn *qc, struct quic_stream *s)
 {
 	bool want = !s->blocked && !s->reset &&
 	    (s->send_off < s->end || (s->fin && !s->fin_sent));
@@ -380,19 +302,19 @@ stream_set_pending(struct quic_conn *qc, struct quic_stream *s)
 }
 
 /* `n` queued stream bytes are gone (acknowledged or discarded). */
-static void
-unacked_sub(struct quic_conn *qc, size_t n)
+void
+quic_unacked_sub(struct quic_conn *qc, size_t n)
 {
 	qc->unacked -= n;
 	unacked_all -= n;
 }
 
-static void
-stream_free(struct quic_conn *qc, struct quic_stream *s)
+void
+quic_stream_free(struct quic_conn *qc, struct quic_stream *s)
 {
 	struct stream_chunk *c, *next;
 
-	unacked_sub(qc, (size_t)(s->end - s->acked));
+	quic_unacked_sub(qc, (size_t)(s->end - s->acked));
 	for (c = s->head; c != NULL; c = next) {
 		next = c->next;
 		free(c);
@@ -409,7 +331,7 @@ recv_stream_data_cb(ngtcp2_conn *conn, uint32_t flags, int64_t stream_id,
     void *stream_user_data)
 {
 	struct quic_conn *qc = user_data;
-	struct quic_stream *s = stream_get(qc, stream_id);
+	struct quic_stream *s = quic_stream_get(qc, stream_id);
 
 	(void)conn;
 	(void)offset;
@@ -435,22 +357,15 @@ lost_datagram_cb(ngtcp2_conn *conn, uint64_t dgram_id, void *user_data)
 	return 0;
 }
 
-static int
-acked_stream_data_offset_cb(ngtcp2_conn *conn, int64_t stream_id,
-    uint64_t offset, uint64_t datalen, void *user_data, void *stream_user_data)
+void
+quic_stream_acked_to(struct quic_conn *qc, struct quic_stream *s, uint64_t upto)
 {
-	struct quic_conn *qc = user_data;
-	struct quic_stream *s;
 	struct stream_chunk *c;
 
-	(void)conn;
-	(void)stream_user_data;
-	if ((s = stream_find(qc, stream_id)) == NULL)
-		return 0;
-	/* ngtcp2 reports the acknowledged prefix growing in order. */
-	if (offset + datalen > s->acked) {
-		unacked_sub(qc, (size_t)(offset + datalen - s->acked));
-		s->acked = offset + datalen;
+	/* Acknowledged prefixes only grow. */
+	if (upto > s->acked) {
+		quic_unacked_sub(qc, (size_t)(upto - s->acked));
+		s->acked = upto;
 	}
 	while ((c = s->head) != NULL && c->off + c->len <= s->acked) {
 		s->head = c->next;
@@ -459,8 +374,23 @@ acked_stream_data_offset_cb(ngtcp2_conn *conn, int64_t stream_id,
 		free(c);
 	}
 	if (qc->cbs->stream_acked != NULL)
-		qc->cbs->stream_acked(qc, stream_id, s->arg, qc->arg);
-	wake_blocked(qc);
+		qc->cbs->stream_acked(qc, s->id, s->arg, qc->arg);
+	quic_wake_blocked(qc);
+}
+
+static int
+acked_stream_data_offset_cb(ngtcp2_conn *conn, int64_t stream_id,
+    uint64_t offset, uint64_t datalen, void *user_data, void *stream_user_data)
+{
+	struct quic_conn *qc = user_data;
+	struct quic_stream *s;
+
+	(void)conn;
+	(void)stream_user_data;
+	if ((s = quic_stream_find(qc, stream_id)) == NULL)
+		return 0;
+	/* ngtcp2 reports the acknowledged prefix growing in order. */
+	quic_stream_acked_to(qc, s, offset + datalen);
 	return 0;
 }
 
@@ -477,13 +407,13 @@ stream_close_cb(ngtcp2_conn *conn, uint32_t flags, int64_t stream_id,
 	 * ever carry initial_max_streams_bidi streams from its peer. */
 	if (!ngtcp2_conn_is_local_stream(conn, stream_id))
 		ngtcp2_conn_extend_max_streams_bidi(conn, 1);
-	if ((s = stream_find(qc, stream_id)) == NULL)
+	if ((s = quic_stream_find(qc, stream_id)) == NULL)
 		return 0;
 	if (qc->cbs->stream_close != NULL)
 		qc->cbs->stream_close(qc, stream_id,
 		    (flags & NGTCP2_STREAM_CLOSE_FLAG_APP_ERROR_CODE_SET) ?
 		    app_error_code : 0, s->arg, qc->arg);
-	stream_free(qc, s);
+	quic_stream_free(qc, s);
 	return 0;
 }
 
@@ -497,10 +427,10 @@ extend_max_stream_data_cb(ngtcp2_conn *conn, int64_t stream_id,
 	(void)conn;
 	(void)max_data;
 	(void)stream_user_data;
-	if ((s = stream_find(qc, stream_id)) != NULL) {
+	if ((s = quic_stream_find(qc, stream_id)) != NULL) {
 		s->blocked = false;
-		stream_set_pending(qc, s);
-		mark_dirty(qc);
+		quic_stream_set_pending(qc, s);
+		quic_mark_dirty(qc);
 	}
 	return 0;
 }
@@ -515,7 +445,7 @@ stream_reset_cb(ngtcp2_conn *conn, int64_t stream_id, uint64_t final_size,
 	(void)conn;
 	(void)final_size;
 	(void)stream_user_data;
-	if ((s = stream_find(qc, stream_id)) != NULL && qc->cbs->stream_reset != NULL)
+	if ((s = quic_stream_find(qc, stream_id)) != NULL && qc->cbs->stream_reset != NULL)
 		qc->cbs->stream_reset(qc, stream_id, app_error_code, s->arg, qc->arg);
 	return 0;
 }
@@ -817,10 +747,10 @@ static void timer_cb(evutil_socket_t, short, void *);
 static void flush_cb(evutil_socket_t, short, void *);
 static void closed_event_cb(evutil_socket_t, short, void *);
 
-static struct quic_conn *
-conn_alloc(struct event_base *base, const struct quic_settings *qs,
-    const struct quic_conn_cbs *cbs, void *arg, struct udp_batch *batch,
-    const struct sockaddr *remote, socklen_t remotelen)
+struct quic_conn *
+quic_conn_alloc(struct event_base *base, const struct quic_settings *qs,
+    const struct quic_conn_cbs *cbs, void *arg, const struct sockaddr *remote,
+    socklen_t remotelen)
 {
 	struct quic_conn *qc = xcalloc(1, sizeof *qc);
 
@@ -829,7 +759,6 @@ conn_alloc(struct event_base *base, const struct quic_settings *qs,
 	qc->base = base;
 	qc->cbs = cbs;
 	qc->arg = arg;
-	qc->batch = batch;
 	qc->reset_secret = qs->reset_secret;
 	qc->max_udp_payload = qs->max_udp_payload;
 	qc->conn_ref.get_conn = get_conn;
@@ -837,20 +766,32 @@ conn_alloc(struct event_base *base, const struct quic_settings *qs,
 	qc->last_ack = qc->last_rx;
 	qc->conn_ref.user_data = qc;
 	qc->qlog_fd = -1;
-	memcpy(&qc->local, &batch->sock->local, batch->sock->locallen);
 	memcpy(&qc->remote, remote, remotelen);
 	qc->path.local.addr = (ngtcp2_sockaddr *)&qc->local;
-	qc->path.local.addrlen = batch->sock->locallen;
 	qc->path.remote.addr = (ngtcp2_sockaddr *)&qc->remote;
 	qc->path.remote.addrlen = remotelen;
 	LIST_INIT(&qc->streams);
 	TAILQ_INIT(&qc->pending_streams);
 	LIST_INSERT_HEAD(&all_conns, qc, all_entry);
-	dgramq_init(&qc->dq, QUIC_DGRAM_QUEUE, qs->max_udp_payload);
-	qc->timer = evtimer_new(base, timer_cb, qc);
 	if (flush_ev == NULL)
 		flush_ev = event_new(base, -1, 0, flush_cb, NULL);
 	qc->closed_ev = evtimer_new(base, closed_event_cb, qc);
+	return qc;
+}
+
+static struct quic_conn *
+conn_alloc(struct event_base *base, const struct quic_settings *qs,
+    const struct quic_conn_cbs *cbs, void *arg, struct udp_batch *batch,
+    const struct sockaddr *remote, socklen_t remotelen)
+{
+	struct quic_conn *qc = quic_conn_alloc(base, qs, cbs, arg, remote,
+	    remotelen);
+
+	qc->batch = batch;
+	memcpy(&qc->local, &batch->sock->local, batch->sock->locallen);
+	qc->path.local.addrlen = batch->sock->locallen;
+	dgramq_init(&qc->dq, QUIC_DGRAM_QUEUE, qs->max_udp_payload);
+	qc->timer = evtimer_new(base, timer_cb, qc);
 	return qc;
 }
 
@@ -980,10 +921,12 @@ quic_conn_free(struct quic_conn *qc)
 
 	if (qc == NULL)
 		return;
+	if (qc->tcp != NULL)
+		quic_tcp_free(qc);
 	if (qc->dirty)
 		TAILQ_REMOVE(&dirty_conns, qc, dirty_entry);
 	while ((s = LIST_FIRST(&qc->streams)) != NULL)
-		stream_free(qc, s);
+		quic_stream_free(qc, s);
 	LIST_REMOVE(qc, all_entry);
 	dgramq_clear(&qc->dq);
 	if (qc->timer != NULL)
@@ -1001,8 +944,8 @@ quic_conn_free(struct quic_conn *qc)
 
 /* Report the end to the owner from a fresh event, so that no ngtcp2 call
  * is on the stack when the owner frees the connection. */
-static void
-finish(struct quic_conn *qc)
+void
+quic_finish(struct quic_conn *qc)
 {
 	struct timeval now = { 0, 0 };
 
@@ -1065,11 +1008,11 @@ fail(struct quic_conn *qc, int liberr)
 	snprintf(qc->close_info.reason, sizeof qc->close_info.reason, "%s",
 	    ngtcp2_strerror(liberr));
 	send_close(qc, &ccerr);
-	finish(qc);
+	quic_finish(qc);
 }
 
-static void
-mark_dirty(struct quic_conn *qc)
+void
+quic_mark_dirty(struct quic_conn *qc)
 {
 	if (!qc->dirty) {
 		qc->dirty = true;
@@ -1108,7 +1051,7 @@ quic_conn_read(struct quic_conn *qc, const struct udp_socket *sock,
 	uint64_t inflight;
 	int rv;
 
-	if (qc->state == QUIC_STATE_CLOSED)
+	if (qc->state == QUIC_STATE_CLOSED || qc->tcp != NULL)
 		return;
 	path.remote.addr = (ngtcp2_sockaddr *)(uintptr_t)remote;
 	path.remote.addrlen = remotelen;
@@ -1144,7 +1087,7 @@ quic_conn_read(struct quic_conn *qc, const struct udp_socket *sock,
 		if (qc->role == QUIC_ROLE_SERVER && qc->ssl != NULL &&
 		    qc->state == QUIC_STATE_ESTABLISHED)
 			release_tls(qc);
-		mark_dirty(qc);
+		quic_mark_dirty(qc);
 		return;
 	}
 	switch (rv) {
@@ -1161,12 +1104,12 @@ quic_conn_read(struct quic_conn *qc, const struct udp_socket *sock,
 			snprintf(qc->close_info.reason, sizeof qc->close_info.reason,
 			    "stateless reset");
 		}
-		finish(qc);
+		quic_finish(qc);
 		break;
 	case NGTCP2_ERR_DROP_CONN:
 		snprintf(qc->close_info.reason, sizeof qc->close_info.reason,
 		    "dropped");
-		finish(qc);
+		quic_finish(qc);
 		break;
 	case NGTCP2_ERR_DISCARD_PKT:
 		break;
@@ -1264,12 +1207,12 @@ write_one(struct quic_conn *qc, uint8_t *dst, ngtcp2_path_storage *ps,
 		    UDP_MAX_PAYLOAD, &datalen, flags, s->id, v, nv, ts);
 		if (n == NGTCP2_ERR_STREAM_DATA_BLOCKED) {
 			s->blocked = true;
-			stream_set_pending(qc, s);
+			quic_stream_set_pending(qc, s);
 			continue;
 		}
 		if (n == NGTCP2_ERR_STREAM_SHUT_WR || n == NGTCP2_ERR_STREAM_NOT_FOUND) {
 			s->reset = true;
-			stream_set_pending(qc, s);
+			quic_stream_set_pending(qc, s);
 			continue;
 		}
 		if (datalen >= 0) {
@@ -1286,7 +1229,7 @@ write_one(struct quic_conn *qc, uint8_t *dst, ngtcp2_path_storage *ps,
 			TAILQ_REMOVE(&qc->pending_streams, s, pending_entry);
 			s->pending = false;
 		}
-		stream_set_pending(qc, s);
+		quic_stream_set_pending(qc, s);
 		return n;
 	}
 	return ngtcp2_conn_write_pkt(qc->conn, &ps->path, pi, dst, UDP_MAX_PAYLOAD, ts);
@@ -1330,6 +1273,10 @@ quic_conn_write(struct quic_conn *qc)
 	if (qc->dirty) {
 		qc->dirty = false;
 		TAILQ_REMOVE(&dirty_conns, qc, dirty_entry);
+	}
+	if (qc->tcp != NULL) {
+		quic_tcp_write(qc);
+		return;
 	}
 	if (qc->state == QUIC_STATE_CLOSED)
 		return;
@@ -1396,6 +1343,8 @@ quic_write_dirty(void)
 		size_t i;
 
 		quic_conn_write(qc);
+		if (b == NULL)
+			continue; /* TLS over TCP: written already */
 		for (i = 0; i < nbatches && batches[i] != b; i++)
 			;
 		if (i == nbatches) {
@@ -1423,7 +1372,7 @@ timer_cb(evutil_socket_t fd, short what, void *arg)
 		qc->close_info.idle = true;
 		snprintf(qc->close_info.reason, sizeof qc->close_info.reason, "%s",
 		    rv == NGTCP2_ERR_IDLE_CLOSE ? "idle timeout" : "handshake timeout");
-		finish(qc);
+		quic_finish(qc);
 		return;
 	}
 	if (rv != 0) {
@@ -1450,7 +1399,7 @@ quic_conn_send_datagram(struct quic_conn *qc, const uint8_t *data, size_t len)
 	}
 	dropped = dgramq_push(&qc->dq, data, len, clock_now());
 	qc->stats.dgram_queue_full += dropped;
-	mark_dirty(qc);
+	quic_mark_dirty(qc);
 	return (int)dropped;
 }
 
@@ -1493,7 +1442,11 @@ path_udp_now(struct quic_conn *qc)
 size_t
 quic_conn_dgram_max(struct quic_conn *qc)
 {
-	size_t cur = path_udp_now(qc);
+	size_t cur;
+
+	if (qc->tcp != NULL)
+		return quic_tcp_dgram_max(qc);
+	cur = path_udp_now(qc);
 
 	/* A path starts at QUIC's 1200 bytes and grows as discovery confirms
 	 * larger packets: until then the configured size stands (what does
@@ -1515,7 +1468,7 @@ quic_conn_stream_send(struct quic_conn *qc, int64_t id, const uint8_t *data,
 
 	if (qc->state == QUIC_STATE_CLOSED)
 		return -1;
-	s = stream_find(qc, id);
+	s = quic_stream_find(qc, id);
 	if (s == NULL || s->fin || s->reset)
 		return -1;
 	if (len > 0) {
@@ -1536,8 +1489,8 @@ quic_conn_stream_send(struct quic_conn *qc, int64_t id, const uint8_t *data,
 		unacked_all += len;
 	}
 	s->fin = fin;
-	stream_set_pending(qc, s);
-	mark_dirty(qc);
+	quic_stream_set_pending(qc, s);
+	quic_mark_dirty(qc);
 	return 0;
 }
 
@@ -1549,7 +1502,7 @@ quic_conn_stream_read_fd(struct quic_conn *qc, int64_t id, int fd, size_t max)
 	ssize_t n;
 	int saved;
 
-	s = stream_find(qc, id);
+	s = quic_stream_find(qc, id);
 	if (qc->state == QUIC_STATE_CLOSED || s == NULL || s->fin || s->reset) {
 		errno = EPIPE;
 		return -1;
@@ -1583,16 +1536,16 @@ quic_conn_stream_read_fd(struct quic_conn *qc, int64_t id, int fd, size_t max)
 	s->end += (uint64_t)n;
 	qc->unacked += (size_t)n;
 	unacked_all += (size_t)n;
-	stream_set_pending(qc, s);
-	mark_dirty(qc);
+	quic_stream_set_pending(qc, s);
+	quic_mark_dirty(qc);
 	return n;
 }
 
 /* Tell the writers of streams that found no room (a limit was reached)
  * once acknowledgements made some: every stream of this connection, or of
  * every connection when the process-wide limit was the one reached. */
-static void
-wake_blocked(struct quic_conn *qc)
+void
+quic_wake_blocked(struct quic_conn *qc)
 {
 	struct quic_conn *c, *next;
 	struct quic_stream *s, *snext;
@@ -1603,7 +1556,7 @@ wake_blocked(struct quic_conn *qc)
 			next = LIST_NEXT(c, all_entry);
 			c->unacked_blocked = true;
 			if (c != qc)
-				wake_blocked(c);
+				quic_wake_blocked(c);
 		}
 	}
 	if (!qc->unacked_blocked ||
@@ -1674,7 +1627,7 @@ quic_unacked_all(void)
 size_t
 quic_conn_stream_unacked(struct quic_conn *qc, int64_t id)
 {
-	struct quic_stream *s = stream_find(qc, id);
+	struct quic_stream *s = quic_stream_find(qc, id);
 
 	return s != NULL ? (size_t)(s->end - s->acked) : 0;
 }
@@ -1682,42 +1635,54 @@ quic_conn_stream_unacked(struct quic_conn *qc, int64_t id)
 void
 quic_conn_stream_consume(struct quic_conn *qc, int64_t id, size_t n)
 {
+	if (qc->tcp != NULL) {
+		quic_tcp_stream_consume(qc, id, n);
+		return;
+	}
 	if (qc->state == QUIC_STATE_CLOSED || n == 0)
 		return;
 	ngtcp2_conn_extend_max_stream_offset(qc->conn, id, n);
 	ngtcp2_conn_extend_max_offset(qc->conn, n);
-	mark_dirty(qc);
+	quic_mark_dirty(qc);
 }
 
 void
 quic_conn_stream_set_arg(struct quic_conn *qc, int64_t id, void *arg)
 {
-	stream_get(qc, id)->arg = arg;
+	quic_stream_get(qc, id)->arg = arg;
 }
 
 void
 quic_conn_stream_reset(struct quic_conn *qc, int64_t id, uint64_t code)
 {
-	struct quic_stream *s = stream_find(qc, id);
+	struct quic_stream *s = quic_stream_find(qc, id);
 
+	if (qc->tcp != NULL) {
+		quic_tcp_stream_reset(qc, id, code);
+		return;
+	}
 	if (qc->state == QUIC_STATE_CLOSED)
 		return;
 	if (s != NULL) {
 		s->reset = true;
 		s->reset_code = code;
-		stream_set_pending(qc, s);
+		quic_stream_set_pending(qc, s);
 	}
 	ngtcp2_conn_shutdown_stream(qc->conn, 0, id, code);
-	mark_dirty(qc);
+	quic_mark_dirty(qc);
 }
 
 void
 quic_conn_stream_stop_reading(struct quic_conn *qc, int64_t id, uint64_t code)
 {
+	if (qc->tcp != NULL) {
+		quic_tcp_stream_stop_reading(qc, id, code);
+		return;
+	}
 	if (qc->state == QUIC_STATE_CLOSED)
 		return;
 	ngtcp2_conn_shutdown_stream_read(qc->conn, 0, id, code);
-	mark_dirty(qc);
+	quic_mark_dirty(qc);
 }
 
 int64_t
@@ -1725,24 +1690,30 @@ quic_conn_open_stream(struct quic_conn *qc, void *arg)
 {
 	int64_t id;
 
+	if (qc->tcp != NULL)
+		return quic_tcp_open_stream(qc, arg);
 	/* A client may open streams in 0-RTT: the server's remembered
 	 * transport parameters give their limits. */
 	if ((qc->state != QUIC_STATE_ESTABLISHED && !quic_conn_early_ready(qc)) ||
 	    ngtcp2_conn_open_bidi_stream(qc->conn, &id, NULL) != 0)
 		return -1;
-	stream_get(qc, id)->arg = arg;
+	quic_stream_get(qc, id)->arg = arg;
 	return id;
 }
 
 bool
 quic_conn_stream_is_local(struct quic_conn *qc, int64_t id)
 {
+	if (qc->tcp != NULL)
+		return quic_tcp_stream_is_local(qc, id);
 	return ngtcp2_conn_is_local_stream(qc->conn, id) != 0;
 }
 
 uint64_t
 quic_conn_streams_left(struct quic_conn *qc)
 {
+	if (qc->tcp != NULL)
+		return quic_tcp_streams_left(qc);
 	return ngtcp2_conn_get_streams_bidi_left(qc->conn);
 }
 
@@ -1751,6 +1722,10 @@ quic_conn_close(struct quic_conn *qc, uint64_t app_error, const char *reason)
 {
 	ngtcp2_ccerr ccerr;
 
+	if (qc->tcp != NULL) {
+		quic_tcp_close(qc, app_error, reason);
+		return;
+	}
 	if (qc->state == QUIC_STATE_CLOSED)
 		return;
 	ngtcp2_ccerr_default(&ccerr);
@@ -1765,17 +1740,19 @@ quic_conn_close(struct quic_conn *qc, uint64_t app_error, const char *reason)
 		    NGTCP2_APPLICATION_ERROR, (const uint8_t *)reason,
 		    reason != NULL ? strlen(reason) : 0);
 	send_close(qc, &ccerr);
-	finish(qc);
+	quic_finish(qc);
 }
 
 void
 quic_conn_submit_new_token(struct quic_conn *qc, const uint8_t *token,
     size_t len)
 {
+	if (qc->tcp != NULL)
+		return; /* nothing to skip over TCP: no Retry */
 	if (qc->state == QUIC_STATE_CLOSED || len == 0)
 		return;
 	if (ngtcp2_conn_submit_new_token(qc->conn, token, len) == 0)
-		mark_dirty(qc);
+		quic_mark_dirty(qc);
 }
 
 enum quic_state
@@ -1795,6 +1772,8 @@ quic_conn_stalled(struct quic_conn *qc)
 {
 	uint64_t now = clock_now();
 
+	if (qc->tcp != NULL)
+		return quic_tcp_stalled(qc);
 	/* A probe timeout's worth of silence about packets in flight is
 	 * what makes ngtcp2 send probes. */
 	return (bytes_in_flight(qc) > 0 &&
@@ -1827,6 +1806,8 @@ quic_conn_migrate(struct quic_conn *qc, struct udp_batch *batch, bool immediate)
 	ngtcp2_path path;
 	int rv;
 
+	if (qc->tcp != NULL)
+		return -1;
 	if (qc->state != QUIC_STATE_ESTABLISHED)
 		return -1;
 	path.local.addr = (ngtcp2_sockaddr *)&batch->sock->local;
@@ -1850,16 +1831,24 @@ quic_conn_migrate(struct quic_conn *qc, struct udp_batch *batch, bool immediate)
 void
 quic_conn_set_batch(struct quic_conn *qc, struct udp_batch *batch)
 {
+	if (qc->tcp != NULL)
+		return;
 	memcpy(&qc->local, &batch->sock->local, batch->sock->locallen);
 	qc->path.local.addrlen = batch->sock->locallen;
 	qc->batch = batch;
-	mark_dirty(qc);
+	quic_mark_dirty(qc);
 }
 
 const struct sockaddr *
 quic_conn_local(const struct quic_conn *qc, socklen_t *len)
 {
-	const ngtcp2_path *p = ngtcp2_conn_get_path(qc->conn);
+	const ngtcp2_path *p;
+
+	if (qc->tcp != NULL) {
+		*len = qc->path.local.addrlen;
+		return (const struct sockaddr *)&qc->local;
+	}
+	p = ngtcp2_conn_get_path(qc->conn);
 
 	*len = p->local.addrlen;
 	return (const struct sockaddr *)p->local.addr;
@@ -1870,6 +1859,10 @@ quic_conn_get_stats(struct quic_conn *qc, struct quic_conn_stats *st)
 {
 	ngtcp2_conn_info cs;
 
+	if (qc->tcp != NULL) {
+		quic_tcp_get_stats(qc, st);
+		return;
+	}
 	*st = qc->stats;
 	st->stream_unacked = qc->unacked;
 	if (qc->conn == NULL)
@@ -1891,8 +1884,20 @@ quic_conn_peer_key(const struct quic_conn *qc)
 const struct sockaddr *
 quic_conn_remote(const struct quic_conn *qc, socklen_t *len)
 {
-	const ngtcp2_path *p = ngtcp2_conn_get_path(qc->conn);
+	const ngtcp2_path *p;
+
+	if (qc->tcp != NULL) {
+		*len = qc->path.remote.addrlen;
+		return (const struct sockaddr *)&qc->remote;
+	}
+	p = ngtcp2_conn_get_path(qc->conn);
 
 	*len = p->remote.addrlen;
 	return (const struct sockaddr *)p->remote.addr;
+}
+
+bool
+quic_conn_is_tcp(const struct quic_conn *qc)
+{
+	return qc->tcp != NULL;
 }

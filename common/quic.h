@@ -97,6 +97,9 @@ struct quic_conn_cbs {
 	/* Pick the batch (socket) for packets on `path`: the client may hold
 	 * two sockets while it migrates. NULL: the connection's own batch. */
 	struct udp_batch *(*batch_for)(struct quic_conn *, const ngtcp2_path *, void *arg);
+	/* Over TCP: a burst of input has been handled (what its DATAGRAMs
+	 * brought may be flushed to the TUN, as after a burst of UDP). */
+	void (*input_done)(struct quic_conn *, void *arg);
 };
 
 struct quic_settings {
@@ -148,6 +151,7 @@ struct quic_conn_stats {
 	/* stream data held until the peer acknowledges it (what
 	 * quic_conn_set_send_limit bounds) */
 	uint64_t stream_unacked;
+	bool tcp;  /* the session runs over TLS on TCP (rtt, cwnd: the kernel's) */
 };
 
 /* A resumption for the client: the session (wolfSSL DER) and the server's
@@ -174,6 +178,23 @@ struct quic_conn *quic_conn_server_create(struct event_base *,
     const struct quic_settings *, const struct quic_conn_cbs *, void *arg,
     WOLFSSL_CTX *, struct udp_batch *, const ngtcp2_pkt_hd *hd,
     const struct sockaddr *remote, socklen_t remotelen, char **cause);
+
+/* The same session over TLS 1.3 on TCP (quic-tcp.c), for paths that drop
+ * UDP: QUIC's frames on the TLS byte stream (docs/PROTOCOL.md). Every call
+ * below works on it alike, except those about UDP paths (read, migrate,
+ * batches, tokens, 0-RTT), which do nothing. `ctx` comes from
+ * tls_ctx_create_tcp. Client: connects to `remote` itself, without
+ * blocking. Server: takes over `fd`, a connection accept(2) returned
+ * (closed with the session). */
+struct quic_conn *quic_tcp_client_create(struct event_base *,
+    const struct quic_settings *, const struct quic_conn_cbs *, void *arg,
+    WOLFSSL_CTX *, const struct sockaddr *remote, socklen_t remotelen,
+    char **cause);
+struct quic_conn *quic_tcp_server_create(struct event_base *,
+    const struct quic_settings *, const struct quic_conn_cbs *, void *arg,
+    WOLFSSL_CTX *, int fd, const struct sockaddr *remote, socklen_t remotelen);
+/* True for a session over TCP. */
+bool quic_conn_is_tcp(const struct quic_conn *);
 
 /* Free at once (no CONNECTION_CLOSE is sent; see quic_conn_close). */
 void quic_conn_free(struct quic_conn *);

@@ -226,6 +226,9 @@ render_json(struct evbuffer *out, const struct status *st)
 		json_string(&j, key);
 		json_key(&j, "state");
 		json_string(&j, p->state);
+		/* quic or tcp (TLS over TCP); null without a session */
+		json_key(&j, "transport");
+		json_string(&j, !p->has_quic ? NULL : p->quic.tcp ? "tcp" : "quic");
 		json_prefixes(&j, "addresses", p->addrs, p->naddrs);
 		json_prefixes(&j, "allowed_ips", p->allowed, p->nallowed);
 		json_key(&j, "remote");
@@ -396,6 +399,9 @@ render_text(struct evbuffer *out, const struct status *st)
 		if (p->remote != NULL)
 			evbuffer_add_printf(out, "  endpoint: %s\n",
 			    addr_sockaddr_str(p->remote, buf));
+		if (p->has_quic)
+			evbuffer_add_printf(out, "  transport: %s\n",
+			    p->quic.tcp ? "TLS over TCP" : "QUIC");
 		if (p->local != NULL)
 			evbuffer_add_printf(out, "  local: %s\n",
 			    addr_sockaddr_str(p->local, buf));

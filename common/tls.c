@@ -106,9 +106,9 @@ alpn_select_cb(WOLFSSL *ssl, const unsigned char **out, unsigned char *outlen,
 	return SSL_TLSEXT_ERR_ALERT_FATAL;
 }
 
-WOLFSSL_CTX *
-tls_ctx_create(enum tls_role role, const uint8_t priv[static KEY_LEN],
-    tls_pin_cb pin, char **cause)
+static WOLFSSL_CTX *
+ctx_create(enum tls_role role, const uint8_t priv[static KEY_LEN],
+    tls_pin_cb pin, bool quic, char **cause)
 {
 	uint8_t pub[KEY_LEN], certder[1024], keyder[256];
 	WOLFSSL_CTX *ctx = NULL;
@@ -140,7 +140,7 @@ tls_ctx_create(enum tls_role role, const uint8_t priv[static KEY_LEN],
 		*cause = xstrdup("wolfSSL_CTX_new failed");
 		goto out;
 	}
-	if ((role == TLS_ROLE_SERVER ?
+	if (quic && (role == TLS_ROLE_SERVER ?
 	    ngtcp2_crypto_wolfssl_configure_server_context(ctx) :
 	    ngtcp2_crypto_wolfssl_configure_client_context(ctx)) != 0) {
 		*cause = xstrdup("cannot configure wolfSSL for QUIC");
@@ -166,6 +166,20 @@ out:
 		ctx = NULL;
 	}
 	return ctx;
+}
+
+WOLFSSL_CTX *
+tls_ctx_create(enum tls_role role, const uint8_t priv[static KEY_LEN],
+    tls_pin_cb pin, char **cause)
+{
+	return ctx_create(role, priv, pin, true, cause);
+}
+
+WOLFSSL_CTX *
+tls_ctx_create_tcp(enum tls_role role, const uint8_t priv[static KEY_LEN],
+    tls_pin_cb pin, char **cause)
+{
+	return ctx_create(role, priv, pin, false, cause);
 }
 
 void
@@ -216,15 +230,19 @@ keylog_cb(const WOLFSSL *ssl, const char *line)
 int
 tls_ctx_set_keylog(WOLFSSL_CTX *ctx, const char *path, char **cause)
 {
-	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW |
-	    O_CLOEXEC, 0600);
+	int fd;
 
+	/* The second context of a program (TLS over TCP) shares the file. */
+	if (keylog_fd != -1) {
+		wolfSSL_CTX_set_keylog_callback(ctx, keylog_cb);
+		return 0;
+	}
+	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
+	    0600);
 	if (fd == -1) {
 		xasprintf(cause, "KeyLogFile %s: %s", path, strerror(errno));
 		return -1;
 	}
-	if (keylog_fd != -1)
-		close(keylog_fd);
 	keylog_fd = fd;
 	wolfSSL_CTX_set_keylog_callback(ctx, keylog_cb);
 	log_warn("KeyLogFile: the TLS secrets of every connection go to %s; "

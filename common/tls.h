@@ -25,6 +25,11 @@ typedef bool (*tls_pin_cb)(WOLFSSL *ssl, const uint8_t pubkey[static KEY_LEN]);
 WOLFSSL_CTX *tls_ctx_create(enum tls_role role, const uint8_t priv[static KEY_LEN],
     tls_pin_cb pin, char **cause);
 
+/* The same for TLS 1.3 on TCP (quic-tcp.c): same certificate, pin check
+ * and ALPN, without QUIC's TLS interface. */
+WOLFSSL_CTX *tls_ctx_create_tcp(enum tls_role role,
+    const uint8_t priv[static KEY_LEN], tls_pin_cb pin, char **cause);
+
 /* Session resumption. Client: ask for tickets and hand each new session to
  * quic_tls_new_session. Server: accept 0-RTT when `early_data` (the ticket
  * keys come from state_server_attach). */
@@ -37,7 +42,7 @@ void tls_ctx_enable_resumption(WOLFSSL_CTX *, enum tls_role, bool early_data);
  * followed through a link. Returns 0, or -1 with *cause set. */
 int tls_ctx_set_keylog(WOLFSSL_CTX *, const char *path, char **cause);
 
-/* A new WOLFSSL object for one QUIC connection (client side: ALPN set and
+/* A new WOLFSSL object for one connection (client side: ALPN set and
  * the connect state entered). `conn_ref` becomes its app data. */
 WOLFSSL *tls_session_create(WOLFSSL_CTX *, enum tls_role, void *conn_ref);
 

@@ -222,6 +222,26 @@ admit_check(struct admit *a, const ngtcp2_pkt_hd *hd,
 	return ADMIT_ACCEPT;
 }
 
+enum admit_verdict
+admit_check_tcp(struct admit *a, const struct sockaddr *from, size_t half_open,
+    uint64_t now)
+{
+	admit_tick(a, now);
+	/* TCP's own handshake proved the address: no Retry is needed, and
+	 * none exists; the other limits are the same as for QUIC. */
+	if (half_open >= ADMIT_MAX_HALF_OPEN) {
+		a->stats.half_open_full++;
+		return ADMIT_DROP;
+	}
+	if (!prefix_allows(a, from, now)) {
+		a->stats.rate_limited++;
+		return ADMIT_DROP;
+	}
+	a->stats.accepted++;
+	a->stats.validated++;
+	return ADMIT_ACCEPT;
+}
+
 size_t
 admit_new_token(struct admit *a, const struct sockaddr *to, socklen_t tolen,
     uint64_t now, uint8_t *token, size_t max)

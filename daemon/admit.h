@@ -93,6 +93,12 @@ enum admit_verdict admit_check(struct admit *, const ngtcp2_pkt_hd *hd,
     uint64_t now, struct admit_result *, uint8_t *retry, size_t retrymax,
     size_t *retrylen);
 
+/* Decide on a TCP connection (TLS over TCP) from `from`: ADMIT_ACCEPT or
+ * ADMIT_DROP (close it). Its address is proven, so only the half-open cap
+ * and the per-prefix rate apply, shared with QUIC's handshakes. */
+enum admit_verdict admit_check_tcp(struct admit *, const struct sockaddr *from,
+    size_t half_open, uint64_t now);
+
 /* A NEW_TOKEN token for the peer at `to`, for its next connection. Returns
  * its length (at most NGTCP2_CRYPTO_MAX_REGULAR_TOKENLEN) or 0. */
 size_t admit_new_token(struct admit *, const struct sockaddr *to,

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/queue.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "admit.h"
 #include "clock.h"
@@ -27,6 +29,7 @@
 #include "state.h"
 #include "server.h"
 #include "status.h"
+#include "tcp.h"
 #include "tls.h"
 #include "tun-netlink.h"
 #include "tun.h"
@@ -88,6 +91,13 @@ struct listener {
 	struct event *hs_ev;
 };
 
+/* A ListenTCP socket: sessions over TLS on TCP. */
+struct tcp_listener {
+	struct server *srv;
+	int fd;
+	struct event *ev;
+};
+
 struct session {
 	LIST_ENTRY(session) entry;
 	struct server *srv;
@@ -124,6 +134,9 @@ struct server {
 
 	struct listener listeners[CFG_MAX_LISTEN];
 	size_t nlisteners;
+	WOLFSSL_CTX *tls_tcp;       /* for ListenTCP's sessions */
+	struct tcp_listener tcp_listeners[CFG_MAX_LISTEN];
+	size_t ntcp_listeners;
 
 	struct tun tun;
 	bool has_tun;
@@ -638,6 +651,17 @@ closed_cb(struct quic_conn *qc, const struct quic_close_info *ci, void *arg)
 		server_notify(srv);
 }
 
+/* A burst over TCP brought packets for the TUN: out they go, coalesced. */
+static void
+input_done_cb(struct quic_conn *qc, void *arg)
+{
+	struct session *sess = arg;
+
+	(void)qc;
+	if (sess->srv->has_tun)
+		tunnel_flush(&sess->srv->tun_out);
+}
+
 static const struct quic_conn_cbs session_cbs = {
 	.handshake_done = handshake_done_cb,
 	.datagram = datagram_cb,
@@ -649,6 +673,7 @@ static const struct quic_conn_cbs session_cbs = {
 	.cid_remove = cid_remove_cb,
 	.closed = closed_cb,
 	.path_validated = path_validated_cb,
+	.input_done = input_done_cb,
 };
 
 static void
@@ -792,6 +817,70 @@ handle_packet(struct listener *l, const uint8_t *pkt, size_t len,
 		return;
 	}
 	new_session(l, pkt, len, from, fromlen, ecn);
+}
+
+/* A client over TCP: admitted by the same rules as a QUIC Initial, and
+ * from then on a session like any other. */
+static void
+tcp_accept_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct tcp_listener *tl = arg;
+	struct server *srv = tl->srv;
+	struct sockaddr_storage from;
+	struct session *sess;
+	socklen_t fromlen;
+	int c;
+
+	(void)fd;
+	(void)what;
+	/* Bounded: a flood of connections leaves room for everything else. */
+	for (int i = 0; i < 64; i++) {
+		fromlen = sizeof from;
+		c = accept4(tl->fd, (struct sockaddr *)&from, &fromlen,
+		    SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (c == -1) {
+			if (errno != EAGAIN && errno != EWOULDBLOCK &&
+			    errno != EINTR && errno != ECONNABORTED)
+				log_warn("ListenTCP: accept: %s", strerror(errno));
+			return;
+		}
+		if (srv->shutting_down || srv->nsessions >= srv->max_sessions ||
+		    admit_check_tcp(&srv->admit, (struct sockaddr *)&from,
+		    srv->half_open, clock_now()) != ADMIT_ACCEPT) {
+			if (!srv->shutting_down && srv->nsessions >= srv->max_sessions)
+				tunnel_drop(TUNNEL_DROP_QUEUE_FULL, NULL, &srv->counters);
+			close(c);
+			continue;
+		}
+		sess = xcalloc(1, sizeof *sess);
+		sess->srv = srv;
+		LIST_INSERT_HEAD(&srv->sessions, sess, entry);
+		srv->nsessions++;
+		sess->half_open = true;
+		srv->half_open++;
+		sess->qc = quic_tcp_server_create(srv->base, &srv->qs, &session_cbs,
+		    sess, srv->tls_tcp, c, (struct sockaddr *)&from, fromlen);
+		quic_conn_set_send_limit(sess->qc, srv->cfg->forward_memory);
+	}
+}
+
+static int
+setup_tcp_listeners(struct server *srv, char **cause)
+{
+	for (size_t i = 0; i < srv->cfg->nlisten_tcp; i++) {
+		struct tcp_listener *tl = &srv->tcp_listeners[i];
+
+		tl->srv = srv;
+		tl->fd = tcp_listen((const struct sockaddr *)&srv->cfg->listen_tcp[i],
+		    srv->cfg->listen_tcp_len[i], cause);
+		if (tl->fd == -1)
+			return -1;
+		srv->ntcp_listeners++;
+		tl->ev = event_new(srv->base, tl->fd, EV_READ | EV_PERSIST,
+		    tcp_accept_cb, tl);
+		event_add(tl->ev, NULL);
+	}
+	return 0;
 }
 
 static void
@@ -1223,8 +1312,20 @@ server_create(struct event_base *base, const struct cfg *cfg, int verbose,
 		log_info("QlogDir: a qlog file per connection goes to %s",
 		    cfg->qlog_dir);
 	state_server_attach(srv->state, srv->tls);
+	if (cfg->nlisten_tcp > 0) {
+		if (key_load_private(cfg->private_key_file, priv, cause) != 0)
+			goto fail;
+		srv->tls_tcp = tls_ctx_create_tcp(TLS_ROLE_SERVER, priv,
+		    quic_tls_pin, cause);
+		explicit_bzero(priv, sizeof priv);
+		if (srv->tls_tcp == NULL)
+			goto fail;
+		if (cfg->keylog_file != NULL &&
+		    tls_ctx_set_keylog(srv->tls_tcp, cfg->keylog_file, cause) != 0)
+			goto fail;
+	}
 	if (setup_peers(srv, cause) != 0 || setup_listeners(srv, cause) != 0 ||
-	    setup_tun(srv, cause) != 0)
+	    setup_tcp_listeners(srv, cause) != 0 || setup_tun(srv, cause) != 0)
 		goto fail;
 	srv->control = control_create(base, cfg->control_socket, status_cb, srv, cause);
 	if (srv->control == NULL)
@@ -1273,6 +1374,12 @@ server_free(struct server *srv)
 		udp_close(&srv->listeners[i].sock);
 		udp_close(&srv->listeners[i].hs);
 	}
+	for (size_t i = 0; i < srv->ntcp_listeners; i++) {
+		event_free(srv->tcp_listeners[i].ev);
+		close(srv->tcp_listeners[i].fd);
+	}
+	if (srv->tls_tcp != NULL)
+		wolfSSL_CTX_free(srv->tls_tcp);
 	if (srv->tun_ev != NULL)
 		event_free(srv->tun_ev);
 	if (srv->has_tun) {

@@ -142,6 +142,29 @@ e2e_init() {
 	# Git does not keep file modes and rove refuses keys that others can read.
 	cp -R "$TOP/configs" "$WORK/configs"
 	chmod 600 "$WORK"/configs/keys/*.key
+	if [ -n "${ROVE_TRANSPORT:-}" ]; then
+		e2e_transport "$ROVE_TRANSPORT"
+	fi
+}
+
+# e2e_transport quic|tcp|auto: the clients' Transport; roved also listens
+# on TCP port 443 of its outer address (ListenTCP) and the clients'
+# ServerTCP points there. ROVE_TRANSPORT=tcp in the environment
+# runs any test over TLS on TCP.
+e2e_transport() {
+	local c
+	case $1 in
+	quic|tcp|auto) ;;
+	*) die "ROVE_TRANSPORT: '$1' is not quic, tcp or auto" ;;
+	esac
+	sed -i -e '/^ListenTCP = /d' -e "/^\[Server\]/a ListenTCP = $SRV_OUTER:443" \
+		"$WORK/configs/roved.conf"
+	for c in rove.conf rove2.conf; do
+		sed -i -e '/^Transport = /d' -e '/^ServerTCP = /d' "$WORK/configs/$c"
+		printf 'Transport = %s\nServerTCP = %s:443\n' "$1" "$SRV_OUTER" \
+			>>"$WORK/configs/$c"
+	done
+	log "transport: $1"
 }
 
 # e2e_finish: the test's exit status from the checks it recorded.

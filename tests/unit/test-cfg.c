@@ -107,6 +107,8 @@ static const char server_full[] =
     "listen = 198.18.1.1:4433\t# trailing comment after a tab\n"
     "LISTEN=[fd00:1::1]:443\n"
     "  Listen   =   0.0.0.0  \n"
+    "ListenTCP = 198.18.1.1:443\n"
+    "ListenTCP = [fd00:1::1]\n"
     "PrivateKeyFile = keys/server.key\n"
     "Tun = tun%d\n"
     "Address = 10.77.0.1/24 , fd00:77::1/64\n"
@@ -136,6 +138,8 @@ static const char server_full_printed[] =
     "Listen = 198.18.1.1:4433\n"
     "Listen = [fd00:1::1]:443\n"
     "Listen = 0.0.0.0:4433\n"
+    "ListenTCP = 198.18.1.1:443\n"
+    "ListenTCP = [fd00:1::1]:443\n"
     "PrivateKeyFile = /etc/rove/keys/server.key\n"
     "Tun = tun%d\n"
     "Address = 10.77.0.1/24, fd00:77::1/64\n"
@@ -188,6 +192,11 @@ test_server_full(void **state)
 	assert_int_equal(cfg.listen_len[1], sizeof(struct sockaddr_in6));
 	assert_string_equal(addr_sockaddr_str((void *)&cfg.listen[2], buf),
 	    "0.0.0.0:4433");
+	assert_int_equal(cfg.nlisten_tcp, 2);
+	assert_string_equal(addr_sockaddr_str((void *)&cfg.listen_tcp[0], buf),
+	    "198.18.1.1:443");
+	assert_string_equal(addr_sockaddr_str((void *)&cfg.listen_tcp[1], buf),
+	    "[fd00:1::1]:443");
 
 	assert_string_equal(cfg.private_key_file, "/etc/rove/keys/server.key");
 	assert_string_equal(cfg.tun, "tun%d");
@@ -218,7 +227,7 @@ test_server_full(void **state)
 	assert_int_equal(p->allowed_ips.n, 0);
 	assert_int_equal(p->nallow_forward, 0);
 	assert_int_equal(p->nallow_remote_forward, 0);
-	assert_int_equal(p->line, 18);
+	assert_int_equal(p->line, 20);
 
 	p = &cfg.peers[1];
 	assert_string_equal(p->name, "branch.office-1_B");
@@ -245,7 +254,7 @@ test_server_full(void **state)
 	assert_int_equal(p->nallow_remote_forward, 2);
 	assert_int_equal(p->allow_remote_forward[0], 2222);
 	assert_int_equal(p->allow_remote_forward[1], 8080);
-	assert_int_equal(p->line, 24);
+	assert_int_equal(p->line, 26);
 
 	cfg_clear(&cfg);
 	assert_null(cfg.path);
@@ -271,11 +280,15 @@ static const char client_full[] =
     "RemoteForward = 2223 = [fd00::5]:22\n"
     "DynamicForward = 127.0.0.1:1080\n"
     "DynamicForward = 1081\n"
-    "Offload = OFF\n";
+    "Offload = OFF\n"
+    "ServerTCP = tcp.example\n"
+    "transport = TCP\n";
 
 static const char client_full_printed[] =
     "[Client]\n"
     "Server = [2001:db8::1]:4433\n"
+    "ServerTCP = tcp.example:443\n"
+    "Transport = tcp\n"
     "ServerPublicKey = " PK_SERVER "\n"
     "PrivateKeyFile = /etc/rove/client.key\n"
     "Tun = none\n"
@@ -327,6 +340,9 @@ test_client_full(void **state)
 	assert_int_equal(cfg.role, CFG_ROLE_CLIENT);
 	assert_string_equal(cfg.server_host, "2001:db8::1");
 	assert_int_equal(cfg.server_port, 4433);
+	assert_string_equal(cfg.server_tcp_host, "tcp.example");
+	assert_int_equal(cfg.server_tcp_port, 443);
+	assert_int_equal(cfg.transport, CFG_TRANSPORT_TCP);
 	assert_key(cfg.server_pubkey, PK_SERVER);
 	assert_string_equal(cfg.private_key_file, "/etc/rove/client.key");
 	assert_null(cfg.tun);
@@ -380,6 +396,7 @@ test_defaults(void **state)
 	assert_int_equal(cfg.nlisten, 1);
 	assert_string_equal(addr_sockaddr_str((void *)&cfg.listen[0], buf),
 	    "0.0.0.0:4433");
+	assert_int_equal(cfg.nlisten_tcp, 0);
 	assert_string_equal(cfg.tun, "rove0");
 	assert_int_equal(cfg.mtu, CFG_DEFAULT_MTU);
 	assert_string_equal(cfg.state_dir, "/var/lib/rove");
@@ -402,6 +419,10 @@ test_defaults(void **state)
 
 	load_ok("/etc/rove/rove.conf", CLI, CFG_ROLE_CLIENT, &cfg);
 	assert_int_equal(cfg.server_port, CFG_DEFAULT_PORT);
+	/* TLS over TCP: the same host, HTTPS's port; QUIC first. */
+	assert_string_equal(cfg.server_tcp_host, "vpn.example");
+	assert_int_equal(cfg.server_tcp_port, 443);
+	assert_int_equal(cfg.transport, CFG_TRANSPORT_AUTO);
 	assert_string_equal(cfg.tun, "rove0");
 	assert_string_equal(cfg.state_dir, "/var/lib/rove");
 	sock = expected_socket("rove.sock");
@@ -639,6 +660,20 @@ static const struct bad_case bad_cases[] = {
 	{ C, CLI "KeepAlive = 30\nIdleTimeout = 30\n", 0,
 	    { "t.conf:6: IdleTimeout: 30 must be greater than KeepAlive "
 	      "(30)" } },
+	/* The TCP transport's keys. */
+	{ C, CLI "Transport = udp\n", 0,
+	    { "t.conf:5: Transport: 'udp' is not auto, quic or tcp" } },
+	{ C, CLI "ServerTCP = bad/host:443\n", 0,
+	    { "t.conf:5: ServerTCP: 'bad/host:443' is not host[:port]" } },
+	{ S, SRV "ListenTCP = vpn.example:443\n" PEER_A, 0,
+	    { "t.conf:4: ListenTCP: 'vpn.example:443' is not a numeric "
+	      "address[:port]" } },
+	{ S, SRV "ListenTCP = 0.0.0.0:443\nListenTCP = 0.0.0.0:443\n" PEER_A, 0,
+	    { "t.conf:5: ListenTCP: 0.0.0.0:443 is listed twice (first on "
+	      "line 4)" } },
+	{ C, CLI "ListenTCP = 0.0.0.0:443\n", 0,
+	    { "t.conf:5: ListenTCP: is a [Server] key, not valid in a client "
+	      "config" } },
 	{ C, CLI "KeepAlive = 200\n", 0,
 	    { "t.conf:5: KeepAlive: 200 must be less than IdleTimeout "
 	      "(120)" } },

@@ -1,0 +1,3 @@
+#!/usr/bin/env bash
+# test-fwd-reset.sh over TLS on TCP: Transport = tcp, roved's ListenTCP.
+ROVE_TRANSPORT=tcp exec bash "$(dirname "$0")/test-fwd-reset.sh" "$@"
