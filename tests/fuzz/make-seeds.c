@@ -26,6 +26,7 @@
 #include "key.h"
 #include "proto-fwd.h"
 #include "proto.h"
+#include "qmux.h"
 #include "quic-initial.h"
 #include "quic.h"
 #include "state.h"
@@ -269,6 +270,59 @@ proto_seeds(void)
 	if ((n[1] = proto_encode_server_config(msg[1], sizeof msg[1], &c)) == 0)
 		die("proto: encoding failed");
 	put("proto", "server-config-dns", msg[1], n[1]);
+}
+
+/* --- frames of the TLS-over-TCP transport --- */
+
+/* What one side writes on its TLS stream: its parameters, a forward's
+ * first bytes and FIN, a DATAGRAM, credit, a reset, a close. */
+static void
+qmux_seeds(void)
+{
+	struct qmux_params p = {
+		.max_idle_timeout_ms = 120000, .initial_max_data = 16u << 20,
+		.max_stream_data_bidi_local = 8u << 20,
+		.max_stream_data_bidi_remote = 8u << 20,
+		.initial_max_streams_bidi = 256, .max_datagram_frame_size = 65535,
+	};
+	static const uint8_t ping4[] = { 0x00, 0x45, 0x00, 0x00, 0x1c };
+	struct buf all = { .n = 0 }, one;
+	uint8_t f[600];
+	size_t n;
+
+	n = qmux_encode_params(f, sizeof f, &p);
+	put("qmux", "params", f, n);
+	add(&all, f, n);
+	one.n = 0;
+	n = qmux_encode_stream_header(f, sizeof f, 4, 0, 5, false);
+	add(&one, f, n);
+	add(&one, "hello", 5);
+	n = qmux_encode_stream_header(f, sizeof f, 4, 5, 0, true);
+	add(&one, f, n);
+	put("qmux", "stream", one.b, one.n);
+	add(&all, one.b, one.n);
+	one.n = 0;
+	n = qmux_encode_datagram_header(f, sizeof f, sizeof ping4);
+	add(&one, f, n);
+	add(&one, ping4, sizeof ping4);
+	put("qmux", "datagram", one.b, one.n);
+	add(&all, one.b, one.n);
+	n = qmux_encode_max(f, sizeof f, QMUX_MAX_DATA, 0, 32u << 20);
+	add(&all, f, n);
+	n = qmux_encode_max(f, sizeof f, QMUX_MAX_STREAM_DATA, 4, 12u << 20);
+	add(&all, f, n);
+	n = qmux_encode_max(f, sizeof f, QMUX_MAX_STREAMS_BIDI, 0, 257);
+	add(&all, f, n);
+	n = qmux_encode_reset_stream(f, sizeof f, 8, 0x101, 10);
+	add(&all, f, n);
+	n = qmux_encode_stop_sending(f, sizeof f, 8, 0x101);
+	add(&all, f, n);
+	n = qmux_encode_ping(f, sizeof f);
+	add(&all, f, n);
+	n = qmux_encode_close(f, sizeof f, true, 0, "client shutting down");
+	put("qmux", "close", f, n);
+	add(&all, f, n);
+	put("qmux", "session", all.b, all.n);
 }
 
 /* --- forward headers and remote-forward messages --- */
@@ -716,6 +770,7 @@ main(int argc, char **argv)
 	cfg_seeds();
 	ippkt_seeds();
 	proto_seeds();
+	qmux_seeds();
 	proto_fwd_seeds();
 	socks5_seeds();
 	state_seeds();
