@@ -36,6 +36,17 @@
 #define BACKOFF_MIN_MS 250
 #define BACKOFF_MAX_MS 30000
 #define MAX_ROUTES (PROTO_MAX_ROUTES + 64)
+/* Transport = auto. TLS over TCP joins the race when QUIC's handshake has
+ * heard nothing for RACE_AFTER_MS, or when an established QUIC session's
+ * packets have gone unacknowledged for STALL_MS. While on TCP, a QUIC
+ * handshake probes UDP, PROBE_WAIT_MS each, PROBE_MIN_MS apart at first,
+ * doubling to PROBE_MAX_MS. */
+#define TRANSPORT_CHECK_MS 250
+#define RACE_AFTER_MS 1000
+#define STALL_MS 2000
+#define PROBE_WAIT_MS 3000
+#define PROBE_MIN_MS 2000
+#define PROBE_MAX_MS 16000
 
 /* Application close codes of the protocol (docs/PROTOCOL.md). */
 #define APP_ERR_NOT_ALLOWED 3
@@ -70,7 +81,18 @@ struct client {
 
 	struct csock *sock;      /* the socket of the current path */
 	struct csock *old_sock;  /* the previous one, while migrating */
-	struct quic_conn *qc;
+	struct quic_conn *qc;    /* the session */
+	/* Transport = auto: TLS over TCP racing QUIC or taking over from a
+	 * stalled one; and, while on TCP, a QUIC handshake probing UDP with
+	 * its own socket. Either becomes `qc` when it completes. */
+	struct quic_conn *alt;
+	struct quic_conn *probe;
+	struct csock *probe_sock;
+	struct event *transport_ev;
+	struct event *probe_ev;
+	unsigned probes;         /* since the move to TCP, for the back-off */
+	unsigned alt_failures;   /* TLS over TCP attempts failed in a row */
+	uint64_t alt_not_before; /* clock_now_ms(): no attempt before */
 	uint8_t ctl[PROTO_MAX_MSG + 16];
 	size_t ctllen;
 	bool configured;     /* the server's configuration arrived */
@@ -112,6 +134,74 @@ struct client {
 };
 
 static void connect_server(struct client *);
+static void schedule_probe(struct client *);
+static void csock_free(struct csock *);
+
+/* `next`, established, becomes the session in place of the current one,
+ * which closes. Forwards cannot move with it: they are reset, as on a
+ * reconnect, and new ones open on `next`. The TUN stays. */
+static void
+switch_session(struct client *c, struct quic_conn *next)
+{
+	struct quic_conn *old = c->qc;
+
+	forward_detach(c->fwd);
+	c->qc = next;
+	c->configured = false;
+	c->ctl_open = false;
+	c->ctllen = 0;
+	if (old != NULL)
+		quic_conn_close(old, 0, "the session moved to another transport");
+}
+
+/* A session that completed its handshake: the one in use, or one of the
+ * auto transport's candidates, which takes over. False: `qc` is not to
+ * be used (it is closing). */
+static bool
+take_session(struct client *c, struct quic_conn *qc)
+{
+	if (qc == c->probe) {
+		struct csock *ps = c->probe_sock;
+
+		log_info("UDP gets through again: the session moves back to QUIC");
+		c->roam.quic_returns++;
+		c->probe = NULL;
+		c->probe_sock = NULL;
+		evtimer_del(c->probe_ev);
+		switch_session(c, qc);
+		csock_free(c->old_sock);
+		c->old_sock = NULL;
+		csock_free(c->sock);
+		c->sock = ps;
+		return true;
+	}
+	if (qc == c->alt) {
+		c->alt = NULL;
+		/* QUIC came through meanwhile, and works: it is preferred. */
+		if (c->qc != NULL && !quic_conn_is_tcp(c->qc) &&
+		    quic_conn_state(c->qc) == QUIC_STATE_ESTABLISHED &&
+		    quic_conn_ack_silence_ms(c->qc) < STALL_MS) {
+			quic_conn_close(qc, 0, "QUIC works");
+			return false;
+		}
+		log_info("the session moves to TLS over TCP (%s:%u)",
+		    c->cfg->server_tcp_host, (unsigned)c->cfg->server_tcp_port);
+		c->roam.tcp_fallbacks++;
+		c->alt_failures = 0;
+		switch_session(c, qc);
+		c->probes = 0;
+		schedule_probe(c);
+		return true;
+	}
+	/* QUIC answered while TCP was still connecting: QUIC wins. */
+	if (c->alt != NULL) {
+		struct quic_conn *alt = c->alt;
+
+		c->alt = NULL;
+		quic_conn_close(alt, 0, "QUIC works");
+	}
+	return true;
+}
 
 static bool
 pin_check(struct quic_conn *qc, const uint8_t *pub, void *arg)
@@ -150,6 +240,8 @@ handshake_done_cb(struct quic_conn *qc, void *arg)
 	uint8_t buf[64];
 	size_t n;
 
+	if (!take_session(c, qc))
+		return;
 	c->handshakes++;
 	quic_conn_get_stats(qc, &st);
 	if (st.early_attempted) {
@@ -473,6 +565,69 @@ refusal_alert(uint64_t code)
 	return false;
 }
 
+/* Our key refused: retrying cannot help, on either transport. */
+static bool
+refused(const struct quic_close_info *ci)
+{
+	return ci->remote && ((ci->transport && refusal_alert(ci->code)) ||
+	    (!ci->transport && ci->code == APP_ERR_NOT_ALLOWED));
+}
+
+/* A connection that is not the session ended: a candidate of the auto
+ * transport that failed, or the session one replaced. Returns true when
+ * that is all (false: a refusal, handled as for the session). */
+static bool
+other_closed(struct client *c, struct quic_conn *qc,
+    const struct quic_close_info *ci)
+{
+	bool alt = qc == c->alt, probe = qc == c->probe;
+	bool tcp = quic_conn_is_tcp(qc);
+
+	if (alt)
+		c->alt = NULL;
+	if (probe) {
+		c->probe = NULL;
+		csock_free(c->probe_sock);
+		c->probe_sock = NULL;
+		evtimer_del(c->probe_ev);
+	}
+	quic_conn_free(qc);
+	if (!alt && !probe) {
+		/* A QUIC session left behind: its UDP socket goes too. */
+		if (!tcp && c->qc != NULL && quic_conn_is_tcp(c->qc)) {
+			csock_free(c->old_sock);
+			c->old_sock = NULL;
+			csock_free(c->sock);
+			c->sock = NULL;
+		}
+		return true;
+	}
+	if (c->stopping) {
+		if (c->qc == NULL && c->alt == NULL)
+			event_base_loopexit(c->base, NULL);
+		return true;
+	}
+	if (ci->pin_mismatch || refused(ci))
+		return false;
+	log_info("%s failed: %s", probe ? "QUIC probe" : "TLS over TCP",
+	    ci->reason[0] ? ci->reason : "unknown reason");
+	/* A server without ListenTCP refuses at once: do not ask again
+	 * every TRANSPORT_CHECK_MS, but after 2 s, doubling to a minute. */
+	if (alt) {
+		uint64_t d = 2000;
+
+		for (unsigned i = 0; i < c->alt_failures && d < 60000; i++)
+			d *= 2;
+		c->alt_failures++;
+		c->alt_not_before = clock_now_ms() + (d < 60000 ? d : 60000);
+	}
+	if (c->qc == NULL)
+		schedule_reconnect(c);   /* QUIC had given up already */
+	else if (quic_conn_is_tcp(c->qc) && !evtimer_pending(c->probe_ev, NULL))
+		schedule_probe(c);
+	return true;
+}
+
 static void
 closed_cb(struct quic_conn *qc, const struct quic_close_info *info, void *arg)
 {
@@ -481,23 +636,36 @@ closed_cb(struct quic_conn *qc, const struct quic_close_info *info, void *arg)
 	struct quic_close_info copy = *info; /* it lives in the connection */
 	const struct quic_close_info *ci = &copy;
 
-	/* The next connection paces its first flight by this path's RTT. */
-	{
+	if (qc != c->qc) {
+		if (other_closed(c, qc, ci))
+			return;
+	} else {
+		/* The next connection paces its first flight by this path's
+		 * RTT. */
 		struct quic_conn_stats st;
 
 		quic_conn_get_stats(qc, &st);
-		if (st.rtt_ms > 0)
+		if (st.rtt_ms > 0 && !st.tcp)
 			c->qs.initial_rtt_ns = (uint64_t)(st.rtt_ms * 1e6);
+		/* Forwarded connections cannot survive their session. */
+		forward_detach(c->fwd);
+		quic_conn_free(c->qc);
+		c->qc = NULL;
+		c->configured = false;
+		c->ctl_open = false;
+		c->ctllen = 0;
+		/* A probe belongs to the session over TCP. */
+		if (c->probe != NULL) {
+			quic_conn_free(c->probe);
+			c->probe = NULL;
+			csock_free(c->probe_sock);
+			c->probe_sock = NULL;
+		}
+		evtimer_del(c->probe_ev);
 	}
-	/* Forwarded connections cannot survive their QUIC connection. */
-	forward_detach(c->fwd);
-	quic_conn_free(c->qc);
-	c->qc = NULL;
-	c->configured = false;
-	c->ctl_open = false;
-	c->ctllen = 0;
 	if (c->stopping) {
-		event_base_loopexit(c->base, NULL);
+		if (c->alt == NULL)
+			event_base_loopexit(c->base, NULL);
 		return;
 	}
 	if (ci->pin_mismatch) {
@@ -510,14 +678,19 @@ closed_cb(struct quic_conn *qc, const struct quic_close_info *info, void *arg)
 		event_base_loopexit(c->base, NULL);
 		return;
 	}
-	if (ci->remote && ((ci->transport && refusal_alert(ci->code)) ||
-	    (!ci->transport && ci->code == APP_ERR_NOT_ALLOWED))) {
+	if (refused(ci)) {
 		log_error("rejected by the server (%s %llu): is this client's "
 		    "public key configured there?", ci->transport ? "TLS alert" :
 		    "error", (unsigned long long)(ci->transport ? ci->code - 0x100 :
 		    ci->code));
 		c->exit_status = 1;
 		event_base_loopexit(c->base, NULL);
+		return;
+	}
+	/* TLS over TCP is still trying: it decides what comes next. */
+	if (c->alt != NULL) {
+		log_info("QUIC gave up (%s); waiting for TLS over TCP",
+		    ci->reason[0] ? ci->reason : "unknown reason");
 		return;
 	}
 	log_warn("connection lost: %s%s", ci->remote ? "closed by server: " : "",
@@ -594,18 +767,22 @@ udp_read_cb(evutil_socket_t fd, short what, void *arg)
 	/* Bounded so the TUN side gets its turn under load; a short batch
 	 * means the socket is empty, so no call is spent learning that. */
 	do {
+		/* The probe's own socket feeds the probe. */
+		struct quic_conn *qc = cs == c->probe_sock ? c->probe : c->qc;
+
+		if (qc == NULL)
+			break;
 		got = udp_recv_many(&cs->sock, r, UDP_RECV_BATCH);
 		for (int i = 0; i < got; i++) {
-			for (size_t off = 0; off < r[i].len && c->qc != NULL;
-			    off += r[i].segsize) {
+			for (size_t off = 0; off < r[i].len; off += r[i].segsize) {
 				size_t seg = r[i].len - off < r[i].segsize ?
 				    r[i].len - off : r[i].segsize;
-				quic_conn_read(c->qc, &cs->sock,
+				quic_conn_read(qc, &cs->sock,
 				    (const struct sockaddr *)&r[i].peer, r[i].peerlen,
 				    r[i].buf + off, seg, r[i].ecn);
 			}
 		}
-	} while (got == UDP_RECV_BATCH && ++rounds < 8 && c->qc != NULL);
+	} while (got == UDP_RECV_BATCH && ++rounds < 8);
 	/* The packets this batch delivered go to the TUN, coalesced. */
 	if (c->tun_open)
 		tunnel_flush(&c->tun_out);
@@ -654,7 +831,8 @@ batch_for_cb(struct quic_conn *qc, const ngtcp2_path *path, void *arg)
 {
 	struct client *c = arg;
 
-	(void)qc;
+	if (qc == c->probe && c->probe_sock != NULL)
+		return &c->probe_sock->batch;
 	if (c->old_sock != NULL && path->local.addrlen == c->old_sock->sock.locallen &&
 	    memcmp(path->local.addr, &c->old_sock->sock.local, path->local.addrlen) == 0)
 		return &c->old_sock->batch;
@@ -811,6 +989,111 @@ resolve_server(struct client *c, char **cause)
 		c->serverlen = c->server_tcplen;
 	}
 	return addr_from_sockaddr((struct sockaddr *)&c->server, &c->server_ip, &p);
+}
+
+/* Transport = auto: TLS over TCP next to QUIC. */
+static void
+start_alt(struct client *c, const char *why)
+{
+	char *cause = NULL;
+
+	if (c->alt != NULL || c->stopping || clock_now_ms() < c->alt_not_before)
+		return;
+	log_info("%s: trying TLS over TCP to %s:%u", why, c->cfg->server_tcp_host,
+	    (unsigned)c->cfg->server_tcp_port);
+	c->alt = quic_tcp_client_create(c->base, &c->qs, &client_cbs, c,
+	    c->tls_tcp, (struct sockaddr *)&c->server_tcp, c->server_tcplen,
+	    &cause);
+	if (c->alt == NULL) {
+		log_warn("TLS over TCP: %s", cause);
+		free(cause);
+		return;
+	}
+	quic_conn_set_send_limit(c->alt, c->cfg->forward_memory);
+}
+
+/* Transport = auto, every TRANSPORT_CHECK_MS: is QUIC getting through? */
+static void
+transport_check(evutil_socket_t fd, short what, void *arg)
+{
+	struct client *c = arg;
+
+	(void)fd;
+	(void)what;
+	if (c->qc == NULL || quic_conn_is_tcp(c->qc) || c->alt != NULL)
+		return;
+	/* Happy eyeballs: no packet back yet, so TCP races QUIC. */
+	if (quic_conn_state(c->qc) == QUIC_STATE_HANDSHAKING &&
+	    quic_conn_rx_idle_ms(c->qc) >= RACE_AFTER_MS)
+		start_alt(c, "no answer over UDP");
+	/* UDP dropped mid-session: our packets go unacknowledged. */
+	else if (quic_conn_state(c->qc) == QUIC_STATE_ESTABLISHED &&
+	    quic_conn_ack_silence_ms(c->qc) >= STALL_MS)
+		start_alt(c, "QUIC packets go unacknowledged");
+}
+
+/* While on TCP: a QUIC handshake on a socket of its own tells whether
+ * UDP works again; one that gets no answer in PROBE_WAIT_MS is dropped
+ * (it sent a few Initials), and the next waits twice as long. */
+static void
+probe_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct timeval tv = { PROBE_WAIT_MS / 1000, (PROBE_WAIT_MS % 1000) * 1000 };
+	struct client *c = arg;
+	char *cause = NULL;
+
+	(void)fd;
+	(void)what;
+	if (c->probe != NULL) {
+		quic_conn_free(c->probe);
+		c->probe = NULL;
+		csock_free(c->probe_sock);
+		c->probe_sock = NULL;
+		schedule_probe(c);
+		return;
+	}
+	if (c->qc == NULL || !quic_conn_is_tcp(c->qc) || c->stopping)
+		return;
+	if ((c->probe_sock = csock_open(c, &cause)) == NULL) {
+		log_debug("QUIC probe: %s", cause);
+		free(cause);
+		schedule_probe(c);
+		return;
+	}
+	c->probe = quic_conn_client_create(c->base, &c->qs, &client_cbs, c, c->tls,
+	    &c->probe_sock->batch, (struct sockaddr *)&c->server, c->serverlen,
+	    NULL, &cause);
+	if (c->probe == NULL) {
+		log_debug("QUIC probe: %s", cause);
+		free(cause);
+		csock_free(c->probe_sock);
+		c->probe_sock = NULL;
+		schedule_probe(c);
+		return;
+	}
+	log_debug("probing QUIC (attempt %u)", c->probes);
+	quic_conn_set_send_limit(c->probe, c->cfg->forward_memory);
+	quic_conn_write(c->probe);
+	udp_batch_flush(&c->probe_sock->batch);
+	evtimer_add(c->probe_ev, &tv);
+}
+
+static void
+schedule_probe(struct client *c)
+{
+	uint64_t d = PROBE_MIN_MS;
+	struct timeval tv;
+
+	if (c->cfg->transport != CFG_TRANSPORT_AUTO || c->stopping)
+		return;
+	for (unsigned i = 0; i < c->probes && d < PROBE_MAX_MS; i++)
+		d *= 2;
+	if (d > PROBE_MAX_MS)
+		d = PROBE_MAX_MS;
+	c->probes++;
+	tv.tv_sec = (time_t)(d / 1000);
+	tv.tv_usec = (suseconds_t)(d % 1000) * 1000;
+	evtimer_add(c->probe_ev, &tv);
 }
 
 /* Transport = tcp: the session over TLS on TCP. */
@@ -1116,6 +1399,13 @@ client_create(struct event_base *base, const struct cfg *cfg, int verbose,
 	};
 	quic_set_pin_check(pin_check);
 	c->reconnect_ev = evtimer_new(base, reconnect_cb, c);
+	c->probe_ev = evtimer_new(base, probe_cb, c);
+	if (cfg->transport == CFG_TRANSPORT_AUTO) {
+		struct timeval tv = { 0, TRANSPORT_CHECK_MS * 1000 };
+
+		c->transport_ev = event_new(base, -1, EV_PERSIST, transport_check, c);
+		event_add(c->transport_ev, &tv);
+	}
 	c->path_ev = evtimer_new(base, check_path, c);
 	/* The TUN device itself comes up with the server's configuration,
 	 * but its clone device may be root's alone: open it now, before
@@ -1177,8 +1467,18 @@ client_shutdown(struct client *c)
 {
 	c->stopping = true;
 	evtimer_del(c->reconnect_ev);
+	evtimer_del(c->probe_ev);
+	if (c->transport_ev != NULL)
+		event_del(c->transport_ev);
+	if (c->probe != NULL) {
+		quic_conn_free(c->probe);
+		c->probe = NULL;
+	}
+	if (c->alt != NULL)
+		quic_conn_close(c->alt, 0, "client shutting down");
 	if (c->qc == NULL) {
-		event_base_loopexit(c->base, NULL);
+		if (c->alt == NULL)
+			event_base_loopexit(c->base, NULL);
 		return;
 	}
 	quic_conn_close(c->qc, 0, "client shutting down");
@@ -1194,6 +1494,13 @@ client_free(struct client *c)
 		return;
 	if (c->qc != NULL)
 		quic_conn_free(c->qc);
+	quic_conn_free(c->alt);
+	quic_conn_free(c->probe);
+	csock_free(c->probe_sock);
+	if (c->probe_ev != NULL)
+		event_free(c->probe_ev);
+	if (c->transport_ev != NULL)
+		event_free(c->transport_ev);
 	if (c->host_route &&
 	    tun_netlink_del_host_route(&c->server_ip, &c->host_path, &cause) != 0) {
 		log_warn("removing the host route to the server: %s", cause);

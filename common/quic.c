@@ -1781,6 +1781,15 @@ quic_conn_stalled(struct quic_conn *qc)
 	    quic_conn_rx_idle_ms(qc) > 1000;
 }
 
+uint64_t
+quic_conn_ack_silence_ms(struct quic_conn *qc)
+{
+	if (qc->tcp != NULL || qc->state != QUIC_STATE_ESTABLISHED ||
+	    bytes_in_flight(qc) == 0)
+		return 0;
+	return (clock_now() - qc->last_ack) / 1000000u;
+}
+
 bool
 quic_conn_early_ready(const struct quic_conn *qc)
 {

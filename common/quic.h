@@ -210,6 +210,10 @@ void quic_conn_read(struct quic_conn *, const struct udp_socket *sock,
  * (Packets arriving alone prove little: after an outage the peer's probes
  * may get through before our own route is back.) */
 bool quic_conn_stalled(struct quic_conn *);
+/* Milliseconds that packets have been in flight without the peer
+ * acknowledging any (0 when nothing is in flight, or over TCP): how long
+ * the path has been eating what we send. */
+uint64_t quic_conn_ack_silence_ms(struct quic_conn *);
 /* Milliseconds since the last packet arrived. */
 uint64_t quic_conn_rx_idle_ms(const struct quic_conn *);
 

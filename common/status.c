@@ -258,6 +258,10 @@ render_json(struct evbuffer *out, const struct status *st)
 		json_key(&j, "rejected");
 		json_uint(&j, p->roam.zero_rtt_rejected);
 		json_end_object(&j);
+		json_key(&j, "tcp_fallbacks");
+		json_uint(&j, p->roam.tcp_fallbacks);
+		json_key(&j, "quic_returns");
+		json_uint(&j, p->roam.quic_returns);
 		json_key(&j, "rx_bytes");
 		json_uint(&j, p->counters->rx_bytes);
 		json_key(&j, "tx_bytes");
@@ -400,8 +404,11 @@ render_text(struct evbuffer *out, const struct status *st)
 			evbuffer_add_printf(out, "  endpoint: %s\n",
 			    addr_sockaddr_str(p->remote, buf));
 		if (p->has_quic)
-			evbuffer_add_printf(out, "  transport: %s\n",
-			    p->quic.tcp ? "TLS over TCP" : "QUIC");
+			evbuffer_add_printf(out, "  transport: %s (%llu moves to "
+			    "TCP, %llu back to QUIC)\n",
+			    p->quic.tcp ? "TLS over TCP" : "QUIC",
+			    (unsigned long long)p->roam.tcp_fallbacks,
+			    (unsigned long long)p->roam.quic_returns);
 		if (p->local != NULL)
 			evbuffer_add_printf(out, "  local: %s\n",
 			    addr_sockaddr_str(p->local, buf));

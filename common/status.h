@@ -21,6 +21,9 @@ struct status_roam {
 	uint64_t reconnects;        /* client: new connections after a loss */
 	uint64_t stateless_resets;  /* client: resets received */
 	uint64_t zero_rtt_attempted, zero_rtt_accepted, zero_rtt_rejected;
+	/* client, Transport = auto: moves of the session to TLS over TCP
+	 * (UDP got no answer), and back to QUIC (UDP works again) */
+	uint64_t tcp_fallbacks, quic_returns;
 };
 
 struct status_peer {
