@@ -170,6 +170,7 @@ bench: all $(BUILD)/tests/delay-relay $(E2E_TOOLS)
 	$(Q)bench/setup.sh $(BUILD)
 	$(Q)bench/roam.sh $(BUILD)
 	$(Q)bench/lossy.sh $(BUILD)
+	$(Q)BENCH_TRANSPORT=tcp BENCH_LOSS="0 1" bench/lossy.sh $(BUILD)
 	$(Q)bench/flood.sh $(BUILD)
 	$(Q)bench/scale.sh $(BUILD)
 

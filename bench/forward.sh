@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Port-forwarding throughput and CPU cost: rove -L against ssh -L, between
-# two fresh network namespaces joined by a veth, in one run.
+# Port-forwarding throughput and CPU cost: rove -L over QUIC and over TLS
+# on TCP (Transport = tcp, roved's ListenTCP) against ssh -L, between two
+# fresh network namespaces joined by a veth, in one run.
 #
 # usage: bench/forward.sh BUILD_DIR
 #   BENCH_TIME=SECONDS   length of each iperf3 run (default 10)
@@ -11,7 +12,9 @@
 #   iperf3 -s in $NS_S; iperf3 -c in $NS_C through each forward to
 #   127.0.0.1:5201 on the server side:
 #   rove -L:  127.0.0.1:15201 in $NS_C -> rove -> QUIC/UDP 4433 -> roved
-#             -> 127.0.0.1:5201 (configs/rove.conf, configs/roved.conf)
+#             -> 127.0.0.1:5201 (configs/rove.conf, configs/roved.conf);
+#             rove TCP: the same over TLS/TCP 443 (the client restarted
+#             with Transport = tcp whenever the runs change transport)
 #   ssh -L:   127.0.0.1:25201 in $NS_C -> ssh -> TCP 22022 -> a private sshd
 #             (own host key and authorized_keys in the work directory)
 #             -> 127.0.0.1:5201
@@ -25,7 +28,7 @@
 # run, divided by the gigabytes moved. Printed: every run's figures and
 # ratios, the medians and their ratio rove/ssh, and the ping RTT through
 # rove's tunnel (198.19.77.1, 10 ms apart) idle and while rove -L carries
-# one saturating iperf3 stream (in the first round).
+# one saturating iperf3 stream (in the first round), over each transport.
 #
 # Needs root, iproute2, iperf3, iputils-ping, openssh-client and
 # openssh-server (installed with apt-get when sshd is missing).
@@ -101,6 +104,7 @@ run_iperf() {
 	local json=$WORK/iperf-$name-$streams.json c0 c1 bytes pid
 	GBPS=failed
 	CPU_PER_GB=-
+	LOADED_RTT_RUN=failed
 	c0=$(cpu_ticks "$@")
 	nsx "$NS_C" timeout $((BENCH_TIME + 30)) iperf3 -c 127.0.0.1 -p "$port" \
 		-t "$BENCH_TIME" -P "$streams" -J >"$json" 2>"$WORK/iperf-$name-$streams.err" &
@@ -110,7 +114,7 @@ run_iperf() {
 		wait_for 10 "data flowing through rove -L" srv_fwd_rx_over 20000000 ||
 			log "no data flows through rove -L"
 		run_ping loaded
-		LOADED_RTT=$RTT
+		LOADED_RTT_RUN=$RTT
 	fi
 	if ! wait "$pid"; then
 		log "iperf3 through $name ($streams streams) failed: $(head -c 300 "$json" "$WORK/iperf-$name-$streams.err")"
@@ -140,8 +144,23 @@ run_ping() {
 
 # R[key.field.run]: Gbit/s (g1, g4) and CPU s/GB (c1, c4) of each run.
 declare -A R
-IDLE_RTT=failed
-LOADED_RTT=failed
+declare -A IDLE_RTT=([quic]=failed [tcp]=failed)
+declare -A LOADED_RTT=([quic]=failed [tcp]=failed)
+e2e_transport quic
+CUR_T=quic
+
+# rove_transport quic|tcp: the laptop's session over that transport (a
+# restart when it changes), its forward listening and its tunnel up.
+rove_transport() {
+	[ "$CUR_T" = "$1" ] && return 0
+	stop_pid "$LAP_PID"
+	forget_pid "$LAP_PID"
+	conf_set "$WORK/configs/rove.conf" Transport "$1"
+	CUR_T=$1
+	start_client laptop
+	wait_established laptop && wait_for 10 "rove's LocalForward" tcp_listening "$NS_C" "$ROVE_PORT" &&
+		wait_for 10 "ping through the tunnel" ping_ok "$NS_C" -c 1 "$SRV_TUN4"
+}
 
 bg iperf3-server "$NS_S" iperf3 -s -p "$T_PORT"
 wait_listen "$NS_S" "$T_PORT" "iperf3"
@@ -156,8 +175,12 @@ start_client laptop
 if wait_established laptop && wait_for 10 "rove's LocalForward" tcp_listening "$NS_C" "$ROVE_PORT" &&
 	wait_for 10 "ping through the tunnel" ping_ok "$NS_C" -c 1 "$SRV_TUN4"; then
 	ROVE_UP=1
-	run_ping idle
-	IDLE_RTT=$RTT
+	run_ping "idle, QUIC"
+	IDLE_RTT[quic]=$RTT
+	if rove_transport tcp; then
+		run_ping "idle, TLS over TCP"
+		IDLE_RTT[tcp]=$RTT
+	fi
 else
 	log "rove's tunnel does not come up"
 fi
@@ -218,20 +241,25 @@ fi
 # so that a change in the machine's load between runs hits both alike.
 for run in $(seq "$BENCH_RUNS"); do
 	for streams in 1 4; do
-		for key in rove ssh; do
+		for key in rove rovetcp ssh; do
 			R[$key.g$streams.$run]=failed
 			R[$key.c$streams.$run]=failed
 		done
-		if [ "$ROVE_UP" = 1 ]; then
+		for key in rove rovetcp; do
+			[ "$ROVE_UP" = 1 ] || continue
+			t=quic
+			[ "$key" = rovetcp ] && t=tcp
+			rove_transport "$t" || { log "rove over $t does not come up"; continue; }
 			# The loaded ping: during the first 1-stream run only.
 			if [ "$run" = 1 ] && [ "$streams" = 1 ]; then
-				PING_DURING=1 run_iperf rove "$ROVE_PORT" 1 "$LAP_PID" "$ROVED_PID" &&
-					R[rove.g1.$run]=$GBPS R[rove.c1.$run]=$CPU_PER_GB
+				PING_DURING=1 run_iperf "$key" "$ROVE_PORT" 1 "$LAP_PID" "$ROVED_PID" &&
+					R[$key.g1.$run]=$GBPS R[$key.c1.$run]=$CPU_PER_GB
+				LOADED_RTT[$t]=$LOADED_RTT_RUN
 			else
-				run_iperf rove "$ROVE_PORT" "$streams" "$LAP_PID" "$ROVED_PID" &&
-					R[rove.g$streams.$run]=$GBPS R[rove.c$streams.$run]=$CPU_PER_GB
+				run_iperf "$key" "$ROVE_PORT" "$streams" "$LAP_PID" "$ROVED_PID" &&
+					R[$key.g$streams.$run]=$GBPS R[$key.c$streams.$run]=$CPU_PER_GB
 			fi
-		fi
+		done
 		if [ "$SSH_UP" = 1 ]; then
 			run_iperf ssh "$SSHL_PORT" "$streams" "$SSH_PID" "${SSHD_PIDS[@]}" &&
 				R[ssh.g$streams.$run]=$GBPS R[ssh.c$streams.$run]=$CPU_PER_GB
@@ -280,6 +308,8 @@ if [ "$BENCH_RUNS" -gt 1 ]; then
 	for run in $(seq "$BENCH_RUNS"); do
 		row "rove -L, run $run" "${R[rove.g1.$run]}" "${R[rove.c1.$run]}" \
 			"${R[rove.g4.$run]}" "${R[rove.c4.$run]}"
+		row "rove -L TCP, run $run" "${R[rovetcp.g1.$run]}" "${R[rovetcp.c1.$run]}" \
+			"${R[rovetcp.g4.$run]}" "${R[rovetcp.c4.$run]}"
 		row "ssh -L, run $run" "${R[ssh.g1.$run]}" "${R[ssh.c1.$run]}" \
 			"${R[ssh.g4.$run]}" "${R[ssh.c4.$run]}"
 		row "ratio, run $run" \
@@ -290,7 +320,7 @@ if [ "$BENCH_RUNS" -gt 1 ]; then
 	done
 fi
 declare -A M
-for key in rove ssh; do
+for key in rove rovetcp ssh; do
 	for f in g1 c1 g4 c4; do
 		mapfile -t vals < <(col "$key" "$f")
 		M[$key.$f]=$(median "${vals[@]}")
@@ -299,11 +329,17 @@ done
 label=""
 [ "$BENCH_RUNS" -gt 1 ] && label=" (median)"
 row "rove -L$label" "${M[rove.g1]}" "${M[rove.c1]}" "${M[rove.g4]}" "${M[rove.c4]}"
+row "rove -L TCP$label" "${M[rovetcp.g1]}" "${M[rovetcp.c1]}" "${M[rovetcp.g4]}" "${M[rovetcp.c4]}"
 row "ssh -L$label" "${M[ssh.g1]}" "${M[ssh.c1]}" "${M[ssh.g4]}" "${M[ssh.c4]}"
 row "ratio rove/ssh" \
 	"$(ratio "${M[rove.g1]}" "${M[ssh.g1]}")" "$(ratio "${M[rove.c1]}" "${M[ssh.c1]}")" \
 	"$(ratio "${M[rove.g4]}" "${M[ssh.g4]}")" "$(ratio "${M[rove.c4]}" "${M[ssh.c4]}")"
+row "ratio rove TCP/ssh" \
+	"$(ratio "${M[rovetcp.g1]}" "${M[ssh.g1]}")" "$(ratio "${M[rovetcp.c1]}" "${M[ssh.c1]}")" \
+	"$(ratio "${M[rovetcp.g4]}" "${M[ssh.g4]}")" "$(ratio "${M[rovetcp.c4]}" "${M[ssh.c4]}")"
 printf 'ssh cipher: %s\n' "$SSH_CIPHER_USED"
-printf 'ping RTT through rove'"'"'s tunnel: idle %s ms, while rove -L saturates it %s ms\n' \
-	"$IDLE_RTT" "$LOADED_RTT"
+for t in quic tcp; do
+	printf 'ping RTT through rove'"'"'s tunnel over %s: idle %s ms, while rove -L saturates it %s ms\n' \
+		"$t" "${IDLE_RTT[$t]}" "${LOADED_RTT[$t]}"
+done
 [ "${M[rove.g1]}" != failed ] && [ "${M[ssh.g1]}" != failed ]

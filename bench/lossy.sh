@@ -13,6 +13,8 @@
 #                        (default 1)
 #   BENCH_CC=cubic|bbr   rove's congestion controller at both ends
 #                        (default: the configs' own, i.e. rove's default)
+#   BENCH_TRANSPORT=tcp  rove's session over TLS on TCP (roved's ListenTCP,
+#                        Transport = tcp): TCP inside TCP (default: quic)
 #
 #   +-- $NS_C (client) --+      +------ $NS_R (router) ------+      +-- $NS_S (server) --+
 #   | eth0 198.18.40.2 --|------|- rc 198.18.40.1            |      | roved, wireguard-go|
@@ -81,6 +83,8 @@ ip -n "$NS_R" rule add iif rs lookup 101 pref 101
 
 conf_set "$WORK/configs/roved.conf" Listen "$S_ADDR:4433"
 conf_set "$WORK/configs/rove.conf" Server "$S_ADDR:4433"
+BENCH_TRANSPORT=${BENCH_TRANSPORT:-quic}
+e2e_transport "$BENCH_TRANSPORT" "$S_ADDR"
 if [ -n "${BENCH_CC:-}" ]; then
 	conf_set "$WORK/configs/roved.conf" Congestion "$BENCH_CC"
 	# rove.conf has the one section and no Congestion line of its own.
@@ -392,7 +396,7 @@ row() { printf '%-6s %-9s %12s %16s %11s %18s %18s\n' "$@"; }
 
 echo
 echo "lossy link: $((2 * BENCH_DELAY)) ms RTT, random loss per direction (seed $BENCH_SEED), one iperf3 TCP stream for $BENCH_TIME s per run, median of $BENCH_RUNS run(s); $(nproc) CPUs, kernel $(uname -r)"
-echo "rove: congestion control ${BENCH_CC:-bbr (default)}"
+echo "rove: over $([ "$BENCH_TRANSPORT" = tcp ] && echo "TLS on TCP (TCP inside TCP)" || echo QUIC), congestion control ${BENCH_CC:-bbr (default)}"
 echo "wireguard-go: ${WG_NEW_VER:-missing} (trixie, offloads); Mbit/s as the receiver counts them; ping through the tunnel during the run"
 row loss direction "rove" "wireguard-go" "rove / wg" "rove ping" "wg-go ping"
 row "" "" "Mbit/s" "Mbit/s" "" "avg/max ms" "avg/max ms"

@@ -52,6 +52,21 @@
 #define READ_ROUNDS 64
 #define WRITE_ROUNDS 64
 #define CLIENT_HANDSHAKE_TIMEOUT (10 * 1000 * 1000 * 1000ull)
+/* A finished session's socket is closed only once the peer has closed its
+ * side too, or after LINGER_MS: closing with the peer's bytes unread makes
+ * the kernel send a reset, which can overtake and destroy our last words
+ * (the alert that refuses a key, CONNECTION_CLOSE). At most LINGER_MAX
+ * sockets wait so at once; beyond that they close at once. */
+#define LINGER_MS 2000
+#define LINGER_MAX 256
+
+struct lingering {
+	int fd;
+	uint64_t deadline;
+	struct event *ev;
+};
+
+static unsigned nlinger;
 
 struct quic_tcp {
 	int fd;
@@ -1001,6 +1016,46 @@ quic_tcp_server_create(struct event_base *base, const struct quic_settings *qs,
 	return tcp_create(base, qs, cbs, arg, ctx, fd, remote, remotelen, true);
 }
 
+static void
+linger_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct lingering *l = arg;
+	uint8_t buf[4096];
+	ssize_t n = -1;
+
+	(void)what;
+	if (clock_now() < l->deadline) {
+		/* Read and drop until the peer's FIN (0) or an error. */
+		for (int i = 0; i < 16 && (n = read(fd, buf, sizeof buf)) > 0; i++)
+			;
+		if (n > 0 || (n == -1 && (errno == EAGAIN || errno == EINTR)))
+			return;
+	}
+	event_free(l->ev);
+	close(l->fd);
+	free(l);
+	nlinger--;
+}
+
+static void
+linger_close(struct event_base *base, int fd)
+{
+	struct timeval tv = { LINGER_MS / 1000, (LINGER_MS % 1000) * 1000 };
+	struct lingering *l;
+
+	(void)shutdown(fd, SHUT_WR);
+	if (nlinger >= LINGER_MAX) {
+		close(fd);
+		return;
+	}
+	l = xcalloc(1, sizeof *l);
+	l->fd = fd;
+	l->deadline = clock_now() + LINGER_MS * 1000000ull;
+	l->ev = event_new(base, fd, EV_READ | EV_PERSIST, linger_cb, l);
+	event_add(l->ev, &tv);
+	nlinger++;
+}
+
 void
 quic_tcp_free(struct quic_conn *qc)
 {
@@ -1012,7 +1067,7 @@ quic_tcp_free(struct quic_conn *qc)
 	evbuffer_free(t->ctl);
 	free(t->rbuf);
 	free(t->obuf);
-	close(t->fd);
+	linger_close(qc->base, t->fd);
 	free(t);
 	qc->tcp = NULL;
 }

@@ -147,21 +147,21 @@ e2e_init() {
 	fi
 }
 
-# e2e_transport quic|tcp|auto: the clients' Transport; roved also listens
-# on TCP port 443 of its outer address (ListenTCP) and the clients'
-# ServerTCP points there. ROVE_TRANSPORT=tcp in the environment
+# e2e_transport quic|tcp|auto [ADDR]: the clients' Transport; roved also
+# listens on TCP port 443 of ADDR (its outer address by default) and the
+# clients' ServerTCP points there. ROVE_TRANSPORT=tcp in the environment
 # runs any test over TLS on TCP.
 e2e_transport() {
-	local c
+	local c addr=${2:-$SRV_OUTER}
 	case $1 in
 	quic|tcp|auto) ;;
 	*) die "ROVE_TRANSPORT: '$1' is not quic, tcp or auto" ;;
 	esac
-	sed -i -e '/^ListenTCP = /d' -e "/^\[Server\]/a ListenTCP = $SRV_OUTER:443" \
+	sed -i -e '/^ListenTCP = /d' -e "/^\[Server\]/a ListenTCP = $addr:443" \
 		"$WORK/configs/roved.conf"
 	for c in rove.conf rove2.conf; do
 		sed -i -e '/^Transport = /d' -e '/^ServerTCP = /d' "$WORK/configs/$c"
-		printf 'Transport = %s\nServerTCP = %s:443\n' "$1" "$SRV_OUTER" \
+		printf 'Transport = %s\nServerTCP = %s:443\n' "$1" "$addr" \
 			>>"$WORK/configs/$c"
 	done
 	log "transport: $1"
