@@ -135,6 +135,7 @@ struct client {
 
 static void connect_server(struct client *);
 static void schedule_probe(struct client *);
+static void start_alt(struct client *, const char *why);
 static void csock_free(struct csock *);
 
 /* `next`, established, becomes the session in place of the current one,
@@ -773,6 +774,13 @@ udp_read_cb(evutil_socket_t fd, short what, void *arg)
 		if (qc == NULL)
 			break;
 		got = udp_recv_many(&cs->sock, r, UDP_RECV_BATCH);
+		/* An ICMP error says at once what a second of silence would:
+		 * with Transport = auto, TCP need not wait for the race. */
+		if ((got == -ECONNREFUSED || got == -EHOSTUNREACH ||
+		    got == -ENETUNREACH) && cs == c->sock && qc == c->qc &&
+		    c->cfg->transport == CFG_TRANSPORT_AUTO &&
+		    quic_conn_state(qc) == QUIC_STATE_HANDSHAKING)
+			start_alt(c, "UDP unreachable (ICMP)");
 		for (int i = 0; i < got; i++) {
 			for (size_t off = 0; off < r[i].len; off += r[i].segsize) {
 				size_t seg = r[i].len - off < r[i].segsize ?

@@ -7,6 +7,8 @@
 #    while a ping runs (its longest gap reported), status says quic;
 #  - UDP dropped mid-session on QUIC: rove notices (no acknowledgements)
 #    and the tunnel is back over TCP within 5 s;
+#  - UDP refused with ICMP port unreachable (at roved's host): TCP starts
+#    on the error;
 #  - Transport = quic never tries TCP, Transport = tcp never sends UDP
 #    (the branch's packets counted at the router).
 . "$(dirname "$0")/fwd-lib.sh"
@@ -130,7 +132,35 @@ if le "$gap" 5; then ok "UDP dropped mid-session: the tunnel was back within 5 s
 expect_eq "UDP dropped: moves to TCP" 2 "$(sget "$NS_LAP" "$LAP_SOCK" 'peers[0].tcp_fallbacks')"
 check "UDP dropped: pings over TCP" ping_ok "$NS_LAP" -c 10 -i 0.05 "$SRV_TUN4"
 
-# 4. Transport = quic never tries TCP; Transport = tcp never sends UDP.
+# 4. UDP refused with an ICMP error (port unreachable, from a firewall in
+# front of roved): TCP starts at once, without waiting out the race's
+# second.
+stop_pid "$LAP_PID"
+forget_pid "$LAP_PID"
+nsx "$NS_SW" nft delete table bridge rove_block
+nsx "$NS_SRV" nft -f - <<NFT || die "cannot load the reject rule"
+table inet rove_reject {
+	chain in {
+		type filter hook input priority 0; policy accept;
+		udp dport 4433 reject with icmp type port-unreachable
+	}
+}
+NFT
+t0=$(now)
+start_client laptop
+wait_for 5 "the session on TCP" transport_is tcp ||
+	fail "UDP refused: the session did not come up over TCP"
+log "UDP refused by ICMP: on TCP after $(elapsed "$t0" "$(now)") s"
+if grep -q "UDP unreachable (ICMP): trying TLS over TCP" "$WORK/laptop.log"; then
+	ok "UDP refused: TCP started on the ICMP error"
+else
+	fail "UDP refused: no 'UDP unreachable (ICMP)' in rove's log"
+fi
+check "UDP refused: pings over TCP" ping_ok "$NS_LAP" -c 5 -i 0.05 "$SRV_TUN4"
+nsx "$NS_SRV" nft delete table inet rove_reject
+udp_block on
+
+# 5. Transport = quic never tries TCP; Transport = tcp never sends UDP.
 conf_set "$WORK/configs/rove2.conf" Transport quic
 tcp0=$(router_count tcp_br)
 start_client branch
