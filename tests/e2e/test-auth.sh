@@ -8,9 +8,11 @@ SRV_OUTER6=fd00:18:1::1
 BR_OUTER6_NET=fd00:18:1:
 topo_up
 # roved also listens on an IPv6 address of the outer network, for the
-# unknown client that comes from two addresses of one /64.
+# unknown client that comes from two addresses of one /64 (on TCP as well
+# when the test runs over TLS on TCP, ROVE_TRANSPORT=tcp).
 ip -n "$NS_SRV" addr add "$SRV_OUTER6/64" dev eth0 nodad
-sed -i "/^Listen *=/a Listen = [$SRV_OUTER6]:4433" "$WORK/configs/roved.conf"
+sed -i -e "/^Listen *=/a Listen = [$SRV_OUTER6]:4433" \
+	-e "/^ListenTCP *=/a ListenTCP = [$SRV_OUTER6]:443" "$WORK/configs/roved.conf"
 start_roved
 start_client laptop
 wait_established laptop || die "laptop's tunnel does not come up"
@@ -73,7 +75,8 @@ expect_eq "roved log lines 'unknown peer $BR_OUTER:...' for two attempts within 
 c6=$(client_conf intruder6)
 conf_set "$c6" PrivateKeyFile keys/intruder.key
 # (conf_set's check would read the brackets as a pattern)
-sed -i "s|^Server *=.*|Server = [$SRV_OUTER6]:4433|" "$c6"
+sed -i -e "s|^Server *=.*|Server = [$SRV_OUTER6]:4433|" \
+	-e "s|^ServerTCP *=.*|ServerTCP = [$SRV_OUTER6]:443|" "$c6"
 U0=$(srv_get drops.unknown_peer)
 for host in 3 4; do
 	ip -n "$NS_BR" addr add "$BR_OUTER6_NET:$host/64" dev eth0 nodad
