@@ -928,14 +928,22 @@ timer_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 static void
-set_sockopts(int fd)
+set_sockopts(int fd, ngtcp2_cc_algo cc)
 {
+	const char *ca = cc == NGTCP2_CC_ALGO_BBR ? "bbr" : "cubic";
 	int one = 1, lowat = NOTSENT_LOWAT;
 
 	/* Frames are gathered into records already; Nagle would only add
 	 * a round trip's delay to a lone DATAGRAM or acknowledgement. */
 	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 	(void)setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &lowat, sizeof lowat);
+	/* Congestion applies to the kernel's TCP here. BBR keeps the queue
+	 * it builds near one round trip's worth, where loss-based control
+	 * fills every buffer on the path, and the IP packets inside wait in
+	 * that queue. A kernel without it (or a process not allowed to pick
+	 * it) keeps its default. */
+	if (setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, ca, (socklen_t)strlen(ca)) != 0)
+		log_debug("TCP_CONGESTION %s: %s", ca, strerror(errno));
 }
 
 static struct quic_conn *
@@ -965,7 +973,7 @@ tcp_create(struct event_base *base, const struct quic_settings *qs,
 	if (getsockname(fd, (struct sockaddr *)&qc->local, &len) == 0)
 		qc->path.local.addrlen = len;
 	dgramq_init(&qc->dq, DGRAM_QUEUE, qs->max_udp_payload);
-	set_sockopts(fd);
+	set_sockopts(fd, qs->cc);
 	t->ev = event_new(base, fd, EV_READ | EV_PERSIST, io_cb, qc);
 	t->wev = event_new(base, fd, EV_WRITE, io_cb, qc);
 	t->again = event_new(base, -1, 0, again_cb, qc);
