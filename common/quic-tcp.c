@@ -630,6 +630,10 @@ tls_handshake(struct quic_conn *qc)
 		lost(qc, "the peer does not speak %s", PROTO_ALPN);
 		return;
 	}
+	/* The buffers come only now: a connection that has not proved its
+	 * key costs no more than wolfSSL's handshake state. */
+	t->rbuf = xmalloc(RBUF_SIZE);
+	t->obuf = xmalloc(OBUF_SIZE);
 	t->tls_done = true;
 	send_params(qc);
 }
@@ -959,8 +963,6 @@ tcp_create(struct event_base *base, const struct quic_settings *qs,
 	qc->tcp = t;
 	t->fd = fd;
 	t->connected = connected;
-	t->rbuf = xmalloc(RBUF_SIZE);
-	t->obuf = xmalloc(OBUF_SIZE);
 	t->ctl = evbuffer_new();
 	t->idle_ns = (uint64_t)qs->idle_timeout_s * 1000000000u;
 	t->keepalive_ns = (uint64_t)qs->keepalive_s * 1000000000u;
