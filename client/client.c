@@ -1504,6 +1504,7 @@ client_free(struct client *c)
 		quic_conn_free(c->qc);
 	quic_conn_free(c->alt);
 	quic_conn_free(c->probe);
+	quic_tcp_linger_clear();
 	csock_free(c->probe_sock);
 	if (c->probe_ev != NULL)
 		event_free(c->probe_ev);

@@ -61,11 +61,13 @@
 #define LINGER_MAX 256
 
 struct lingering {
+	LIST_ENTRY(lingering) entry;
 	int fd;
 	uint64_t deadline;
 	struct event *ev;
 };
 
+static LIST_HEAD(, lingering) lingering = LIST_HEAD_INITIALIZER(lingering);
 static unsigned nlinger;
 
 struct quic_tcp {
@@ -1041,10 +1043,25 @@ linger_cb(evutil_socket_t fd, short what, void *arg)
 		if (n > 0 || (n == -1 && (errno == EAGAIN || errno == EINTR)))
 			return;
 	}
+	LIST_REMOVE(l, entry);
 	event_free(l->ev);
 	close(l->fd);
 	free(l);
 	nlinger--;
+}
+
+void
+quic_tcp_linger_clear(void)
+{
+	struct lingering *l;
+
+	while ((l = LIST_FIRST(&lingering)) != NULL) {
+		LIST_REMOVE(l, entry);
+		event_free(l->ev);
+		close(l->fd);
+		free(l);
+		nlinger--;
+	}
 }
 
 static void
@@ -1063,6 +1080,7 @@ linger_close(struct event_base *base, int fd)
 	l->deadline = clock_now() + LINGER_MS * 1000000ull;
 	l->ev = event_new(base, fd, EV_READ | EV_PERSIST, linger_cb, l);
 	event_add(l->ev, &tv);
+	LIST_INSERT_HEAD(&lingering, l, entry);
 	nlinger++;
 }
 

@@ -193,6 +193,9 @@ struct quic_conn *quic_tcp_client_create(struct event_base *,
 struct quic_conn *quic_tcp_server_create(struct event_base *,
     const struct quic_settings *, const struct quic_conn_cbs *, void *arg,
     WOLFSSL_CTX *, int fd, const struct sockaddr *remote, socklen_t remotelen);
+/* Close at once the sockets of finished TCP sessions that still wait
+ * for their peer's FIN (at exit). */
+void quic_tcp_linger_clear(void);
 /* True for a session over TCP. */
 bool quic_conn_is_tcp(const struct quic_conn *);
 

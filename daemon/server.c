@@ -1364,6 +1364,7 @@ server_free(struct server *srv)
 		return;
 	while ((sess = LIST_FIRST(&srv->sessions)) != NULL)
 		session_free(sess);
+	quic_tcp_linger_clear();
 	control_free(srv->control);
 	metrics_free(srv->metrics);
 	for (size_t i = 0; i < srv->nlisteners; i++) {
