@@ -47,6 +47,21 @@ no_tun() {
 	fi
 }
 
+# expect_rejected_twice WHAT PREFIX: since U0 was read, roved counted at
+# least two unknown-peer handshakes, and logged exactly one line starting
+# with PREFIX (its log limit holds them to one a minute).
+expect_rejected_twice() {
+	local u1 n
+	u1=$(srv_get drops.unknown_peer)
+	if [ "$u1" -ge $((U0 + 2)) ] 2>/dev/null; then
+		ok "server drops.unknown_peer rose from $U0 to $u1 (>= 2 attempts$1)"
+	else
+		fail "server drops.unknown_peer: $U0 before, $u1 after two attempts$1"
+	fi
+	n=$(grep -cF "$2" "$WORK/roved.log")
+	expect_eq "roved log lines '$2...' for two attempts$1 within a minute" 1 "$n"
+}
+
 U0=$(srv_get drops.unknown_peer)
 c=$(client_conf intruder)
 conf_set "$c" PrivateKeyFile keys/intruder.key
@@ -61,14 +76,7 @@ for attempt in 1 2; do
 	fi
 	no_tun "unknown client, attempt $attempt"
 done
-U1=$(srv_get drops.unknown_peer)
-if [ "$U1" -ge $((U0 + 2)) ] 2>/dev/null; then
-	ok "server drops.unknown_peer rose from $U0 to $U1 (>= 2 attempts)"
-else
-	fail "server drops.unknown_peer: $U0 before, $U1 after two attempts"
-fi
-n=$(grep -c "unknown peer $BR_OUTER:" "$WORK/roved.log")
-expect_eq "roved log lines 'unknown peer $BR_OUTER:...' for two attempts within a minute" 1 "$n"
+expect_rejected_twice "" "unknown peer $BR_OUTER:"
 
 # Two attempts from different addresses of one IPv6 /64: one log line, as
 # one host holds the whole prefix.
@@ -84,14 +92,7 @@ for host in 3 4; do
 	expect_eq "unknown client from $BR_OUTER6_NET:$host: exit status" 1 "$RC"
 	ip -n "$NS_BR" addr del "$BR_OUTER6_NET:$host/64" dev eth0
 done
-U1=$(srv_get drops.unknown_peer)
-if [ "$U1" -ge $((U0 + 2)) ] 2>/dev/null; then
-	ok "server drops.unknown_peer rose from $U0 to $U1 (>= 2 IPv6 attempts)"
-else
-	fail "server drops.unknown_peer: $U0 before, $U1 after two IPv6 attempts"
-fi
-n=$(grep -c "unknown peer \[$BR_OUTER6_NET:" "$WORK/roved.log")
-expect_eq "roved log lines 'unknown peer [$BR_OUTER6_NET:...' for two addresses of one /64 within a minute" 1 "$n"
+expect_rejected_twice " from one IPv6 /64" "unknown peer [$BR_OUTER6_NET:"
 
 expect_eq "the intruder is not listed among the server's peers" \
 	'["laptop","branch"]' \
