@@ -6,6 +6,7 @@
 #include "cfg-diff.h"
 #include "cfg-table.h"
 #include "key.h"
+#include "keyidx.h"
 #include "xmalloc.h"
 
 /* Every element of `a` is in `b` and the other way round. The lists are
@@ -84,17 +85,22 @@ void
 cfg_diff_peers(const struct cfg_peer *const *old, size_t nold,
     const struct cfg_peer *next, size_t nnext, size_t *match)
 {
+	struct keyidx ix;
+
+	/* Thousands of peers: find each key by bisection, then its name. */
+	keyidx_init(&ix, nold);
+	for (size_t j = 0; j < nold; j++)
+		keyidx_add(&ix, old[j]->pubkey, j);
+	keyidx_sort(&ix);
 	for (size_t i = 0; i < nnext; i++) {
+		size_t j;
+
 		match[i] = CFG_DIFF_NONE;
-		for (size_t j = 0; j < nold; j++) {
-			if (old[j]->name != NULL && next[i].name != NULL &&
-			    strcmp(old[j]->name, next[i].name) == 0 &&
-			    memcmp(old[j]->pubkey, next[i].pubkey, KEY_LEN) == 0) {
-				match[i] = j;
-				break;
-			}
-		}
+		if (keyidx_find(&ix, next[i].pubkey, &j) && old[j]->name != NULL &&
+		    next[i].name != NULL && strcmp(old[j]->name, next[i].name) == 0)
+			match[i] = j;
 	}
+	keyidx_clear(&ix);
 }
 
 /* "Key = a\nKey = b\n" as "a, b"; "(none)" when empty. Malloc'd. */

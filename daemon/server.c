@@ -78,6 +78,7 @@ struct peer {
 	uint64_t handshakes;
 	uint64_t rebinds;        /* its address changed under a connection */
 	uint64_t zero_rtt;       /* connections whose 0-RTT was accepted */
+	const char *gone;        /* a reload removed it: why, for its sessions */
 };
 
 struct cid_entry {
@@ -1519,52 +1520,83 @@ fail:
 
 /* --- SIGHUP: the configuration read again --- */
 
-/* A peer gone from the configuration: every session that speaks for it
- * (connected, in its handshake, or serving its forwards while being
- * replaced) is closed with "not allowed", which its client takes as a
- * refusal, then the peer itself is freed. Its tickets are refused from
- * now on: the pin check no longer finds its key. */
+/* The peers a reload removed (their `gone` set): every session that
+ * speaks for one (connected, in its handshake, or serving its forwards
+ * while being replaced) is closed with "not allowed", which its client
+ * takes as a refusal; then the peers themselves are freed. Their tickets
+ * are refused from now on: the pin check no longer finds their keys. One
+ * pass over the sessions, however many peers go. */
+static struct peer *
+gone_peer(const struct session *sess)
+{
+	struct peer *v[] = { sess->peer, sess->pending_peer, sess->fwd_peer };
+
+	for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+		if (v[i] != NULL && v[i]->gone != NULL)
+			return v[i];
+	}
+	return NULL;
+}
+
 static void
-peer_remove(struct server *srv, struct peer *p, const char *why)
+peers_remove(struct server *srv, struct peer **gone, size_t n)
 {
 	struct session *sess, *next;
+	struct peer *p;
 
 	for (sess = LIST_FIRST(&srv->sessions); sess != NULL; sess = next) {
 		next = LIST_NEXT(sess, entry);
-		if (sess->peer != p && sess->pending_peer != p &&
-		    sess->fwd_peer != p)
+		if ((p = gone_peer(sess)) == NULL)
 			continue;
-		quic_conn_close(sess->qc, 3, why);
+		quic_conn_close(sess->qc, 3, p->gone);
 		session_free(sess);
 	}
-	peer_free(p);
+	for (size_t i = 0; i < n; i++)
+		peer_free(gone[i]);
 }
 
-/* Does `l` list `pfx`? */
-static bool
-prefix_listed(const struct prefix *pfx, const struct prefix *l, size_t n)
+static int
+prefix_cmp(const void *va, const void *vb)
 {
-	for (size_t i = 0; i < n; i++) {
-		if (l[i].len == pfx->len && addr_equal(&l[i].addr, &pfx->addr))
-			return true;
-	}
-	return false;
+	const struct prefix *a = va, *b = vb;
+
+	if (a->addr.family != b->addr.family)
+		return a->addr.family < b->addr.family ? -1 : 1;
+	if (a->len != b->len)
+		return a->len < b->len ? -1 : 1;
+	return memcmp(a->addr.b, b->addr.b, sizeof a->addr.b);
 }
 
-/* A copy of every AllowedIPs prefix of `peers`, for the TUN's routes. */
+/* Every AllowedIPs prefix of `peers`, copied and sorted, for finding by
+ * bisection which ones a reload adds and drops (thousands of peers). */
 static struct prefix *
 allowed_all(const struct cfg_peer *const *peers, size_t n, size_t *count)
 {
-	struct prefix *v = NULL;
+	struct prefix *v;
+	size_t total = 0;
 
+	for (size_t i = 0; i < n; i++)
+		total += peers[i]->allowed_ips.n;
+	v = xcalloc(total + 1, sizeof *v);
 	*count = 0;
 	for (size_t i = 0; i < n; i++) {
-		for (size_t k = 0; k < peers[i]->allowed_ips.n; k++) {
-			v = xrealloc(v, (*count + 1) * sizeof *v);
+		for (size_t k = 0; k < peers[i]->allowed_ips.n; k++)
 			v[(*count)++] = peers[i]->allowed_ips.v[k];
-		}
 	}
+	qsort(v, *count, sizeof *v, prefix_cmp);
 	return v;
+}
+
+static bool
+prefix_listed(const struct prefix *pfx, const struct prefix *sorted, size_t n)
+{
+	return n > 0 && bsearch(pfx, sorted, n, sizeof *sorted, prefix_cmp) != NULL;
+}
+
+static int
+name_cmp(const void *va, const void *vb)
+{
+	return strcmp(*(const char *const *)va, *(const char *const *)vb);
 }
 
 /* One line of what a list now holds, for the log. */
@@ -1681,6 +1713,9 @@ server_reload(struct server *srv, const struct cfg *next)
 	unsigned *changes;
 	size_t *match, nchanged = 0;
 	bool *keep, *kept;
+	struct peer **gone;
+	const char **added_names;
+	size_t ngone = 0, nadded_names = 0;
 	char *cause = NULL;
 	int ret = -1;
 
@@ -1689,6 +1724,8 @@ server_reload(struct server *srv, const struct cfg *next)
 		return -1;
 	}
 	n = next->npeers;
+	gone = xcalloc(nold + 1, sizeof *gone);
+	added_names = xcalloc(n + 1, sizeof *added_names);
 	old_confs = xcalloc(nold + 1, sizeof *old_confs);
 	for (size_t j = 0; j < nold; j++)
 		old_confs[j] = srv->peers[j]->cfg;
@@ -1755,27 +1792,32 @@ server_reload(struct server *srv, const struct cfg *next)
 	}
 
 	/* From here on nothing fails: the new peers, addresses and routes
-	 * take over. */
+	 * take over. A peer removed whose name comes back is one whose key
+	 * changed. */
 	route_free(srv->routes);
 	srv->routes = rt;
+	for (size_t i = 0; i < n; i++) {
+		if (match[i] == CFG_DIFF_NONE)
+			added_names[nadded_names++] = next->peers[i].name;
+	}
+	qsort(added_names, nadded_names, sizeof *added_names, name_cmp);
 	for (size_t j = 0; j < nold; j++) {
-		const char *name = srv->peers[j]->cfg->name;
-		bool rekeyed = false;
+		struct peer *p = srv->peers[j];
+		bool rekeyed;
 
 		if (kept[j])
 			continue;
-		for (size_t i = 0; i < n; i++)
-			rekeyed |= match[i] == CFG_DIFF_NONE &&
-			    strcmp(next->peers[i].name, name) == 0;
-		log_info("reload: peer %s removed%s%s", name,
-		    srv->peers[j]->sess != NULL ? ", its connection closed" : "",
+		rekeyed = nadded_names > 0 && bsearch(&p->cfg->name, added_names,
+		    nadded_names, sizeof *added_names, name_cmp) != NULL;
+		log_info("reload: peer %s removed%s%s", p->cfg->name,
+		    p->sess != NULL ? ", its connection closed" : "",
 		    rekeyed ? " (its PublicKey changed)" : "");
-		/* The old entry is freed with the peer: nothing reads it
-		 * again. */
-		peer_remove(srv, srv->peers[j], rekeyed ? "public key changed" :
-		    "peer removed from the configuration");
+		p->gone = rekeyed ? "public key changed" :
+		    "peer removed from the configuration";
+		gone[ngone++] = p;
 		nchanged++;
 	}
+	peers_remove(srv, gone, ngone);
 	for (size_t i = 0; i < n; i++) {
 		char buf[512];
 
@@ -1844,6 +1886,8 @@ out:
 	free(changes);
 	free(keep);
 	free(kept);
+	free(gone);
+	free(added_names);
 	return ret;
 }
 
