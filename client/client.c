@@ -113,6 +113,7 @@ struct client {
 
 	struct tunnel_counters counters;
 	uint64_t handshakes;
+	uint64_t reloads, reloads_refused;
 	unsigned failures;   /* consecutive, for the back-off */
 	struct event *reconnect_ev;
 	struct control *control;
@@ -236,7 +237,7 @@ static void
 handshake_done_cb(struct quic_conn *qc, void *arg)
 {
 	struct client *c = arg;
-	struct proto_client_hello hello = { PROTO_VERSION, 0 };
+	struct proto_client_hello hello = { PROTO_VERSION, PROTO_FEATURES };
 	struct quic_conn_stats st;
 	uint8_t buf[64];
 	size_t n;
@@ -388,11 +389,70 @@ client_dns(struct client *c, const struct proto_server_config *sc)
 	dns_apply(c->dns, c->tun.name, c->tun.ifindex, &dc);
 }
 
+static bool
+addr_listed(const struct prefix *a, const struct prefix *l, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (prefix_equal(a, &l[i]))
+			return true;
+	}
+	return false;
+}
+
+/* The server gave other addresses (a reload there changed them, seen on
+ * the live connection or on a reconnect): the TUN takes them in place of
+ * the old, which go first so that an IPv4 address never becomes the
+ * secondary of one about to be removed. The routes through the TUN are
+ * restored after. */
+static void
+change_addresses(struct client *c, const struct proto_server_config *sc)
+{
+	char buf[ADDR_STRLEN], *cause = NULL;
+
+	for (size_t i = 0; i < c->naddrs; i++) {
+		if (addr_listed(&c->addrs[i], sc->addrs, sc->naddrs))
+			continue;
+		if (tun_netlink_del_address(c->tun.ifindex, &c->addrs[i], &cause) != 0) {
+			log_warn("%s", cause);
+			free(cause);
+			cause = NULL;
+		}
+	}
+	for (size_t i = 0; i < sc->naddrs; i++) {
+		if (addr_listed(&sc->addrs[i], c->addrs, c->naddrs))
+			continue;
+		if (tun_netlink_add_address(c->tun.ifindex, &sc->addrs[i], &cause) != 0) {
+			log_warn("%s", cause);
+			free(cause);
+			cause = NULL;
+		}
+	}
+	/* Removing a family's last address took that family's routes
+	 * through the TUN with it: put ours back (those still there answer
+	 * "exists"). */
+	for (size_t i = 0; i < c->nroutes; i++) {
+		if (tun_netlink_add_route(c->tun.ifindex, &c->routes[i], &cause) != 0) {
+			log_debug("%s", cause);
+			free(cause);
+			cause = NULL;
+		}
+	}
+	c->naddrs = sc->naddrs;
+	memcpy(c->addrs, sc->addrs, sizeof c->addrs);
+	log_info("the server changed this client's address: now %s%s",
+	    c->naddrs ? addr_prefix_str(&c->addrs[0], buf) : "none",
+	    c->naddrs > 1 ? " (and IPv6)" : "");
+}
+
 static int
 apply_config(struct client *c, const uint8_t *body, size_t len)
 {
 	struct proto_server_config sc;
 	char *cause = NULL;
+	/* Another one on the same connection: the server's configuration
+	 * was reloaded and our addresses changed. */
+	bool update = c->configured;
+	bool same;
 
 	if (proto_decode_server_config(body, len, &sc) != 0)
 		return -1;
@@ -409,19 +469,28 @@ apply_config(struct client *c, const uint8_t *body, size_t len)
 	}
 	c->configured = true;
 	c->failures = 0;
-	forward_remote_request(c->fwd, c->qc);
+	if (!update) {
+		forward_server_features(c->fwd, sc.features);
+		forward_remote_request(c->fwd, c->qc);
+	}
 	if (c->cfg->tun == NULL) {
+		if (update)
+			return 0;
 		log_info("connected (forward-only mode)");
 		client_notify(c, "connected (forward-only)");
 		return 0;
 	}
 	if (c->tun_open) {
 		/* A reconnect: the TUN and its routes stay as they were, so
-		 * applications never see the interface go away. */
-		if (c->tun_open && (sc.naddrs != c->naddrs ||
-		    memcmp(sc.addrs, c->addrs, sizeof sc.addrs[0] * sc.naddrs) != 0))
-			log_warn("the server assigned different addresses; restart "
-			    "rove to use them");
+		 * applications never see the interface go away; only
+		 * addresses the server changed are replaced. */
+		same = sc.naddrs == c->naddrs;
+		for (size_t i = 0; same && i < sc.naddrs; i++)
+			same = addr_listed(&sc.addrs[i], c->addrs, c->naddrs);
+		if (!same)
+			change_addresses(c, &sc);
+		if (update)
+			return 0;
 		/* Its DNS may have changed meanwhile (the same does nothing). */
 		client_dns(c, &sc);
 		log_info("connection re-established");
@@ -1302,6 +1371,7 @@ status_cb(struct evbuffer *out, const char *request, void *arg)
 		.remote = (struct sockaddr *)&c->server,
 		.counters = &c->counters,
 		.handshakes = c->handshakes,
+		.connection_id = c->qc != NULL ? quic_conn_id(c->qc) : NULL,
 	};
 	struct status st = {
 		.role = "client",
@@ -1311,6 +1381,8 @@ status_cb(struct evbuffer *out, const char *request, void *arg)
 		.counters = &c->counters,
 		.peers = &sp,
 		.npeers = 1,
+		.reloads = c->reloads,
+		.reloads_refused = c->reloads_refused,
 	};
 	struct status_request rq;
 
@@ -1542,6 +1614,20 @@ client_free(struct client *c)
 	if (c->tls_tcp != NULL)
 		wolfSSL_CTX_free(c->tls_tcp);
 	free(c);
+}
+
+int
+client_reload(struct client *c, const struct cfg *next)
+{
+	if (next == NULL || forward_reload(c->fwd, next,
+	    c->qc != NULL && c->configured ? c->qc : NULL) != 0) {
+		c->reloads_refused++;
+		return -1;
+	}
+	c->reloads++;
+	if (c->qc != NULL)
+		quic_write_dirty();
+	return 0;
 }
 
 int

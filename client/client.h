@@ -18,5 +18,9 @@ void client_shutdown(struct client *);
 void client_free(struct client *);
 /* The exit status the program should end with (non-zero after a refusal). */
 int client_exit_status(const struct client *);
+/* SIGHUP: apply the forwards of `next` (forward_reload); every other
+ * [Client] key needs a restart (daemon_main reports those). NULL counts
+ * a refused reload. Returns 0 or -1. */
+int client_reload(struct client *, const struct cfg *next);
 
 #endif

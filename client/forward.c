@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "addr.h"
+#include "cfg-diff.h"
 #include "clock.h"
 #include "dial.h"
 #include "forward.h"
@@ -23,10 +24,16 @@
 
 struct listener {
 	struct forward *fw;
-	const struct cfg_forward *cfg;
+	struct cfg_forward cf;  /* its own copy: a reload may change it */
 	enum fwd_kind kind;
 	int fd;
 	struct event *ev;
+};
+
+/* A RemoteForward, and whether the server listens for it. */
+struct remote {
+	struct cfg_forward cf;
+	bool ok;
 };
 
 /* A connection accepted while no session could carry it (start-up, a
@@ -57,15 +64,17 @@ struct forward {
 	struct event_base *base;
 	const struct cfg *cfg;
 	struct evdns_base *dns;
-	struct listener listeners[MAX_LISTENERS];
+	struct listener *listeners[MAX_LISTENERS];
 	size_t nlisteners;
+	struct remote *remotes;
+	size_t nremotes;
 	LIST_HEAD(, socks) socks;
 	TAILQ_HEAD(, held) held;  /* oldest first */
 	size_t nheld;
 	struct fwd_set set;
 	bool attached;
 	struct fwd_counters counters;
-	bool *remote_ok;      /* per RemoteForward: the server accepted it */
+	bool cancel_ok;       /* the server takes REMOTE_FORWARD_CANCEL */
 };
 
 static void
@@ -288,8 +297,8 @@ accept_cb(evutil_socket_t lfd, short what, void *arg)
 			return;
 		}
 		if (l->kind == FWD_LOCAL) {
-			open_forward(fw, FWD_LOCAL, fd, l->cfg->target_host,
-			    l->cfg->target_port, NULL);
+			open_forward(fw, FWD_LOCAL, fd, l->cf.target_host,
+			    l->cf.target_port, NULL);
 		} else {
 			struct socks *sk = xcalloc(1, sizeof *sk);
 			struct timeval tv = { SOCKS_TIMEOUT_S, 0 };
@@ -304,34 +313,72 @@ accept_cb(evutil_socket_t lfd, short what, void *arg)
 	}
 }
 
-static int
-add_listener(struct forward *fw, const struct cfg_forward *cf, enum fwd_kind kind,
-    char **cause)
+/* "LocalForward 127.0.0.1:8080", for messages. */
+static const char *
+listener_str(const struct cfg_forward *cf, enum fwd_kind kind, char *buf,
+    size_t len)
+{
+	char bind[PROTO_FWD_MAX_HOST + 16];
+
+	snprintf(buf, len, "%s %s", kind == FWD_LOCAL ? "LocalForward" :
+	    "DynamicForward", addr_hostport_str(bind, sizeof bind,
+	    cf->bind_host != NULL ? cf->bind_host : "127.0.0.1", cf->bind_port));
+	return buf;
+}
+
+static struct listener *
+listener_open(struct forward *fw, const struct cfg_forward *cf,
+    enum fwd_kind kind, char **cause)
 {
 	struct sockaddr_storage ss;
 	struct listener *l;
 	struct ipaddr a;
 	socklen_t sslen;
+	int fd;
+
+	/* Like ssh: loopback unless an address is given. */
+	if (addr_parse_ip(cf->bind_host != NULL ? cf->bind_host : "127.0.0.1", &a) != 0) {
+		xasprintf(cause, "bad bind address %s", cf->bind_host);
+		return NULL;
+	}
+	addr_to_sockaddr(&a, cf->bind_port, &ss, &sslen);
+	if ((fd = tcp_listen((struct sockaddr *)&ss, sslen, cause)) == -1)
+		return NULL;
+	l = xcalloc(1, sizeof *l);
+	l->fw = fw;
+	cfg_forward_copy(&l->cf, cf);
+	l->kind = kind;
+	l->fd = fd;
+	l->ev = event_new(fw->base, l->fd, EV_READ | EV_PERSIST, accept_cb, l);
+	event_add(l->ev, NULL);
+	return l;
+}
+
+/* Connections accepted through it are their own: they carry on. */
+static void
+listener_free(struct listener *l)
+{
+	if (l == NULL)
+		return;
+	event_free(l->ev);
+	close(l->fd);
+	cfg_forward_clear(&l->cf);
+	free(l);
+}
+
+static int
+add_listener(struct forward *fw, const struct cfg_forward *cf, enum fwd_kind kind,
+    char **cause)
+{
+	struct listener *l;
 
 	if (fw->nlisteners == MAX_LISTENERS) {
 		*cause = xstrdup("too many forward listeners");
 		return -1;
 	}
-	/* Like ssh: loopback unless an address is given. */
-	if (addr_parse_ip(cf->bind_host != NULL ? cf->bind_host : "127.0.0.1", &a) != 0) {
-		xasprintf(cause, "bad bind address %s", cf->bind_host);
+	if ((l = listener_open(fw, cf, kind, cause)) == NULL)
 		return -1;
-	}
-	addr_to_sockaddr(&a, cf->bind_port, &ss, &sslen);
-	l = &fw->listeners[fw->nlisteners];
-	if ((l->fd = tcp_listen((struct sockaddr *)&ss, sslen, cause)) == -1)
-		return -1;
-	l->fw = fw;
-	l->cfg = cf;
-	l->kind = kind;
-	l->ev = event_new(fw->base, l->fd, EV_READ | EV_PERSIST, accept_cb, l);
-	event_add(l->ev, NULL);
-	fw->nlisteners++;
+	fw->listeners[fw->nlisteners++] = l;
 	return 0;
 }
 
@@ -345,9 +392,9 @@ remote_request(struct fwd_set *set, struct fwd *f, const struct proto_fwd_header
 	char target[PROTO_FWD_MAX_HOST + 16];
 
 	/* Only the targets we configured, never one the server names. */
-	for (size_t i = 0; i < fw->cfg->nremote_forward && hdr->type == PROTO_FWD_REMOTE; i++) {
-		if (fw->cfg->remote_forward[i].bind_port == hdr->port)
-			cf = &fw->cfg->remote_forward[i];
+	for (size_t i = 0; i < fw->nremotes && hdr->type == PROTO_FWD_REMOTE; i++) {
+		if (fw->remotes[i].cf.bind_port == hdr->port)
+			cf = &fw->remotes[i].cf;
 	}
 	if (cf == NULL) {
 		fwd_fail(f, PROTO_FWD_ERR_DENIED);
@@ -389,7 +436,10 @@ forward_create(struct event_base *base, const struct cfg *cfg, char **cause)
 	fw->cfg = cfg;
 	LIST_INIT(&fw->socks);
 	TAILQ_INIT(&fw->held);
-	fw->remote_ok = xcalloc(cfg->nremote_forward + 1, sizeof *fw->remote_ok);
+	fw->remotes = xcalloc(cfg->nremote_forward + 1, sizeof *fw->remotes);
+	for (size_t i = 0; i < cfg->nremote_forward; i++)
+		cfg_forward_copy(&fw->remotes[fw->nremotes++].cf,
+		    &cfg->remote_forward[i]);
 	if ((fw->dns = dial_resolver_new(base, cause)) == NULL)
 		goto fail;
 	for (size_t i = 0; i < cfg->nlocal_forward; i++) {
@@ -418,13 +468,13 @@ forward_free(struct forward *fw)
 		socks_free(sk, true);
 	while (!TAILQ_EMPTY(&fw->held))
 		held_free(TAILQ_FIRST(&fw->held), true);
-	for (size_t i = 0; i < fw->nlisteners; i++) {
-		event_free(fw->listeners[i].ev);
-		close(fw->listeners[i].fd);
-	}
+	for (size_t i = 0; i < fw->nlisteners; i++)
+		listener_free(fw->listeners[i]);
 	if (fw->dns != NULL)
 		evdns_base_free(fw->dns, 0);
-	free(fw->remote_ok);
+	for (size_t i = 0; i < fw->nremotes; i++)
+		cfg_forward_clear(&fw->remotes[i].cf);
+	free(fw->remotes);
 	free(fw);
 }
 
@@ -450,21 +500,30 @@ forward_attach(struct forward *fw, struct quic_conn *qc)
 	}
 }
 
+static void
+remote_request_one(struct remote *r, struct quic_conn *qc)
+{
+	struct proto_remote_forward rf = { .port = r->cf.bind_port };
+	uint8_t buf[64];
+	size_t n;
+
+	r->ok = false;
+	n = proto_fwd_remote_encode(buf, sizeof buf, PROTO_MSG_REMOTE_FORWARD, &rf);
+	if (n > 0)
+		(void)quic_conn_stream_send(qc, 0, buf, n, false);
+}
+
+void
+forward_server_features(struct forward *fw, uint64_t features)
+{
+	fw->cancel_ok = (features & PROTO_FEATURE_CANCEL_REMOTE) != 0;
+}
+
 void
 forward_remote_request(struct forward *fw, struct quic_conn *qc)
 {
-	for (size_t i = 0; i < fw->cfg->nremote_forward; i++) {
-		struct proto_remote_forward rf = {
-			.port = fw->cfg->remote_forward[i].bind_port,
-		};
-		uint8_t buf[64];
-		size_t n;
-
-		fw->remote_ok[i] = false;
-		n = proto_fwd_remote_encode(buf, sizeof buf, PROTO_MSG_REMOTE_FORWARD, &rf);
-		if (n > 0)
-			(void)quic_conn_stream_send(qc, 0, buf, n, false);
-	}
+	for (size_t i = 0; i < fw->nremotes; i++)
+		remote_request_one(&fw->remotes[i], qc);
 }
 
 void
@@ -490,14 +549,15 @@ forward_control(struct forward *fw, uint64_t type, const uint8_t *body, size_t l
 	if (type != PROTO_MSG_REMOTE_FORWARD_REPLY ||
 	    proto_fwd_remote_decode(body, len, &rf) != 0)
 		return -1;
-	for (size_t i = 0; i < fw->cfg->nremote_forward; i++) {
-		if (fw->cfg->remote_forward[i].bind_port != rf.port)
+	for (size_t i = 0; i < fw->nremotes; i++) {
+		const struct cfg_forward *cf = &fw->remotes[i].cf;
+
+		if (cf->bind_port != rf.port)
 			continue;
-		fw->remote_ok[i] = rf.status == PROTO_FWD_OK;
+		fw->remotes[i].ok = rf.status == PROTO_FWD_OK;
 		if (rf.status == PROTO_FWD_OK)
 			log_info("remote forward: the server listens on port %u for "
-			    "%s:%u", rf.port, fw->cfg->remote_forward[i].target_host,
-			    fw->cfg->remote_forward[i].target_port);
+			    "%s:%u", rf.port, cf->target_host, cf->target_port);
 		else
 			log_error("remote forward on port %u refused by the server: %s",
 			    rf.port, proto_fwd_error_name(rf.status));
@@ -509,4 +569,155 @@ const struct fwd_counters *
 forward_counters(const struct forward *fw)
 {
 	return &fw->counters;
+}
+
+/* One listener the new configuration asks for. */
+struct wanted {
+	const struct cfg_forward *cf;
+	enum fwd_kind kind;
+	struct listener *l;     /* kept (same address) or opened for it */
+	bool opened;
+};
+
+int
+forward_reload(struct forward *fw, const struct cfg *next, struct quic_conn *qc)
+{
+	size_t nwant = next->nlocal_forward + next->ndynamic_forward, n = 0;
+	struct wanted *w = xcalloc(nwant + 1, sizeof *w);
+	bool *kept = xcalloc(fw->nlisteners + 1, sizeof *kept);
+	struct remote *remotes;
+	char *cause = NULL, what[PROTO_FWD_MAX_HOST + 32];
+	char target[PROTO_FWD_MAX_HOST + 16];
+	int ret = -1;
+
+	for (size_t i = 0; i < next->nlocal_forward; i++)
+		w[n++] = (struct wanted){ &next->local_forward[i], FWD_LOCAL, NULL, false };
+	for (size_t i = 0; i < next->ndynamic_forward; i++)
+		w[n++] = (struct wanted){ &next->dynamic_forward[i], FWD_DYNAMIC, NULL, false };
+	if (nwant > MAX_LISTENERS) {
+		log_error("%s: more than %d LocalForward and DynamicForward",
+		    next->path, MAX_LISTENERS);
+		goto out;
+	}
+	/* A listener on an address that stays keeps its socket (its target
+	 * or kind may change); new addresses are bound before anything else
+	 * changes, so a busy port refuses the reload as a whole. */
+	for (size_t i = 0; i < nwant; i++) {
+		for (size_t j = 0; j < fw->nlisteners && w[i].l == NULL; j++) {
+			if (!kept[j] && cfg_forward_same_bind(&fw->listeners[j]->cf,
+			    w[i].cf)) {
+				kept[j] = true;
+				w[i].l = fw->listeners[j];
+			}
+		}
+		if (w[i].l != NULL)
+			continue;
+		if ((w[i].l = listener_open(fw, w[i].cf, w[i].kind, &cause)) == NULL) {
+			log_error("%s:%u: %s: %s", next->path, w[i].cf->line,
+			    w[i].kind == FWD_LOCAL ? "LocalForward" :
+			    "DynamicForward", cause);
+			free(cause);
+			for (size_t k = 0; k < i; k++) {
+				if (w[k].opened)
+					listener_free(w[k].l);
+			}
+			goto out;
+		}
+		w[i].opened = true;
+	}
+
+	for (size_t j = 0; j < fw->nlisteners; j++) {
+		if (kept[j])
+			continue;
+		log_info("reload: %s closed (connections made through it carry "
+		    "on)", listener_str(&fw->listeners[j]->cf,
+		    fw->listeners[j]->kind, what, sizeof what));
+		listener_free(fw->listeners[j]);
+	}
+	for (size_t i = 0; i < nwant; i++) {
+		struct listener *l = w[i].l;
+		bool changed = l->kind != w[i].kind ||
+		    (w[i].kind == FWD_LOCAL && !cfg_forward_same_target(&l->cf, w[i].cf));
+
+		if (!w[i].opened && changed) {
+			cfg_forward_clear(&l->cf);
+			cfg_forward_copy(&l->cf, w[i].cf);
+			l->kind = w[i].kind;
+		} else if (!w[i].opened) {
+			continue;
+		}
+		if (w[i].kind == FWD_LOCAL)
+			addr_hostport_str(target, sizeof target,
+			    w[i].cf->target_host, w[i].cf->target_port);
+		log_info("reload: %s %s%s%s", listener_str(w[i].cf, w[i].kind,
+		    what, sizeof what), w[i].opened ? "listening" : "changed",
+		    w[i].kind == FWD_LOCAL ? ", to " : " (SOCKS)",
+		    w[i].kind == FWD_LOCAL ? target : "");
+	}
+	for (size_t i = 0; i < nwant; i++)
+		fw->listeners[i] = w[i].l;
+	fw->nlisteners = nwant;
+
+	/* RemoteForward: the server listens while the connection lives, so
+	 * a new one is asked for now (or with the next connection), and one
+	 * removed is taken back (a server too old for that listens until the
+	 * connection ends; what it accepts there is refused). */
+	remotes = xcalloc(next->nremote_forward + 1, sizeof *remotes);
+	for (size_t i = 0; i < next->nremote_forward; i++) {
+		const struct cfg_forward *cf = &next->remote_forward[i];
+		struct remote *old = NULL;
+
+		cfg_forward_copy(&remotes[i].cf, cf);
+		for (size_t j = 0; j < fw->nremotes && old == NULL; j++) {
+			if (fw->remotes[j].cf.bind_port == cf->bind_port)
+				old = &fw->remotes[j];
+		}
+		addr_hostport_str(target, sizeof target, cf->target_host,
+		    cf->target_port);
+		if (old != NULL) {
+			remotes[i].ok = old->ok;
+			if (!cfg_forward_same_target(&old->cf, cf))
+				log_info("reload: RemoteForward port %u now to %s",
+				    cf->bind_port, target);
+			continue;
+		}
+		log_info("reload: RemoteForward port %u added, to %s",
+		    cf->bind_port, target);
+		if (qc != NULL)
+			remote_request_one(&remotes[i], qc);
+	}
+	for (size_t j = 0; j < fw->nremotes; j++) {
+		bool stays = false;
+
+		for (size_t i = 0; i < next->nremote_forward; i++)
+			stays |= next->remote_forward[i].bind_port ==
+			    fw->remotes[j].cf.bind_port;
+		if (!stays && qc != NULL && fw->cancel_ok) {
+			struct proto_remote_forward rf = {
+				.port = fw->remotes[j].cf.bind_port,
+			};
+			uint8_t buf[64];
+			size_t len = proto_fwd_remote_encode(buf, sizeof buf,
+			    PROTO_MSG_REMOTE_FORWARD_CANCEL, &rf);
+
+			if (len > 0)
+				(void)quic_conn_stream_send(qc, 0, buf, len, false);
+			log_info("reload: RemoteForward port %u removed: the server "
+			    "stops listening there", rf.port);
+		} else if (!stays) {
+			log_info("reload: RemoteForward port %u removed%s",
+			    fw->remotes[j].cf.bind_port, fw->remotes[j].ok ?
+			    ": connections to it are refused; the server "
+			    "listens there until this connection ends" : "");
+		}
+		cfg_forward_clear(&fw->remotes[j].cf);
+	}
+	free(fw->remotes);
+	fw->remotes = remotes;
+	fw->nremotes = next->nremote_forward;
+	ret = 0;
+out:
+	free(w);
+	free(kept);
+	return ret;
 }

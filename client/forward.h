@@ -21,6 +21,9 @@ void forward_free(struct forward *);
  * handshake completed): connections held while there was none are opened
  * now, and new ones from here on. */
 void forward_attach(struct forward *, struct quic_conn *);
+/* The server's configuration arrived on a new connection, taking up
+ * these PROTO_FEATURE_* bits of ours. */
+void forward_server_features(struct forward *, uint64_t features);
 /* The server's configuration arrived: send the RemoteForward requests. */
 void forward_remote_request(struct forward *, struct quic_conn *);
 /* The connection is gone: every forwarded connection is reset. */
@@ -30,6 +33,17 @@ void forward_detach(struct forward *);
 struct fwd_set *forward_set(struct forward *);
 /* A control message about remote forwards; -1 if malformed. */
 int forward_control(struct forward *, uint64_t type, const uint8_t *, size_t);
+
+/* SIGHUP: make the forwards those of `next`. A LocalForward or
+ * DynamicForward on a new address starts listening, one gone stops
+ * (connections made through it carry on), one whose target changed
+ * keeps its socket. A new RemoteForward is asked for on `qc` (the
+ * configured connection, or NULL: with the next one), and one removed is
+ * taken back there (REMOTE_FORWARD_CANCEL, if the server takes it; else
+ * what the server accepts on its port is refused). Returns -1,
+ * changing nothing, with "FILE:LINE:" logged, when a new listener cannot
+ * bind. */
+int forward_reload(struct forward *, const struct cfg *next, struct quic_conn *qc);
 
 /* Lifetime counters of forwarded connections, for status. */
 const struct fwd_counters *forward_counters(const struct forward *);

@@ -192,6 +192,12 @@ exit_status(const void *arg)
 }
 
 static int
+reload(void *arg, const struct cfg *next)
+{
+	return client_reload(arg, next);
+}
+
+static int
 cmd_up(int argc, char **argv)
 {
 	static const struct daemon_ops ops = {
@@ -202,6 +208,7 @@ cmd_up(int argc, char **argv)
 		.shutdown = shutdown_client,
 		.free = free_client,
 		.exit_status = exit_status,
+		.reload = reload,
 	};
 
 	return daemon_main(argc, argv, &ops);

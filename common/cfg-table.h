@@ -159,6 +159,11 @@ void cfg_parse_line(struct cfg_parse *, const char *line, size_t len);
  * and release the context. Returns 0 if no error was found, else -1. */
 int cfg_parse_finish(struct cfg_parse *);
 
+/* What cfg_print writes for key `id` of `obj` (a struct cfg, or a struct
+ * cfg_peer for [Peer] keys): "Key = value" lines, or "" when unset.
+ * Malloc'd. */
+char *cfg_key_text(const void *obj, enum cfg_key_id id);
+
 /* The key with this name (any case) allowed in `section`, or NULL; with
  * `any` set, the first key of that name in any section. */
 const struct cfg_key *cfg_table_find(const char *name, unsigned section,

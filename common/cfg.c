@@ -9,6 +9,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "cfg-diff.h"
 #include "cfg-table.h"
 #include "key.h"
 #include "keyidx.h"
@@ -1640,16 +1641,6 @@ bind_str(const struct cfg_forward *f, char *buf, size_t len)
 	return buf;
 }
 
-static bool
-same_bind(const struct cfg_forward *a, const struct cfg_forward *b)
-{
-	if (a->bind_port != b->bind_port)
-		return false;
-	if (a->bind_host == NULL || b->bind_host == NULL)
-		return a->bind_host == b->bind_host;
-	return strcmp(a->bind_host, b->bind_host) == 0;
-}
-
 /* A forward and the key it was given by. */
 struct bound {
 	const struct cfg_forward *f;
@@ -1703,7 +1694,7 @@ check_binds(struct cfg_parse *cp, size_t ka, size_t kb)
 
 		for (size_t j = 0; j < n; j++) {
 			if (b[j].f->line < b[i].f->line &&
-			    same_bind(b[j].f, b[i].f) &&
+			    cfg_forward_same_bind(b[j].f, b[i].f) &&
 			    (first == NULL || b[j].f->line < first->f->line))
 				first = &b[j];
 		}
@@ -2034,14 +2025,8 @@ cfg_clear(struct cfg *cfg)
 	free(cfg->qlog_dir);
 	free(cfg->user);
 	free(cfg->group);
-	for (size_t i = 0; i < cfg->npeers; i++) {
-		struct cfg_peer *p = &cfg->peers[i];
-
-		free(p->name);
-		free(p->allowed_ips.v);
-		free_rules(p->allow_forward, p->nallow_forward);
-		free(p->allow_remote_forward);
-	}
+	for (size_t i = 0; i < cfg->npeers; i++)
+		cfg_peer_clear(&cfg->peers[i]);
 	free(cfg->peers);
 	for (size_t i = 0; i < cfg->ndns_search; i++)
 		free(cfg->dns_search[i]);
@@ -2052,6 +2037,77 @@ cfg_clear(struct cfg *cfg)
 	free_forwards(cfg->remote_forward, cfg->nremote_forward);
 	free_forwards(cfg->dynamic_forward, cfg->ndynamic_forward);
 	memset(cfg, 0, sizeof *cfg);
+}
+
+/* --- copies, for a program that keeps parts of a configuration past the
+ * struct cfg they came from (a reload) --- */
+
+static char *
+dup_or_null(const char *s)
+{
+	return s != NULL ? xstrdup(s) : NULL;
+}
+
+void
+cfg_peer_copy(struct cfg_peer *dst, const struct cfg_peer *src)
+{
+	*dst = *src;
+	dst->name = dup_or_null(src->name);
+	dst->allowed_ips.v = NULL;
+	if (src->allowed_ips.n > 0) {
+		dst->allowed_ips.v = xcalloc(src->allowed_ips.n,
+		    sizeof *dst->allowed_ips.v);
+		memcpy(dst->allowed_ips.v, src->allowed_ips.v,
+		    src->allowed_ips.n * sizeof *dst->allowed_ips.v);
+	}
+	dst->allow_forward = NULL;
+	if (src->nallow_forward > 0) {
+		dst->allow_forward = xcalloc(src->nallow_forward,
+		    sizeof *dst->allow_forward);
+		for (size_t i = 0; i < src->nallow_forward; i++) {
+			dst->allow_forward[i] = src->allow_forward[i];
+			dst->allow_forward[i].name =
+			    dup_or_null(src->allow_forward[i].name);
+		}
+	}
+	dst->allow_remote_forward = NULL;
+	if (src->nallow_remote_forward > 0) {
+		dst->allow_remote_forward = xcalloc(src->nallow_remote_forward,
+		    sizeof *dst->allow_remote_forward);
+		memcpy(dst->allow_remote_forward, src->allow_remote_forward,
+		    src->nallow_remote_forward *
+		    sizeof *dst->allow_remote_forward);
+	}
+}
+
+void
+cfg_peer_clear(struct cfg_peer *p)
+{
+	if (p == NULL)
+		return;
+	free(p->name);
+	free(p->allowed_ips.v);
+	free_rules(p->allow_forward, p->nallow_forward);
+	free(p->allow_remote_forward);
+	memset(p, 0, sizeof *p);
+}
+
+void
+cfg_forward_copy(struct cfg_forward *dst, const struct cfg_forward *src)
+{
+	*dst = *src;
+	dst->bind_host = dup_or_null(src->bind_host);
+	dst->target_host = dup_or_null(src->target_host);
+}
+
+void
+cfg_forward_clear(struct cfg_forward *f)
+{
+	if (f == NULL)
+		return;
+	free(f->bind_host);
+	free(f->target_host);
+	memset(f, 0, sizeof *f);
 }
 
 void
@@ -2284,4 +2340,19 @@ cfg_print(const struct cfg *cfg, FILE *f)
 		fputc('\n', f);
 		print_section(&cfg->peers[i], CFG_SEC_PEER, f);
 	}
+}
+
+char *
+cfg_key_text(const void *obj, enum cfg_key_id id)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	if ((f = open_memstream(&buf, &len)) == NULL)
+		fatal("open_memstream");
+	print_key(&cfg_table[id], obj, f);
+	if (fclose(f) != 0)
+		fatal("open_memstream");
+	return buf;
 }

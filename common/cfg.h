@@ -181,6 +181,13 @@ int cfg_load_options(const char *path, enum cfg_role role, struct cfg *cfg,
 char *cfg_default_socket(enum cfg_role role);
 
 void cfg_clear(struct cfg *);
+/* Deep copies of one [Peer] and one forward, owned by the caller (which
+ * frees them with the matching _clear), for a program that keeps them
+ * past the struct cfg they came from. */
+void cfg_peer_copy(struct cfg_peer *dst, const struct cfg_peer *src);
+void cfg_peer_clear(struct cfg_peer *);
+void cfg_forward_copy(struct cfg_forward *dst, const struct cfg_forward *src);
+void cfg_forward_clear(struct cfg_forward *);
 void cfg_errors_clear(struct cfg_errors *);
 
 /* Write the effective configuration (defaults filled in) in config syntax;

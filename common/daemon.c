@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "cfg-diff.h"
 #include "daemon.h"
 #include "log.h"
 #include "notify.h"
@@ -51,16 +52,52 @@ signal_cb(evutil_socket_t sig, short what, void *arg)
 		event_base_loopbreak(ctx->base);
 }
 
-/* SIGHUP (systemctl reload) must never end the program, as its default
- * action would. */
+/* What SIGHUP needs to read the configuration again as it was read at
+ * start: the same file and command-line forwards. */
+struct reload_ctx {
+	const struct daemon_ops *ops;
+	void *prog;
+	const char *path;
+	const struct cfg_option *opts;
+	size_t nopts;
+	const struct cfg *running; /* as loaded at start */
+};
+
+/* SIGHUP (systemctl reload): read the file again and let the program
+ * apply the difference. A file with any error changes nothing; neither
+ * does a change the program cannot take (it says why). Keys that only a
+ * restart can change are reported once the rest is applied. */
 static void
 hup_cb(evutil_socket_t sig, short what, void *arg)
 {
+	struct reload_ctx *ctx = arg;
+	struct cfg_errors errs = { 0 }, restart = { 0 };
+	struct cfg next;
+
 	(void)sig;
 	(void)what;
-	(void)arg;
-	log_warn("SIGHUP: reloading the configuration is not supported yet; "
-	    "nothing changed (restart to apply a new configuration)");
+	log_info("SIGHUP: reloading %s", ctx->path);
+	if (cfg_load_options(ctx->path, ctx->running->role, &next, &errs,
+	    ctx->opts, ctx->nopts) != 0) {
+		for (size_t i = 0; i < errs.n; i++)
+			log_error("%s", errs.msg[i]);
+		log_error("reload refused: %zu error(s) in %s; the running "
+		    "configuration stays", errs.n, ctx->path);
+		ctx->ops->reload(ctx->prog, NULL);
+		goto out;
+	}
+	if (ctx->ops->reload(ctx->prog, &next) != 0) {
+		log_error("reload refused; the running configuration stays");
+		goto out;
+	}
+	cfg_diff_restart(ctx->running, &next, &restart);
+	for (size_t i = 0; i < restart.n; i++)
+		log_warn("reload: %s", restart.msg[i]);
+	log_info("reload done");
+out:
+	cfg_errors_clear(&errs);
+	cfg_errors_clear(&restart);
+	cfg_clear(&next);
 }
 
 void
@@ -70,11 +107,14 @@ daemon_signals(struct event_base *base, void (*stop)(void *), void *arg,
 	static struct stop_ctx ctx;
 
 	signal(SIGPIPE, SIG_IGN);
+	/* Until the program sets up its reload, SIGHUP must not end it, as
+	 * its default action would. */
+	signal(SIGHUP, SIG_IGN);
 	ctx = (struct stop_ctx){ base, stop, arg, 0 };
 	evs[0] = evsignal_new(base, SIGINT, signal_cb, &ctx);
 	evs[1] = evsignal_new(base, SIGTERM, signal_cb, &ctx);
-	evs[2] = evsignal_new(base, SIGHUP, hup_cb, NULL);
-	for (int i = 0; i < 3; i++)
+	evs[2] = NULL;
+	for (int i = 0; i < 2; i++)
 		event_add(evs[i], NULL);
 }
 
@@ -107,6 +147,7 @@ daemon_main(int argc, char **argv, const struct daemon_ops *ops)
 	struct event *sigs[3];
 	struct event_base *base;
 	struct cfg cfg = { 0 };
+	struct reload_ctx reload;
 	char *cause = NULL;
 	void *prog;
 
@@ -144,14 +185,15 @@ daemon_main(int argc, char **argv, const struct daemon_ops *ops)
 		ops->usage();
 	log_open(ops->name, verbose);
 	rv = daemon_load_config(path, ops->role, &cfg, opts, nopts);
-	free(opts);
 	if (rv != 0) {
+		free(opts);
 		cfg_clear(&cfg);
 		return 1;
 	}
 	if (check || print) {
 		if (print)
 			cfg_print(&cfg, stdout);
+		free(opts);
 		cfg_clear(&cfg);
 		return 0;
 	}
@@ -164,12 +206,14 @@ daemon_main(int argc, char **argv, const struct daemon_ops *ops)
 	if ((drop = privdrop_needed(&cfg, geteuid(), getegid(), &cause)) == -1) {
 		fprintf(stderr, "%s\n", cause);
 		free(cause);
+		free(opts);
 		cfg_clear(&cfg);
 		return 1;
 	}
 	if (drop && privdrop_prepare(&cfg, &cause) != 0) {
 		log_error("%s", cause);
 		free(cause);
+		free(opts);
 		cfg_clear(&cfg);
 		return 1;
 	}
@@ -180,6 +224,7 @@ daemon_main(int argc, char **argv, const struct daemon_ops *ops)
 		log_error("%s", cause);
 		free(cause);
 		event_base_free(base);
+		free(opts);
 		cfg_clear(&cfg);
 		return 1;
 	}
@@ -192,10 +237,14 @@ daemon_main(int argc, char **argv, const struct daemon_ops *ops)
 		free(cause);
 		ops->free(prog);
 		event_base_free(base);
+		free(opts);
 		cfg_clear(&cfg);
 		return 1;
 	}
 	daemon_signals(base, ops->shutdown, prog, sigs);
+	reload = (struct reload_ctx){ ops, prog, path, opts, nopts, &cfg };
+	sigs[2] = evsignal_new(base, SIGHUP, hup_cb, &reload);
+	event_add(sigs[2], NULL);
 	notify_init(base);
 	if (ops->started != NULL)
 		ops->started(prog);
@@ -207,6 +256,7 @@ daemon_main(int argc, char **argv, const struct daemon_ops *ops)
 	for (int i = 0; i < 3; i++)
 		event_free(sigs[i]);
 	event_base_free(base);
+	free(opts);
 	cfg_clear(&cfg);
 	return status;
 }

@@ -201,6 +201,12 @@ metrics_render(struct evbuffer *out, const struct status *st)
 	for (int i = 0; i < TUNNEL_DROP_COUNT; i++)
 		evbuffer_add_printf(out, "rove_drops_total{reason=\"%s\"} %llu\n",
 		    tunnel_drop_names[i], (unsigned long long)st->counters->drops[i]);
+	family(out, "rove_reloads_total", "counter",
+	    "SIGHUP reloads of the configuration, applied or refused.");
+	evbuffer_add_printf(out, "rove_reloads_total{result=\"applied\"} %llu\n"
+	    "rove_reloads_total{result=\"refused\"} %llu\n",
+	    (unsigned long long)st->reloads,
+	    (unsigned long long)st->reloads_refused);
 	if (st->admission != NULL) {
 		const struct status_admission *a = st->admission;
 

@@ -95,8 +95,13 @@ privdrop_caps(const struct cfg *cfg)
 {
 	uint64_t caps = 0;
 
+	/* rove sets routes and addresses when the server's configuration
+	 * arrives; roved routes AllowedIPs into its TUN when a reload
+	 * changes them. */
+	if (cfg->tun != NULL)
+		caps |= PRIVDROP_CAP(CAP_NET_ADMIN);
 	if (cfg->role == CFG_ROLE_CLIENT)
-		return cfg->tun != NULL ? PRIVDROP_CAP(CAP_NET_ADMIN) : 0;
+		return caps;
 	for (size_t i = 0; i < cfg->npeers; i++) {
 		const struct cfg_peer *p = &cfg->peers[i];
 

@@ -27,9 +27,12 @@ int privdrop_lookup_group(const char *name, gid_t *gid);
  *   SO_RCVBUFFORCE/SO_SNDBUFFORCE on reconnects and migrations.
  * - rove with Tun = none: nothing (no routes; new sockets get the
  *   ordinary buffer limits).
- * - roved: CAP_NET_BIND_SERVICE if some peer's AllowRemoteForward lists a
- *   port below 1024 (those listeners open when the peer asks), else
- *   nothing: its TUN, routes and UDP sockets are all set up at start.
+ * - roved with a TUN: CAP_NET_ADMIN, to route the AllowedIPs a reload
+ *   (SIGHUP) adds into the TUN and remove those it drops; with Tun =
+ *   none, not that.
+ * - roved: also CAP_NET_BIND_SERVICE if some peer's AllowRemoteForward
+ *   lists a port below 1024 (those listeners open when the peer asks).
+ *   Its TUN, addresses and UDP sockets are all set up at start.
  */
 uint64_t privdrop_caps(const struct cfg *cfg);
 

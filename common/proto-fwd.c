@@ -163,7 +163,8 @@ proto_fwd_remote_encode(uint8_t *out, size_t outlen, uint64_t type,
 	size_t blen, n, off;
 
 	if (type != PROTO_MSG_REMOTE_FORWARD &&
-	    type != PROTO_MSG_REMOTE_FORWARD_REPLY)
+	    type != PROTO_MSG_REMOTE_FORWARD_REPLY &&
+	    type != PROTO_MSG_REMOTE_FORWARD_CANCEL)
 		return 0;
 	if (rf->port == 0)
 		return 0;

@@ -63,12 +63,15 @@ const char *proto_fwd_error_name(uint64_t code);
 /* Control messages for remote forwards (-R). */
 #define PROTO_MSG_REMOTE_FORWARD 4       /* client asks: listen on port */
 #define PROTO_MSG_REMOTE_FORWARD_REPLY 5 /* server answers: ok or error */
+/* client takes one back: stop listening on port (PROTO_FEATURE_CANCEL_REMOTE) */
+#define PROTO_MSG_REMOTE_FORWARD_CANCEL 6
 
 struct proto_remote_forward {
 	uint16_t port;     /* field 1 */
 	uint64_t status;   /* field 2, in replies: PROTO_FWD_OK or an error */
 };
-/* Encode a whole control message of `type` (REMOTE_FORWARD or its reply);
+/* Encode a whole control message of `type` (REMOTE_FORWARD, its reply, or
+ * REMOTE_FORWARD_CANCEL, which carries only the port like a request);
  * returns its length or 0 if it does not fit. The body decoder returns 0,
  * or -1 if malformed (port 0 or missing, truncated field). Bodies use the
  * field encoding of proto.h; unknown fields are skipped. A request carries

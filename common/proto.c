@@ -19,6 +19,7 @@ enum {
 	CONFIG_KEEPALIVE = 5,
 	CONFIG_DNS = 6,
 	CONFIG_DNS_SEARCH = 7,
+	CONFIG_FEATURES = 8,
 };
 enum {
 	ERROR_CODE = 1,
@@ -275,6 +276,10 @@ proto_encode_server_config(uint8_t *out, size_t outlen,
 			return 0;
 		put_field_text(&w, CONFIG_DNS_SEARCH, d, n);
 	}
+	/* Only for a client that announced some: an older one knows no
+	 * field 8 (it would skip it anyway). */
+	if (c->features != 0)
+		put_field_varint(&w, CONFIG_FEATURES, c->features);
 	return put_message(out, outlen, PROTO_MSG_SERVER_CONFIG, &w);
 }
 
@@ -479,6 +484,10 @@ proto_decode_server_config(const uint8_t *body, size_t len,
 			    field_domain(&f, c->dns_search[c->ndns_search]) != 0)
 				return -1;
 			c->ndns_search++;
+			break;
+		case CONFIG_FEATURES:
+			if (field_varint(&f, &c->features) != 0)
+				return -1;
 			break;
 		default:
 			break;

@@ -43,9 +43,14 @@ enum proto_msg_type {
 #define PROTO_MAX_DNS 8        /* DNS server addresses in a SERVER_CONFIG */
 #define PROTO_MAX_DNS_SEARCH 8 /* search domains in a SERVER_CONFIG */
 
+/* Feature bits: a client announces those it has in CLIENT_HELLO, and the
+ * server's SERVER_CONFIG lists those of them it takes up. */
+#define PROTO_FEATURE_CANCEL_REMOTE (UINT64_C(1) << 0) /* REMOTE_FORWARD_CANCEL */
+#define PROTO_FEATURES PROTO_FEATURE_CANCEL_REMOTE      /* all this version has */
+
 struct proto_client_hello {
 	uint64_t version;  /* PROTO_VERSION */
-	uint64_t features; /* bit set, none defined yet */
+	uint64_t features; /* PROTO_FEATURE_* */
 };
 
 struct proto_server_config {
@@ -64,6 +69,8 @@ struct proto_server_config {
 	size_t ndns;
 	char dns_search[PROTO_MAX_DNS_SEARCH][ADDR_DNS_NAME_MAX + 1];
 	size_t ndns_search;
+	uint64_t features;   /* PROTO_FEATURE_* of the client's the server
+	                      * takes up; sent only when not 0 */
 };
 
 struct proto_error {

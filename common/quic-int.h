@@ -74,6 +74,9 @@ struct quic_conn {
 
 	uint8_t peer_key[KEY_LEN];
 	bool peer_key_set;
+	/* Our first source connection ID in hex: names the connection in
+	 * status and its qlog file, for as long as it lives. */
+	char id[QUIC_CONN_ID_STRLEN];
 	bool early_ready;      /* client: 0-RTT keys installed */
 	bool early_rx;         /* server: 0-RTT keys installed */
 	uint64_t last_rx;      /* clock_now() of the last packet read */

@@ -653,21 +653,22 @@ qlog_write_cb(void *user_data, uint32_t flags, const void *data,
 	}
 }
 
-/* QlogDir/ROLE-SCID.sqlog, new (never through a link), mode 0600: it
- * names the connection IDs and timing of the peer's traffic. */
+/* The connection's ID (qc->id), and QlogDir/ROLE-ID.sqlog, new (never
+ * through a link), mode 0600: it names the connection IDs and timing of
+ * the peer's traffic. */
 static void
 qlog_open(struct quic_conn *qc, const struct quic_settings *qs,
     const ngtcp2_cid *scid)
 {
-	char path[4096], hex[2 * NGTCP2_MAX_CIDLEN + 1];
+	char path[4096];
 
+	for (size_t i = 0; i < scid->datalen; i++)
+		snprintf(qc->id + 2 * i, 3, "%02x", scid->data[i]);
+	qc->id[2 * scid->datalen] = '\0';
 	if (qs->qlog_dir == NULL)
 		return;
-	for (size_t i = 0; i < scid->datalen; i++)
-		snprintf(hex + 2 * i, 3, "%02x", scid->data[i]);
-	hex[2 * scid->datalen] = '\0';
 	snprintf(path, sizeof path, "%s/%s-%s.sqlog", qs->qlog_dir,
-	    qs->role == QUIC_ROLE_SERVER ? "server" : "client", hex);
+	    qs->role == QUIC_ROLE_SERVER ? "server" : "client", qc->id);
 	qc->qlog_fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
 	    O_CLOEXEC, 0600);
 	if (qc->qlog_fd == -1)
@@ -1882,6 +1883,12 @@ quic_conn_get_stats(struct quic_conn *qc, struct quic_conn_stats *st)
 	    (double)cs.min_rtt / (double)NGTCP2_MILLISECONDS;
 	st->cwnd = cs.cwnd;
 	st->bytes_in_flight = cs.bytes_in_flight;
+}
+
+const char *
+quic_conn_id(const struct quic_conn *qc)
+{
+	return qc->id;
 }
 
 const uint8_t *

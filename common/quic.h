@@ -320,6 +320,11 @@ const struct sockaddr *quic_conn_local(const struct quic_conn *, socklen_t *);
  * (no certificate is sent on resumption). Runs the pin check. */
 bool quic_tls_resumed(WOLFSSL *ssl, const uint8_t pubkey[static KEY_LEN]);
 void quic_conn_get_stats(struct quic_conn *, struct quic_conn_stats *);
+/* The connection's identifier: our first source connection ID, in hex.
+ * It stays the same while the connection lives (whatever connection IDs
+ * are in use later), and a new connection has a new one. */
+#define QUIC_CONN_ID_STRLEN (2 * 20 + 1)
+const char *quic_conn_id(const struct quic_conn *);
 /* The peer's public key, valid once the pin check has passed. */
 const uint8_t *quic_conn_peer_key(const struct quic_conn *);
 /* The remote address of the current path. */

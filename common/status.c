@@ -159,6 +159,13 @@ render_json(struct evbuffer *out, const struct status *st)
 	json_drops(&j, st->counters);
 	if (st->dns != NULL)
 		json_dns(&j, st->dns);
+	json_key(&j, "reloads");
+	json_begin_object(&j);
+	json_key(&j, "applied");
+	json_uint(&j, st->reloads);
+	json_key(&j, "refused");
+	json_uint(&j, st->reloads_refused);
+	json_end_object(&j);
 	if (st->tickets != NULL) {
 		json_key(&j, "tickets");
 		json_begin_object(&j);
@@ -229,6 +236,8 @@ render_json(struct evbuffer *out, const struct status *st)
 		/* quic or tcp (TLS over TCP); null without a session */
 		json_key(&j, "transport");
 		json_string(&j, !p->has_quic ? NULL : p->quic.tcp ? "tcp" : "quic");
+		json_key(&j, "connection_id");
+		json_string(&j, p->connection_id);
 		json_prefixes(&j, "addresses", p->addrs, p->naddrs);
 		json_prefixes(&j, "allowed_ips", p->allowed, p->nallowed);
 		json_key(&j, "remote");
@@ -387,6 +396,10 @@ render_text(struct evbuffer *out, const struct status *st)
 		evbuffer_add_printf(out, "\n");
 	}
 	text_drops(out, "  ", st->counters);
+	if (st->reloads != 0 || st->reloads_refused != 0)
+		evbuffer_add_printf(out, "  reloads: %llu applied, %llu refused\n",
+		    (unsigned long long)st->reloads,
+		    (unsigned long long)st->reloads_refused);
 	if (st->peer_counts != NULL)
 		evbuffer_add_printf(out, "  peers: %zu configured, %zu established, "
 		    "%zu handshaking, %zu closed\n", st->peer_counts->configured,
@@ -400,6 +413,9 @@ render_text(struct evbuffer *out, const struct status *st)
 		key_encode(p->public_key, key);
 		evbuffer_add_printf(out, "\npeer %s (%s)\n  state: %s\n",
 		    text_str(name, p->name), key, text_str(state, p->state));
+		if (p->connection_id != NULL)
+			evbuffer_add_printf(out, "  connection: %s\n",
+			    p->connection_id);
 		if (p->remote != NULL)
 			evbuffer_add_printf(out, "  endpoint: %s\n",
 			    addr_sockaddr_str(p->remote, buf));

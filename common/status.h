@@ -41,6 +41,7 @@ struct status_peer {
 	bool has_quic;
 	struct quic_conn_stats quic;
 	uint64_t handshakes;
+	const char *connection_id;     /* quic_conn_id; NULL when not connected */
 	const struct fwd_set *fwds;              /* NULL when not connected */
 	const struct fwd_counters *fwd_counters; /* NULL: no forwarding */
 };
@@ -85,6 +86,9 @@ struct status {
 	const struct status_dns *dns;             /* client */
 	const struct status_peer_counts *peer_counts; /* server */
 	bool summary;      /* no list of peers, only their counts */
+	/* SIGHUP: configurations applied, and refused (errors in the file,
+	 * or changes the running state could not take). */
+	uint64_t reloads, reloads_refused;
 };
 
 /* What a request on the control socket asks for: "status" (or

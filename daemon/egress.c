@@ -230,6 +230,12 @@ egress_listen(struct egress *eg, const struct cfg_peer *peer, struct fwd_set *se
 	return l;
 }
 
+uint16_t
+egress_listener_port(const struct egress_listener *l)
+{
+	return l->port;
+}
+
 void
 egress_listener_free(struct egress_listener *l)
 {

@@ -29,5 +29,6 @@ void egress_release(struct fwd *, void *fwd_arg);
 struct egress_listener *egress_listen(struct egress *, const struct cfg_peer *peer,
     struct fwd_set *set, uint16_t port, uint64_t *code);
 void egress_listener_free(struct egress_listener *);
+uint16_t egress_listener_port(const struct egress_listener *);
 
 #endif

@@ -42,6 +42,12 @@ free_server(void *arg)
 	server_free(arg);
 }
 
+static int
+reload(void *arg, const struct cfg *next)
+{
+	return server_reload(arg, next);
+}
+
 static void
 started(void *arg)
 {
@@ -59,6 +65,7 @@ main(int argc, char **argv)
 		.shutdown = shutdown_server,
 		.free = free_server,
 		.started = started,
+		.reload = reload,
 	};
 
 	return daemon_main(argc, argv, &ops);

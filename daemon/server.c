@@ -7,11 +7,14 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/capability.h>
 #include <sys/queue.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "admit.h"
+#include "cfg-diff.h"
+#include "cfg-table.h"
 #include "clock.h"
 #include "control.h"
 #include "egress.h"
@@ -23,6 +26,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "notify.h"
+#include "privdrop.h"
 #include "proto.h"
 #include "quic.h"
 #include "route.h"
@@ -58,8 +62,13 @@
 
 struct session;
 
+/* One configured peer. Sessions, forwards and the route table point at
+ * it, so it stays where it is while it is configured: a reload changes
+ * its copy of the configuration in place, and one that removes it closes
+ * every session referring to it before freeing it (peer_remove). */
 struct peer {
-	const struct cfg_peer *cfg;
+	struct cfg_peer conf;               /* its [Peer] section, owned */
+	const struct cfg_peer *cfg;         /* &conf */
 	struct prefix addrs[CFG_MAX_ADDRS]; /* its tunnel addresses (host) */
 	size_t naddrs;
 	uint8_t subnet_len[CFG_MAX_ADDRS];  /* prefix length told to the client */
@@ -69,6 +78,7 @@ struct peer {
 	uint64_t handshakes;
 	uint64_t rebinds;        /* its address changed under a connection */
 	uint64_t zero_rtt;       /* connections whose 0-RTT was accepted */
+	const char *gone;        /* a reload removed it: why, for its sessions */
 };
 
 struct cid_entry {
@@ -116,6 +126,7 @@ struct session {
 	size_t nrlisteners;
 	bool half_open;             /* counted in server.half_open */
 	size_t ctl_requests;        /* REMOTE_FORWARD requests so far */
+	uint64_t features;          /* PROTO_FEATURE_* agreed in the hello */
 };
 
 struct unknown_log {
@@ -146,10 +157,11 @@ struct server {
 	struct tunnel_out tun_out;
 	struct route_table *routes;
 
-	struct peer *peers;
+	struct peer **peers;        /* in the configuration's order */
 	size_t npeers;
 	size_t nconnected;          /* peers with a live connection */
 	struct keyidx keys;         /* public key -> index into peers */
+	uint64_t reloads, reloads_refused;
 	LIST_HEAD(, session) sessions;
 	size_t nsessions, max_sessions;
 	size_t half_open;           /* sessions still in their handshake */
@@ -332,7 +344,7 @@ pin_check(struct quic_conn *qc, const uint8_t *pub, void *arg)
 	if (srv == NULL || sess == NULL)
 		return false;
 	if (keyidx_find(&srv->keys, pub, &i)) {
-		sess->pending_peer = &srv->peers[i];
+		sess->pending_peer = srv->peers[i];
 		return true;
 	}
 	tunnel_drop(TUNNEL_DROP_UNKNOWN_PEER, NULL, &srv->counters);
@@ -479,6 +491,7 @@ send_server_config(struct session *sess)
 	for (size_t i = 0; i < srv->cfg->ndns_search; i++)
 		snprintf(sc.dns_search[sc.ndns_search++], sizeof sc.dns_search[0],
 		    "%s", srv->cfg->dns_search[i]);
+	sc.features = sess->features;
 	n = proto_encode_server_config(buf, sizeof buf, &sc);
 	if (n == 0)
 		return -1;
@@ -516,6 +529,34 @@ remote_forward(struct session *sess, const uint8_t *body, size_t len)
 	return n > 0 ? quic_conn_stream_send(sess->qc, 0, buf, n, false) : -1;
 }
 
+/* -R taken back (the client's configuration was reloaded): stop
+ * listening there. Connections accepted before carry on. Counted with the
+ * requests, so asking and cancelling in a loop ends as abuse too. */
+static int
+remote_forward_cancel(struct session *sess, const uint8_t *body, size_t len)
+{
+	struct proto_remote_forward rf;
+	size_t kept = 0;
+
+	if (!sess->configured || proto_fwd_remote_decode(body, len, &rf) != 0)
+		return -1;
+	if (++sess->ctl_requests > CTL_MAX_REQUESTS) {
+		quic_conn_close(sess->qc, 2, "control stream abuse");
+		return 0;
+	}
+	for (size_t i = 0; i < sess->nrlisteners; i++) {
+		if (egress_listener_port(sess->rlisteners[i]) != rf.port) {
+			sess->rlisteners[kept++] = sess->rlisteners[i];
+			continue;
+		}
+		log_info("peer %s: remote forward on port %u closed at its "
+		    "request", sess->peer->cfg->name, rf.port);
+		egress_listener_free(sess->rlisteners[i]);
+	}
+	sess->nrlisteners = kept;
+	return 0;
+}
+
 static int
 control_message(struct session *sess, uint64_t type, const uint8_t *body, size_t len)
 {
@@ -523,6 +564,10 @@ control_message(struct session *sess, uint64_t type, const uint8_t *body, size_t
 
 	if (type == PROTO_MSG_REMOTE_FORWARD)
 		return remote_forward(sess, body, len);
+	/* Only from a client that announced it, as docs/PROTOCOL.md has it. */
+	if (type == PROTO_MSG_REMOTE_FORWARD_CANCEL &&
+	    (sess->features & PROTO_FEATURE_CANCEL_REMOTE))
+		return remote_forward_cancel(sess, body, len);
 	if (type != PROTO_MSG_CLIENT_HELLO || sess->configured)
 		return -1;
 	if (proto_decode_client_hello(body, len, &hello) != 0)
@@ -531,6 +576,7 @@ control_message(struct session *sess, uint64_t type, const uint8_t *body, size_t
 		quic_conn_close(sess->qc, 4, "unsupported protocol version");
 		return 0;
 	}
+	sess->features = hello.features & PROTO_FEATURES;
 	return send_server_config(sess);
 }
 
@@ -989,23 +1035,144 @@ is_ipv4_broadcast(const struct prefix *net, const struct ipaddr *a)
 	return (v & host) == host;
 }
 
-/* Give every peer its addresses: the static ones, else the next free host
- * of the server's subnet in that family, in configuration order. */
-static int
-assign_addresses(struct server *srv, char **cause)
+static struct peer *
+peer_create(const struct cfg_peer *cp)
+{
+	struct peer *p = xcalloc(1, sizeof *p);
+
+	cfg_peer_copy(&p->conf, cp);
+	p->cfg = &p->conf;
+	return p;
+}
+
+static void
+peer_free(struct peer *p)
+{
+	if (p == NULL)
+		return;
+	cfg_peer_clear(&p->conf);
+	free(p);
+}
+
+/* The tunnel addresses a peer is to have, worked out before anything
+ * changes, with the prefix length each is told to the client. */
+struct addr_plan {
+	struct prefix addrs[CFG_MAX_ADDRS];
+	uint8_t subnet_len[CFG_MAX_ADDRS];
+	size_t naddrs;
+};
+
+/* The server's subnet in `family`, or NULL. */
+static const struct prefix *
+server_subnet(const struct server *srv, int family)
 {
 	for (size_t f = 0; f < srv->cfg->naddrs; f++) {
-		const struct prefix *net = &srv->cfg->addrs[f];
-		struct prefix next = *net;
-		unsigned bits = net->addr.family == AF_INET ? 32 : 128;
+		if (srv->cfg->addrs[f].addr.family == family)
+			return &srv->cfg->addrs[f];
+	}
+	return NULL;
+}
+
+/* Route `pfx` to `owner` in `rt`, or say who has it already. */
+static int
+plan_route(struct route_table *rt, const struct prefix *pfx, struct peer *owner,
+    const char *path, const struct cfg_peer *cp, const char *key, char **cause)
+{
+	char s[ADDR_STRLEN];
+	struct peer *other;
+
+	if (route_add(rt, pfx, owner) == 0)
+		return 0;
+	other = route_lookup(rt, &pfx->addr);
+	xasprintf(cause, "%s:%u: peer %s: %s %s is already routed to peer %s%s",
+	    path, cp->line, cp->name, key, addr_prefix_str(pfx, s),
+	    other != NULL ? other->cfg->name : "?",
+	    other != NULL && other->cfg->naddrs == 0 ?
+	    " (from the address pool)" : "");
+	return -1;
+}
+
+/* Give peers[0..n) (the configuration's order, confs[i] each one's [Peer])
+ * their addresses in plan[i] and fill the route table `rt`: a peer with
+ * keep[i] keeps the addresses plan[i] holds already (a reload that left
+ * its Address alone), the others get their static Address, and the rest
+ * the next free host of the server's subnet in each family. Fails, with
+ * "FILE:LINE:" in *cause, when a prefix would be routed to two peers, a
+ * static address is outside the running server's subnet (its Address
+ * changes only with a restart) or the pool runs out. */
+static int
+plan_addresses(struct server *srv, struct peer **peers,
+    const struct cfg_peer *const *confs, const bool *keep, size_t n,
+    struct addr_plan *plan, struct route_table *rt, const char *path,
+    char **cause)
+{
+	char s[ADDR_STRLEN], net[ADDR_STRLEN];
+
+	/* Addresses a peer keeps first, so a clash is blamed on the new. */
+	for (size_t i = 0; i < n; i++) {
+		for (size_t k = 0; keep[i] && k < plan[i].naddrs; k++) {
+			if (plan_route(rt, &plan[i].addrs[k], peers[i], path,
+			    confs[i], "Address", cause) != 0)
+				return -1;
+		}
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct cfg_peer *cp = confs[i];
+
+		if (keep[i])
+			continue;
+		plan[i].naddrs = 0;
+		for (size_t k = 0; k < cp->naddrs; k++) {
+			const struct prefix *own = server_subnet(srv,
+			    cp->addrs[k].addr.family);
+			struct prefix sub;
+
+			addr_ip_str(&cp->addrs[k].addr, s);
+			if (own == NULL) {
+				xasprintf(cause, "%s:%u: peer %s: Address %s: the "
+				    "running server has no address in that "
+				    "family", path, cp->line, cp->name, s);
+				return -1;
+			}
+			sub = *own;
+			addr_prefix_mask(&sub);
+			if (!addr_prefix_contains(&sub, &cp->addrs[k].addr) ||
+			    addr_equal(&own->addr, &cp->addrs[k].addr)) {
+				xasprintf(cause, "%s:%u: peer %s: Address %s is not "
+				    "a host of the running server's subnet %s",
+				    path, cp->line, cp->name, s,
+				    addr_prefix_str(&sub, net));
+				return -1;
+			}
+			plan[i].addrs[plan[i].naddrs] = cp->addrs[k];
+			plan[i].subnet_len[plan[i].naddrs] = own->len;
+			plan[i].naddrs++;
+			if (plan_route(rt, &cp->addrs[k], peers[i], path, cp,
+			    "Address", cause) != 0)
+				return -1;
+		}
+	}
+	for (size_t i = 0; i < n; i++) {
+		for (size_t k = 0; k < confs[i]->allowed_ips.n; k++) {
+			if (plan_route(rt, &confs[i]->allowed_ips.v[k], peers[i],
+			    path, confs[i], "AllowedIPs", cause) != 0)
+				return -1;
+		}
+	}
+	/* The pool: the next free host of each subnet, in the order of the
+	 * configuration, for every peer without an address in that family. */
+	for (size_t f = 0; f < srv->cfg->naddrs; f++) {
+		const struct prefix *sub = &srv->cfg->addrs[f];
+		struct prefix next = *sub;
+		unsigned bits = sub->addr.family == AF_INET ? 32 : 128;
 
 		addr_prefix_mask(&next);
-		for (size_t i = 0; i < srv->npeers; i++) {
-			struct peer *p = &srv->peers[i];
+		for (size_t i = 0; i < n; i++) {
+			struct addr_plan *pl = &plan[i];
 			bool have = false;
 
-			for (size_t k = 0; k < p->naddrs; k++)
-				have |= p->addrs[k].addr.family == net->addr.family;
+			for (size_t k = 0; k < pl->naddrs; k++)
+				have |= pl->addrs[k].addr.family == sub->addr.family;
 			if (have)
 				continue;
 			for (;;) {
@@ -1015,24 +1182,24 @@ assign_addresses(struct server *srv, char **cause)
 				while (k >= 0 && ++next.addr.b[k] == 0)
 					k--;
 				next.len = (uint8_t)bits;
-				if (!addr_prefix_contains(net, &next.addr) ||
-				    is_ipv4_broadcast(net, &next.addr)) {
-					xasprintf(cause, "%s: address pool of the server's "
-					    "subnet is exhausted at peer %s", srv->cfg->path,
-					    p->cfg->name);
+				if (!addr_prefix_contains(sub, &next.addr) ||
+				    is_ipv4_broadcast(sub, &next.addr)) {
+					xasprintf(cause, "%s:%u: address pool of the "
+					    "server's subnet is exhausted at peer %s",
+					    path, confs[i]->line, confs[i]->name);
 					return -1;
 				}
-				if (addr_equal(&next.addr, &net->addr))
+				if (addr_equal(&next.addr, &sub->addr))
 					continue;
-				if (route_lookup(srv->routes, &next.addr) != NULL)
+				if (route_lookup(rt, &next.addr) != NULL)
 					continue;
 				break;
 			}
-			p->addrs[p->naddrs] = next;
-			p->subnet_len[p->naddrs] = net->len;
-			p->naddrs++;
-			if (route_add(srv->routes, &next, p) != 0) {
-				xasprintf(cause, "%s: pool address conflict", srv->cfg->path);
+			pl->addrs[pl->naddrs] = next;
+			pl->subnet_len[pl->naddrs] = sub->len;
+			pl->naddrs++;
+			if (route_add(rt, &next, peers[i]) != 0) {
+				xasprintf(cause, "%s: pool address conflict", path);
 				return -1;
 			}
 		}
@@ -1040,48 +1207,56 @@ assign_addresses(struct server *srv, char **cause)
 	return 0;
 }
 
-static int
-setup_peers(struct server *srv, char **cause)
+static void
+peer_set_addresses(struct peer *p, const struct addr_plan *pl)
 {
-	srv->npeers = srv->cfg->npeers;
-	srv->peers = xcalloc(srv->npeers, sizeof *srv->peers);
+	memcpy(p->addrs, pl->addrs, sizeof p->addrs);
+	memcpy(p->subnet_len, pl->subnet_len, sizeof p->subnet_len);
+	p->naddrs = pl->naddrs;
+}
+
+/* What depends on the set of peers: the index the pin check finds a key's
+ * peer in during every handshake (keys are unique, the configuration made
+ * sure), and how many sessions may exist at once. */
+static void
+index_peers(struct server *srv)
+{
+	keyidx_clear(&srv->keys);
+	keyidx_init(&srv->keys, srv->npeers);
+	for (size_t i = 0; i < srv->npeers; i++)
+		keyidx_add(&srv->keys, srv->peers[i]->cfg->pubkey, i);
+	keyidx_sort(&srv->keys);
 	srv->max_sessions = 2 * srv->npeers + ADMIT_MAX_HALF_OPEN;
 	if (srv->max_sessions < MIN_SESSIONS)
 		srv->max_sessions = MIN_SESSIONS;
-	/* The pin check finds the peer of a key among all of them during
-	 * every handshake; the configuration made sure keys are unique. */
-	keyidx_init(&srv->keys, srv->npeers);
-	for (size_t i = 0; i < srv->npeers; i++)
-		keyidx_add(&srv->keys, srv->cfg->peers[i].pubkey, i);
-	keyidx_sort(&srv->keys);
-	for (size_t i = 0; i < srv->npeers; i++) {
-		struct peer *p = &srv->peers[i];
-		const struct cfg_peer *cp = &srv->cfg->peers[i];
+}
 
-		p->cfg = cp;
-		for (size_t k = 0; k < cp->naddrs; k++) {
-			p->addrs[p->naddrs] = cp->addrs[k];
-			p->subnet_len[p->naddrs] = cp->addrs[k].len;
-			for (size_t f = 0; f < srv->cfg->naddrs; f++) {
-				if (srv->cfg->addrs[f].addr.family == cp->addrs[k].addr.family)
-					p->subnet_len[p->naddrs] = srv->cfg->addrs[f].len;
-			}
-			p->naddrs++;
-			if (route_add(srv->routes, &cp->addrs[k], p) != 0) {
-				xasprintf(cause, "%s:%u: peer %s: address overlaps another "
-				    "peer", srv->cfg->path, cp->line, cp->name);
-				return -1;
-			}
-		}
-		for (size_t k = 0; k < cp->allowed_ips.n; k++) {
-			if (route_add(srv->routes, &cp->allowed_ips.v[k], p) != 0) {
-				xasprintf(cause, "%s:%u: peer %s: AllowedIPs overlap "
-				    "another peer", srv->cfg->path, cp->line, cp->name);
-				return -1;
-			}
-		}
+static int
+setup_peers(struct server *srv, char **cause)
+{
+	size_t n = srv->cfg->npeers;
+	const struct cfg_peer **confs = xcalloc(n + 1, sizeof *confs);
+	struct addr_plan *plan = xcalloc(n + 1, sizeof *plan);
+	bool *keep = xcalloc(n + 1, sizeof *keep);
+	int ret = -1;
+
+	srv->peers = xcalloc(n + 1, sizeof *srv->peers);
+	for (size_t i = 0; i < n; i++) {
+		srv->peers[srv->npeers++] = peer_create(&srv->cfg->peers[i]);
+		confs[i] = srv->peers[i]->cfg;
 	}
-	return assign_addresses(srv, cause);
+	index_peers(srv);
+	if (plan_addresses(srv, srv->peers, confs, keep, n, plan, srv->routes,
+	    srv->cfg->path, cause) != 0)
+		goto out;
+	for (size_t i = 0; i < n; i++)
+		peer_set_addresses(srv->peers[i], &plan[i]);
+	ret = 0;
+out:
+	free(confs);
+	free(plan);
+	free(keep);
+	return ret;
 }
 
 static int
@@ -1101,8 +1276,8 @@ setup_tun(struct server *srv, char **cause)
 	if (tun_netlink_set_mtu_up(srv->tun.ifindex, srv->cfg->mtu, cause) != 0)
 		return -1;
 	/* Site-to-site: the prefixes behind each peer go into the TUN. */
-	for (size_t i = 0; i < srv->cfg->npeers; i++) {
-		const struct cfg_peer *cp = &srv->cfg->peers[i];
+	for (size_t i = 0; i < srv->npeers; i++) {
+		const struct cfg_peer *cp = srv->peers[i]->cfg;
 		for (size_t k = 0; k < cp->allowed_ips.n; k++) {
 			if (tun_netlink_add_route(srv->tun.ifindex, &cp->allowed_ips.v[k],
 			    cause) != 0)
@@ -1181,6 +1356,8 @@ status_cb(struct evbuffer *out, const char *request, void *arg)
 		.counters = &srv->counters,
 		.peers = sp,
 		.npeers = srv->npeers,
+		.reloads = srv->reloads,
+		.reloads_refused = srv->reloads_refused,
 	};
 	const struct admit_stats *as = &srv->admit.stats;
 	struct status_admission adm = {
@@ -1205,7 +1382,7 @@ status_cb(struct evbuffer *out, const char *request, void *arg)
 	st.peer_counts = &counts;
 	st.summary = rq.summary;
 	for (size_t k = 0; k < srv->npeers; k++) {
-		struct peer *p = &srv->peers[k];
+		struct peer *p = srv->peers[k];
 		struct quic_conn *qc = p->sess != NULL ? p->sess->qc : NULL;
 		const char *state = status_state_name(qc);
 		size_t i = n;
@@ -1232,6 +1409,7 @@ status_cb(struct evbuffer *out, const char *request, void *arg)
 		sp[i].nallowed = p->cfg->allowed_ips.n;
 		sp[i].counters = &p->counters;
 		sp[i].handshakes = p->handshakes;
+		sp[i].connection_id = qc != NULL ? quic_conn_id(qc) : NULL;
 		sp[i].fwd_counters = &p->fwd_counters;
 		sp[i].fwds = p->sess != NULL ? &p->sess->fwds : NULL;
 		sp[i].roam.rebinds = p->rebinds;
@@ -1340,6 +1518,379 @@ fail:
 	return NULL;
 }
 
+/* --- SIGHUP: the configuration read again --- */
+
+/* The peers a reload removed (their `gone` set): every session that
+ * speaks for one (connected, in its handshake, or serving its forwards
+ * while being replaced) is closed with "not allowed", which its client
+ * takes as a refusal; then the peers themselves are freed. Their tickets
+ * are refused from now on: the pin check no longer finds their keys. One
+ * pass over the sessions, however many peers go. */
+static struct peer *
+gone_peer(const struct session *sess)
+{
+	struct peer *v[] = { sess->peer, sess->pending_peer, sess->fwd_peer };
+
+	for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+		if (v[i] != NULL && v[i]->gone != NULL)
+			return v[i];
+	}
+	return NULL;
+}
+
+static void
+peers_remove(struct server *srv, struct peer **gone, size_t n)
+{
+	struct session *sess, *next;
+	struct peer *p;
+
+	for (sess = LIST_FIRST(&srv->sessions); sess != NULL; sess = next) {
+		next = LIST_NEXT(sess, entry);
+		if ((p = gone_peer(sess)) == NULL)
+			continue;
+		quic_conn_close(sess->qc, 3, p->gone);
+		session_free(sess);
+	}
+	for (size_t i = 0; i < n; i++)
+		peer_free(gone[i]);
+}
+
+static int
+prefix_cmp(const void *va, const void *vb)
+{
+	const struct prefix *a = va, *b = vb;
+
+	if (a->addr.family != b->addr.family)
+		return a->addr.family < b->addr.family ? -1 : 1;
+	if (a->len != b->len)
+		return a->len < b->len ? -1 : 1;
+	return memcmp(a->addr.b, b->addr.b, sizeof a->addr.b);
+}
+
+/* Every AllowedIPs prefix of `peers`, copied and sorted, for finding by
+ * bisection which ones a reload adds and drops (thousands of peers). */
+static struct prefix *
+allowed_all(const struct cfg_peer *const *peers, size_t n, size_t *count)
+{
+	struct prefix *v;
+	size_t total = 0;
+
+	for (size_t i = 0; i < n; i++)
+		total += peers[i]->allowed_ips.n;
+	v = xcalloc(total + 1, sizeof *v);
+	*count = 0;
+	for (size_t i = 0; i < n; i++) {
+		for (size_t k = 0; k < peers[i]->allowed_ips.n; k++)
+			v[(*count)++] = peers[i]->allowed_ips.v[k];
+	}
+	qsort(v, *count, sizeof *v, prefix_cmp);
+	return v;
+}
+
+static bool
+prefix_listed(const struct prefix *pfx, const struct prefix *sorted, size_t n)
+{
+	return n > 0 && bsearch(pfx, sorted, n, sizeof *sorted, prefix_cmp) != NULL;
+}
+
+static int
+name_cmp(const void *va, const void *vb)
+{
+	return strcmp(*(const char *const *)va, *(const char *const *)vb);
+}
+
+/* One line of what a list now holds, for the log. */
+static const char *
+prefixes_str(const struct prefix *v, size_t n, char *buf, size_t len)
+{
+	char s[ADDR_STRLEN];
+	size_t off = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < n && off < len; i++)
+		off += (size_t)snprintf(buf + off, len - off, "%s%s",
+		    i ? ", " : "", addr_prefix_str(&v[i], s));
+	if (n == 0)
+		snprintf(buf, len, "(none)");
+	return buf;
+}
+
+/* -R listeners of `sess` on ports AllowRemoteForward no longer lists are
+ * closed; the client hears "denied" for each. Connections already
+ * accepted there carry on. */
+static void
+close_remote_listeners(struct session *sess, const struct cfg_peer *cp)
+{
+	size_t kept = 0;
+
+	for (size_t i = 0; i < sess->nrlisteners; i++) {
+		struct proto_remote_forward rf = {
+			.port = egress_listener_port(sess->rlisteners[i]),
+			.status = PROTO_FWD_ERR_DENIED,
+		};
+		bool allowed = false;
+		uint8_t buf[64];
+		size_t n;
+
+		for (size_t j = 0; j < cp->nallow_remote_forward; j++)
+			allowed |= cp->allow_remote_forward[j] == rf.port;
+		if (allowed) {
+			sess->rlisteners[kept++] = sess->rlisteners[i];
+			continue;
+		}
+		log_info("reload: peer %s: remote forward on port %u closed: "
+		    "no longer in AllowRemoteForward", cp->name, rf.port);
+		egress_listener_free(sess->rlisteners[i]);
+		n = proto_fwd_remote_encode(buf, sizeof buf,
+		    PROTO_MSG_REMOTE_FORWARD_REPLY, &rf);
+		if (n > 0)
+			(void)quic_conn_stream_send(sess->qc, 0, buf, n, false);
+	}
+	sess->nrlisteners = kept;
+}
+
+/* The changed keys of a peer the reload keeps: its copy of the
+ * configuration takes the new lists (the name stays, and with it every
+ * pointer to it), and its live session sees them at once. */
+static void
+peer_update(struct peer *p, const struct cfg_peer *next, unsigned changes,
+    const struct addr_plan *pl)
+{
+	struct cfg_peer fresh;
+	char buf[512];
+
+	cfg_peer_copy(&fresh, next);
+	free(fresh.name);
+	fresh.name = p->conf.name;
+	p->conf.name = NULL;
+	cfg_peer_clear(&p->conf);
+	p->conf = fresh;
+	peer_set_addresses(p, pl);
+	if (changes & CFG_DIFF_ADDRESS) {
+		log_info("reload: peer %s: Address now %s", p->cfg->name,
+		    prefixes_str(p->addrs, p->naddrs, buf, sizeof buf));
+		/* The client learns its new addresses on its live connection
+		 * (docs/PROTOCOL.md, SERVER_CONFIG). */
+		if (p->sess != NULL && p->sess->configured &&
+		    send_server_config(p->sess) != 0)
+			quic_conn_close(p->sess->qc, 1, "cannot send the new "
+			    "configuration");
+	}
+	if (changes & CFG_DIFF_ALLOWED_IPS)
+		log_info("reload: peer %s: AllowedIPs now %s", p->cfg->name,
+		    prefixes_str(p->cfg->allowed_ips.v, p->cfg->allowed_ips.n,
+		    buf, sizeof buf));
+	if (changes & CFG_DIFF_ALLOW_FORWARD) {
+		char *t = cfg_key_text(p->cfg, CFG_KEY_PEER_ALLOW_FORWARD);
+
+		t[strcspn(t, "\n")] = '\0';
+		log_info("reload: peer %s: AllowForward now %s (for forwards "
+		    "opened from now on)", p->cfg->name,
+		    t[0] != '\0' ? strchr(t, '=') + 2 : "(none)");
+		free(t);
+	}
+	if (changes & CFG_DIFF_ALLOW_REMOTE_FORWARD) {
+		char *t = cfg_key_text(p->cfg, CFG_KEY_PEER_ALLOW_REMOTE_FORWARD);
+
+		t[strcspn(t, "\n")] = '\0';
+		log_info("reload: peer %s: AllowRemoteForward now %s",
+		    p->cfg->name, t[0] != '\0' ? strchr(t, '=') + 2 : "(none)");
+		free(t);
+		if (p->sess != NULL)
+			close_remote_listeners(p->sess, p->cfg);
+	}
+}
+
+int
+server_reload(struct server *srv, const struct cfg *next)
+{
+	size_t n, nold = srv->npeers, nold_allowed, nnew_allowed, nadded = 0;
+	const struct cfg_peer **old_confs, **confs;
+	struct prefix *old_allowed = NULL, *new_allowed = NULL, *added = NULL;
+	struct peer **peers;
+	struct addr_plan *plan;
+	struct route_table *rt;
+	unsigned *changes;
+	size_t *match, nchanged = 0;
+	bool *keep, *kept;
+	struct peer **gone;
+	const char **added_names;
+	size_t ngone = 0, nadded_names = 0;
+	char *cause = NULL;
+	int ret = -1;
+
+	if (next == NULL) {
+		srv->reloads_refused++;
+		return -1;
+	}
+	n = next->npeers;
+	gone = xcalloc(nold + 1, sizeof *gone);
+	added_names = xcalloc(n + 1, sizeof *added_names);
+	old_confs = xcalloc(nold + 1, sizeof *old_confs);
+	for (size_t j = 0; j < nold; j++)
+		old_confs[j] = srv->peers[j]->cfg;
+	match = xcalloc(n + 1, sizeof *match);
+	cfg_diff_peers(old_confs, nold, next->peers, n, match);
+	peers = xcalloc(n + 1, sizeof *peers);
+	confs = xcalloc(n + 1, sizeof *confs);
+	plan = xcalloc(n + 1, sizeof *plan);
+	changes = xcalloc(n + 1, sizeof *changes);
+	keep = xcalloc(n + 1, sizeof *keep);
+	kept = xcalloc(nold + 1, sizeof *kept);
+	for (size_t i = 0; i < n; i++) {
+		confs[i] = &next->peers[i];
+		if (match[i] == CFG_DIFF_NONE) {
+			peers[i] = peer_create(&next->peers[i]);
+			continue;
+		}
+		peers[i] = srv->peers[match[i]];
+		kept[match[i]] = true;
+		changes[i] = cfg_diff_peer(peers[i]->cfg, &next->peers[i]);
+		keep[i] = !(changes[i] & CFG_DIFF_ADDRESS);
+		if (keep[i]) {
+			memcpy(plan[i].addrs, peers[i]->addrs, sizeof plan[i].addrs);
+			memcpy(plan[i].subnet_len, peers[i]->subnet_len,
+			    sizeof plan[i].subnet_len);
+			plan[i].naddrs = peers[i]->naddrs;
+		}
+	}
+	/* Everything that can fail comes before anything changes. */
+	rt = route_create();
+	if (plan_addresses(srv, peers, confs, keep, n, plan, rt, next->path,
+	    &cause) != 0) {
+		log_error("%s", cause);
+		free(cause);
+		route_free(rt);
+		goto out;
+	}
+	old_allowed = allowed_all(old_confs, nold, &nold_allowed);
+	new_allowed = allowed_all(confs, n, &nnew_allowed);
+	added = xcalloc(nnew_allowed + 1, sizeof *added);
+	for (size_t i = 0; srv->has_tun && i < nnew_allowed; i++) {
+		char s[ADDR_STRLEN];
+
+		if (prefix_listed(&new_allowed[i], old_allowed, nold_allowed))
+			continue;
+		if (tun_netlink_add_route(srv->tun.ifindex, &new_allowed[i],
+		    &cause) != 0) {
+			log_error("%s: AllowedIPs %s: cannot route it into %s: %s",
+			    next->path, addr_prefix_str(&new_allowed[i], s),
+			    srv->tun.name, cause);
+			free(cause);
+			cause = NULL;
+			for (size_t k = 0; k < nadded; k++) {
+				if (tun_netlink_del_route(srv->tun.ifindex,
+				    &added[k], &cause) != 0) {
+					free(cause);
+					cause = NULL;
+				}
+			}
+			route_free(rt);
+			goto out;
+		}
+		added[nadded++] = new_allowed[i];
+	}
+
+	/* From here on nothing fails: the new peers, addresses and routes
+	 * take over. A peer removed whose name comes back is one whose key
+	 * changed. */
+	route_free(srv->routes);
+	srv->routes = rt;
+	for (size_t i = 0; i < n; i++) {
+		if (match[i] == CFG_DIFF_NONE)
+			added_names[nadded_names++] = next->peers[i].name;
+	}
+	qsort(added_names, nadded_names, sizeof *added_names, name_cmp);
+	for (size_t j = 0; j < nold; j++) {
+		struct peer *p = srv->peers[j];
+		bool rekeyed;
+
+		if (kept[j])
+			continue;
+		rekeyed = nadded_names > 0 && bsearch(&p->cfg->name, added_names,
+		    nadded_names, sizeof *added_names, name_cmp) != NULL;
+		log_info("reload: peer %s removed%s%s", p->cfg->name,
+		    p->sess != NULL ? ", its connection closed" : "",
+		    rekeyed ? " (its PublicKey changed)" : "");
+		p->gone = rekeyed ? "public key changed" :
+		    "peer removed from the configuration";
+		gone[ngone++] = p;
+		nchanged++;
+	}
+	peers_remove(srv, gone, ngone);
+	for (size_t i = 0; i < n; i++) {
+		char buf[512];
+
+		if (match[i] == CFG_DIFF_NONE) {
+			peer_set_addresses(peers[i], &plan[i]);
+			log_info("reload: peer %s added, address %s",
+			    peers[i]->cfg->name, prefixes_str(peers[i]->addrs,
+			    peers[i]->naddrs, buf, sizeof buf));
+			nchanged++;
+		} else if (changes[i] != 0) {
+			peer_update(peers[i], &next->peers[i], changes[i],
+			    &plan[i]);
+			nchanged++;
+		}
+	}
+	free(srv->peers);
+	srv->peers = peers;
+	srv->npeers = n;
+	peers = NULL;
+	index_peers(srv);
+	/* Prefixes no peer owns any more leave the TUN. Failing here only
+	 * leaves a route whose packets are dropped as no_route. */
+	for (size_t i = 0; srv->has_tun && i < nold_allowed; i++) {
+		char s[ADDR_STRLEN];
+
+		if (prefix_listed(&old_allowed[i], new_allowed, nnew_allowed))
+			continue;
+		if (tun_netlink_del_route(srv->tun.ifindex, &old_allowed[i],
+		    &cause) != 0) {
+			log_warn("reload: AllowedIPs %s: cannot remove its route "
+			    "from %s: %s", addr_prefix_str(&old_allowed[i], s),
+			    srv->tun.name, cause);
+			free(cause);
+			cause = NULL;
+		}
+	}
+	/* Capabilities are given up once, at start: a port below 1024 that
+	 * no peer had then cannot be bound now. */
+	if (geteuid() != 0 && (privdrop_caps(next) &
+	    ~privdrop_caps(srv->cfg) & PRIVDROP_CAP(CAP_NET_BIND_SERVICE)))
+		log_warn("reload: an AllowRemoteForward port below 1024 needs "
+		    "CAP_NET_BIND_SERVICE, which roved gave up at start: restart "
+		    "it to listen there");
+	if (nchanged == 0)
+		log_info("reload: no peer changed");
+	srv->reloads++;
+	server_notify(srv);
+	flush_all(srv);
+	ret = 0;
+out:
+	if (peers != NULL) {
+		for (size_t i = 0; i < n; i++) {
+			if (match[i] == CFG_DIFF_NONE)
+				peer_free(peers[i]);
+		}
+		free(peers);
+		srv->reloads_refused++;
+	}
+	free(old_confs);
+	free(old_allowed);
+	free(new_allowed);
+	free(added);
+	free(match);
+	free(confs);
+	free(plan);
+	free(changes);
+	free(keep);
+	free(kept);
+	free(gone);
+	free(added_names);
+	return ret;
+}
+
 void
 server_shutdown(struct server *srv)
 {
@@ -1393,6 +1944,8 @@ server_free(struct server *srv)
 	state_server_free(srv->state);
 	if (srv->tls != NULL)
 		wolfSSL_CTX_free(srv->tls);
+	for (size_t i = 0; i < srv->npeers; i++)
+		peer_free(srv->peers[i]);
 	free(srv->peers);
 	keyidx_clear(&srv->keys);
 	free(srv->cid_map);

@@ -17,6 +17,16 @@ struct server *server_create(struct event_base *, const struct cfg *, int verbos
 /* Tell the service manager we are ready (the first time) and how many
  * peers are connected (notify.h); called again whenever that changes. */
 void server_notify(struct server *);
+/* SIGHUP: apply the configuration `next` (the same file read again,
+ * without errors) as daemon.h's reload describes. Peers are the same when
+ * their Name and PublicKey are: the others are removed (sessions closed)
+ * or added. A peer kept has its Address, AllowedIPs, AllowForward and
+ * AllowRemoteForward replaced while its session, forwards and counters
+ * go on. Returns -1 with the reason logged, changing nothing, when the
+ * new peers do not fit the running server (an address in use by another
+ * peer, one outside the running subnet, an exhausted pool, a route that
+ * cannot be added). NULL counts a refused reload. */
+int server_reload(struct server *, const struct cfg *next);
 /* Close every connection (CONNECTION_CLOSE sent), then stop the loop
  * shortly after, once those packets have left. */
 void server_shutdown(struct server *);

@@ -7,6 +7,7 @@
 #include <linux/rtnetlink.h>
 #include <net/if.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -256,17 +257,19 @@ check_ifindex(int ifindex, const char *what, char **cause)
 	return 0;
 }
 
-int
-tun_netlink_add_address(int ifindex, const struct prefix *addr, char **cause)
+/* Add (or with `del`, remove) `addr` on interface `ifindex`. */
+static int
+change_address(int ifindex, const struct prefix *addr, bool del, char **cause)
 {
+	const char *what = del ? "removing address" : "adding address";
 	struct nl_req req;
 	struct rtnl_addr *ra = NULL;
 	struct nl_addr *local = NULL;
 	char ip[INET6_ADDRSTRLEN], ifs[IF_NAMESIZE + 16];
 	int err, ret = -1;
 
-	if (check_prefix(addr, "adding address", cause) != 0 ||
-	    check_ifindex(ifindex, "adding address", cause) != 0)
+	if (check_prefix(addr, what, cause) != 0 ||
+	    check_ifindex(ifindex, what, cause) != 0)
 		return -1;
 	if (nl_req_open(&req, cause) != 0)
 		return -1;
@@ -280,20 +283,33 @@ tun_netlink_add_address(int ifindex, const struct prefix *addr, char **cause)
 	if ((err = rtnl_addr_set_local(ra, local)) < 0)
 		goto fail;
 	rtnl_addr_set_prefixlen(ra, addr->len);
-	if ((err = rtnl_addr_add(req.sk, ra, NLM_F_EXCL)) < 0)
+	if ((err = del ? rtnl_addr_delete(req.sk, ra, 0) :
+	    rtnl_addr_add(req.sk, ra, NLM_F_EXCL)) < 0)
 		goto fail;
 	ret = 0;
 	goto out;
 
 fail:
-	nl_req_cause(&req, err, cause, "adding address %s/%u to %s",
+	nl_req_cause(&req, err, cause, "%s %s/%u %s %s", what,
 	    ip_str(addr->addr.family, addr->addr.b, ip, sizeof ip),
-	    (unsigned)addr->len, if_str(ifindex, ifs));
+	    (unsigned)addr->len, del ? "from" : "to", if_str(ifindex, ifs));
 out:
 	nl_addr_put(local);
 	rtnl_addr_put(ra);
 	nl_req_close(&req);
 	return ret;
+}
+
+int
+tun_netlink_add_address(int ifindex, const struct prefix *addr, char **cause)
+{
+	return change_address(ifindex, addr, false, cause);
+}
+
+int
+tun_netlink_del_address(int ifindex, const struct prefix *addr, char **cause)
+{
+	return change_address(ifindex, addr, true, cause);
 }
 
 int

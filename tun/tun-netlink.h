@@ -11,6 +11,7 @@
 
 /* Add `addr` (address with its prefix length) to interface `ifindex`. */
 int tun_netlink_add_address(int ifindex, const struct prefix *addr, char **cause);
+int tun_netlink_del_address(int ifindex, const struct prefix *addr, char **cause);
 /* Set the MTU and bring the link up. */
 int tun_netlink_set_mtu_up(int ifindex, unsigned mtu, char **cause);
 /* Route `dst` through interface `ifindex` (no gateway). */

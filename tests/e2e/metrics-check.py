@@ -43,6 +43,9 @@ check("role", samples.get(("rove_info", (("role", status["role"]),))), 1.0)
 for reason, n in status["drops"].items():
     check("drops %s" % reason,
           samples.get(("rove_drops_total", (("reason", reason),))), float(n))
+for result, n in status["reloads"].items():
+    check("reloads %s" % result,
+          samples.get(("rove_reloads_total", (("result", result),))), float(n))
 pairs = [
     ("rove_peer_rx_bytes_total", "rx_bytes"),
     ("rove_peer_tx_bytes_total", "tx_bytes"),

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Dropping root: roved and rove started as root with User = nobody run as
-# nobody/nogroup with no supplementary groups, rove keeping CAP_NET_ADMIN
-# only and roved nothing (its AllowRemoteForward ports are >= 1024), and
+# nobody/nogroup with no supplementary groups, both keeping CAP_NET_ADMIN
+# only (rove for its routes and addresses, roved for the AllowedIPs routes
+# a reload changes; its AllowRemoteForward ports are >= 1024), and
 # empty bounding sets. Unprivileged, they still: carry pings both ways,
 # answer rove status, migrate when the client's address changes (with a
 # new socket whose buffers are forced past net.core.rmem_max), resume with
 # 0-RTT after roved is killed and restarted (StateDir stays usable), and
 # exit 0 on SIGTERM removing their control sockets. Then a peer allowed
-# -R port 80 makes roved keep CAP_NET_BIND_SERVICE, and the forward works.
+# -R port 80 makes roved keep CAP_NET_BIND_SERVICE too, and the forward
+# works.
 # Last, roved refuses a StateDir owned by another user or a link to one.
 . "$(dirname "$0")/roam-lib.sh"
 roam_init "$@"
@@ -70,9 +72,9 @@ roam_start_client
 roam_wait_up || die "the tunnel does not come up as nobody"
 
 # 1. What each process became, and said it became.
-check_creds roved "$ROVED_PID" 0000000000000000
+check_creds roved "$ROVED_PID" 0000000000001000
 check_creds rove "$LAP_PID" 0000000000001000
-dropped_line "$WORK/roved.log" none
+dropped_line "$WORK/roved.log" CAP_NET_ADMIN
 dropped_line "$WORK/laptop.log" CAP_NET_ADMIN
 assert_eq "roved's StateDir owner" "nobody:$NOBODY_GROUP" "$(owner "$ROVED_STATE")"
 assert_eq "rove's StateDir owner" "nobody:$NOBODY_GROUP" "$(owner "$LAP_STATE")"
@@ -150,8 +152,8 @@ assert_eq "client's stateless resets received" 1 "$(cget stateless_resets)"
 assert_eq "client's 0-RTT attempts" 1 "$(cget zero_rtt.attempted)"
 assert_eq "client's 0-RTT accepted" 1 "$(cget zero_rtt.accepted)"
 assert_eq "new roved: connections with 0-RTT accepted" 1 "$(sgetp zero_rtt.accepted)"
-check_creds "new roved" "$ROVED_PID" 0000000000000000
-dropped_line "$WORK/roved.log" none
+check_creds "new roved" "$ROVED_PID" 0000000000001000
+dropped_line "$WORK/roved.log" CAP_NET_ADMIN
 for f in reset.key ticket.key tickets; do
 	assert_eq "roved's StateDir/$f owner after the restart" "nobody:$NOBODY_GROUP" \
 		"$(owner "$ROVED_STATE/$f")"
@@ -180,8 +182,8 @@ wait_for 10 "the forward's target" ready_in "$WORK/rf-serve.log" || die "xfer-se
 roam_start_roved
 roam_start_client
 roam_wait_up || die "the tunnel does not come up with AllowRemoteForward = 80"
-check_creds "roved allowing -R port 80" "$ROVED_PID" 0000000000000400
-dropped_line "$WORK/roved.log" CAP_NET_BIND_SERVICE
+check_creds "roved allowing -R port 80" "$ROVED_PID" 0000000000001400
+dropped_line "$WORK/roved.log" "CAP_NET_BIND_SERVICE, CAP_NET_ADMIN"
 if wait_for 10 "roved's listener on port 80" tcp_port_open "$RNS_S" 80; then
 	pass "roved (unprivileged) listens on port 80 for the laptop"
 else

@@ -77,20 +77,24 @@ test_caps(void **state)
 	assert_int_equal(caps_of(CLI "Tun = none\nRemoteForward = 80 = h:80\n"
 	    "LocalForward = 22 = h:22\n", CFG_ROLE_CLIENT), 0);
 
-	/* roved: only a -R port below 1024 needs anything. */
-	assert_int_equal(caps_of(SRV PEER_A, CFG_ROLE_SERVER), 0);
+	/* roved with a TUN routes the AllowedIPs a reload adds; a -R port
+	 * below 1024 needs the right to bind it. */
+	assert_int_equal(caps_of(SRV PEER_A, CFG_ROLE_SERVER), NET_ADMIN);
 	assert_int_equal(caps_of(SRV PEER_A "AllowRemoteForward = 2222\n",
-	    CFG_ROLE_SERVER), 0);
+	    CFG_ROLE_SERVER), NET_ADMIN);
 	assert_int_equal(caps_of(SRV PEER_A "AllowRemoteForward = 1024\n",
-	    CFG_ROLE_SERVER), 0);
+	    CFG_ROLE_SERVER), NET_ADMIN);
 	assert_int_equal(caps_of(SRV PEER_A "AllowRemoteForward = 2222, 1023\n",
-	    CFG_ROLE_SERVER), BIND_SERVICE);
+	    CFG_ROLE_SERVER), NET_ADMIN | BIND_SERVICE);
 	assert_int_equal(caps_of(SRV PEER_A "AllowRemoteForward = 8080\n"
-	    PEER_B "AllowRemoteForward = 1\n", CFG_ROLE_SERVER), BIND_SERVICE);
+	    PEER_B "AllowRemoteForward = 1\n", CFG_ROLE_SERVER),
+	    NET_ADMIN | BIND_SERVICE);
 	assert_int_equal(caps_of(SRV "Tun = none\n" PEER_A
 	    "AllowRemoteForward =\n", CFG_ROLE_SERVER), 0);
+	assert_int_equal(caps_of(SRV "Tun = none\n" PEER_A
+	    "AllowRemoteForward = 80\n", CFG_ROLE_SERVER), BIND_SERVICE);
 	assert_int_equal(caps_of(SRV PEER_A "AllowForward = 10.0.0.0/8:22\n",
-	    CFG_ROLE_SERVER), 0);
+	    CFG_ROLE_SERVER), NET_ADMIN);
 }
 
 static void
@@ -492,8 +496,9 @@ test_apply(void **state)
 	assert_int_equal(bind(sfd, (struct sockaddr *)&sun, sizeof sun), 0);
 	assert_int_equal(chown(s.state, 0, 0), 0);
 
-	/* roved with a -R port below 1024 keeps CAP_NET_BIND_SERVICE. */
-	assert_int_equal(run_apply(&cfg, "0000000000000400"), 0);
+	/* roved with a -R port below 1024 keeps CAP_NET_BIND_SERVICE, and
+	 * CAP_NET_ADMIN for its TUN. */
+	assert_int_equal(run_apply(&cfg, "0000000000001400"), 0);
 	assert_owner_mode(s.state, s.uid, s.gid, 0700);
 	snprintf(path, sizeof path, "%s/ticket.key", s.state);
 	assert_owner_mode(path, s.uid, s.gid, 0600);
@@ -520,12 +525,12 @@ test_apply(void **state)
 	assert_int_equal(chown(path, 0, 0), 0);
 	assert_int_equal(symlink(path, s.state), 0);
 	scratch_cfg(&s, CFG_ROLE_SERVER, &cfg);
-	assert_int_equal(run_apply(&cfg, "0000000000000400"), 10);
+	assert_int_equal(run_apply(&cfg, "0000000000001400"), 10);
 	assert_owner_mode(path, 0, 0, 0700);
 	assert_int_equal(unlink(s.state), 0);
 	assert_int_equal(rename(path, s.state), 0);
 	assert_int_equal(chown(s.state, 12345, 12345), 0);
-	assert_int_equal(run_apply(&cfg, "0000000000000400"), 10);
+	assert_int_equal(run_apply(&cfg, "0000000000001400"), 10);
 	assert_owner_mode(s.state, 12345, 12345, 0700);
 	assert_int_equal(chown(s.state, 0, 0), 0);
 	cfg_clear(&cfg);

@@ -432,6 +432,7 @@ test_remote_encode(void **state)
 {
 	static const uint8_t req2222[] = { 0x04, 0x04, 0x01, 0x02, 0x48, 0xae };
 	static const uint8_t req1[] = { 0x04, 0x03, 0x01, 0x01, 0x01 };
+	static const uint8_t cancel2222[] = { 0x06, 0x04, 0x01, 0x02, 0x48, 0xae };
 	static const uint8_t req63[] = { 0x04, 0x03, 0x01, 0x01, 0x3f };
 	static const uint8_t req65535[] = { 0x04, 0x06, 0x01, 0x04, 0x80, 0x00,
 		0xff, 0xff };
@@ -466,6 +467,12 @@ test_remote_encode(void **state)
 	rf = back = (struct proto_remote_forward){ 7, 300 };
 	check_remote(PROTO_MSG_REMOTE_FORWARD_REPLY, &rf, st300, sizeof st300,
 	    &back);
+
+	/* Taking one back: the port alone, like a request. */
+	rf = (struct proto_remote_forward){ 2222, PROTO_FWD_ERR_DENIED };
+	back = (struct proto_remote_forward){ 2222, PROTO_FWD_OK };
+	check_remote(PROTO_MSG_REMOTE_FORWARD_CANCEL, &rf, cancel2222,
+	    sizeof cancel2222, &back);
 }
 
 static void
@@ -479,7 +486,7 @@ test_remote_encode_refuses(void **state)
 	    PROTO_MSG_CLIENT_HELLO, &rf), 0);
 	assert_int_equal(proto_fwd_remote_encode(buf, sizeof buf,
 	    PROTO_MSG_ERROR, &rf), 0);
-	assert_int_equal(proto_fwd_remote_encode(buf, sizeof buf, 6, &rf), 0);
+	assert_int_equal(proto_fwd_remote_encode(buf, sizeof buf, 7, &rf), 0);
 	rf.port = 0;
 	assert_int_equal(proto_fwd_remote_encode(buf, sizeof buf,
 	    PROTO_MSG_REMOTE_FORWARD, &rf), 0);

@@ -311,6 +311,15 @@ test_server_config_round_trip(void **state)
 	assert_int_equal(d.mtu, UINT32_MAX);
 	assert_int_equal(d.keepalive, 0);
 
+	/* Features only when there are some: field 8, after the rest. */
+	memset(&c, 0, sizeof c);
+	c.features = PROTO_FEATURE_CANCEL_REMOTE;
+	n = proto_encode_server_config(buf, sizeof buf, &c);
+	assert_int_equal(n, 2 + 9 + 3);
+	assert_memory_equal(buf + n - 3, "\x08\x01\x01", 3);
+	assert_int_equal(proto_decode_server_config(buf + 2, n - 2, &d), 0);
+	assert_true(d.features == PROTO_FEATURE_CANCEL_REMOTE);
+
 	/* Nothing to say: just the scalars. */
 	memset(&c, 0, sizeof c);
 	n = proto_encode_server_config(buf, sizeof buf, &c);
