@@ -769,6 +769,22 @@ send_stateless_reset(struct listener *l, const ngtcp2_version_cid *vc,
 	}
 }
 
+/* A session for a handshake admission let through, whichever transport
+ * it arrived on: counted against the session cap and as half-open until
+ * its handshake completes. */
+static struct session *
+session_new_half_open(struct server *srv)
+{
+	struct session *sess = xcalloc(1, sizeof *sess);
+
+	sess->srv = srv;
+	LIST_INSERT_HEAD(&srv->sessions, sess, entry);
+	srv->nsessions++;
+	sess->half_open = true;
+	srv->half_open++;
+	return sess;
+}
+
 static void
 new_session(struct listener *l, const uint8_t *pkt, size_t len,
     const struct sockaddr *from, socklen_t fromlen, uint8_t ecn)
@@ -801,12 +817,7 @@ new_session(struct listener *l, const uint8_t *pkt, size_t len,
 	case ADMIT_ACCEPT:
 		break;
 	}
-	sess = xcalloc(1, sizeof *sess);
-	sess->srv = srv;
-	LIST_INSERT_HEAD(&srv->sessions, sess, entry);
-	srv->nsessions++;
-	sess->half_open = true;
-	srv->half_open++;
+	sess = session_new_half_open(srv);
 	qs = srv->qs;
 	qs.max_udp_payload = l->sock.family == AF_INET6 ? UDP_MAX_PAYLOAD6 :
 	    UDP_MAX_PAYLOAD;
@@ -898,12 +909,7 @@ tcp_accept_cb(evutil_socket_t fd, short what, void *arg)
 			close(c);
 			continue;
 		}
-		sess = xcalloc(1, sizeof *sess);
-		sess->srv = srv;
-		LIST_INSERT_HEAD(&srv->sessions, sess, entry);
-		srv->nsessions++;
-		sess->half_open = true;
-		srv->half_open++;
+		sess = session_new_half_open(srv);
 		sess->qc = quic_tcp_server_create(srv->base, &srv->qs, &session_cbs,
 		    sess, srv->tls_tcp, c, (struct sockaddr *)&from, fromlen);
 		quic_conn_set_send_limit(sess->qc, srv->cfg->forward_memory);
