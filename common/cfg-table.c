@@ -183,6 +183,21 @@ const struct cfg_key cfg_table[CFG_KEY_COUNT] = {
 		"handshakes under way beyond which a new client must first "
 		"answer a Retry (prove its address); 0 = always",
 	},
+	[CFG_KEY_SERVER_ID] = {
+		"ServerID", CFG_SEC_SERVER, CFG_T_SERVER_ID, 0, 0, 0,
+		CFG(server_id), 0, NULL,
+		"this server's ID in its group (1 to 3 octets in hex): it "
+		"goes into every connection ID, where a load balancer reads "
+		"it (QUIC-LB layout); unset: no group",
+	},
+	[CFG_KEY_KEY_DIR] = {
+		"KeyDir", CFG_SEC_SERVER, CFG_T_PATH, 0, 0, 0, CFG(key_dir), 0,
+		NULL,
+		"directory of the ticket, token and stateless-reset keys, "
+		"shared by a group of servers (each with its own ServerID) "
+		"so that a client resumes with 0-RTT on any of them; unset: "
+		"StateDir",
+	},
 	[CFG_KEY_FORWARD_MEMORY] = {
 		"ForwardMemory", SEC_MAIN, CFG_T_NUMBER, 0, 65536, 2147483647,
 		CFG(forward_memory), 0, STR(CFG_DEFAULT_FORWARD_MEMORY),

@@ -47,6 +47,7 @@ enum cfg_type {
 	CFG_T_GROUP,      /* char *: a group name, looked up (struct cfg gid) */
 	CFG_T_DNSADDRS,   /* struct ipaddr[CFG_MAX_DNS] + size_t */
 	CFG_T_DOMAINS,    /* char *[CFG_MAX_DNS_SEARCH] + size_t */
+	CFG_T_SERVER_ID,  /* struct cid_server_id */
 };
 
 #define CFG_F_REPEAT (1u << 0)   /* may appear more than once; entries add up */
@@ -88,6 +89,8 @@ enum cfg_key_id {
 	CFG_KEY_FORWARD_WAIT_MAX,
 	CFG_KEY_ZERO_RTT,
 	CFG_KEY_RETRY_THRESHOLD,
+	CFG_KEY_SERVER_ID,
+	CFG_KEY_KEY_DIR,
 	CFG_KEY_FORWARD_MEMORY,
 	CFG_KEY_FORWARD_MEMORY_TOTAL,
 	CFG_KEY_SYSLOG,

@@ -660,6 +660,20 @@ parse_name(struct cfg_parse *cp, const struct cfg_key *k, char **dst,
 	return 0;
 }
 
+static int
+parse_server_id(struct cfg_parse *cp, const struct cfg_key *k,
+    struct cid_server_id *dst, const char *v)
+{
+	char e[ESC_LEN];
+
+	if (cid_server_id_parse(v, dst) != 0) {
+		parse_error(cp, "%s: '%s' is not 1 to %d octets in hex", k->name,
+		    quote(e, v), CID_SERVER_ID_MAX);
+		return -1;
+	}
+	return 0;
+}
+
 static void
 free_rules(struct cfg_forward_rule *r, size_t n)
 {
@@ -1092,6 +1106,8 @@ parse_value(struct cfg_parse *cp, const struct cfg_key *k, void *obj, char *v)
 		return parse_dnsaddrs(cp, k, f, field(obj, k->off_n), v);
 	case CFG_T_DOMAINS:
 		return parse_domains(cp, k, f, field(obj, k->off_n), v);
+	case CFG_T_SERVER_ID:
+		return parse_server_id(cp, k, f, v);
 	}
 	return -1;
 }
@@ -1624,6 +1640,11 @@ check_server(struct cfg_parse *cp, unsigned eof)
 	if (v6 && good(m, CFG_KEY_MTU) && cfg->mtu < 1280)
 		error_at(cp, m->line[CFG_KEY_MTU], "MTU: %u is below 1280, the "
 		    "minimum with an IPv6 Address", (unsigned)cfg->mtu);
+	/* Sharing keys means taking tickets the others issued: each
+	 * server must tell its own from theirs (state.c). */
+	if (m->line[CFG_KEY_KEY_DIR] != 0 && m->line[CFG_KEY_SERVER_ID] == 0)
+		error_at(cp, m->line[CFG_KEY_KEY_DIR], "KeyDir: needs a ServerID "
+		    "(each server of a group has its own)");
 	check_peers(cp);
 }
 
@@ -2023,6 +2044,7 @@ cfg_clear(struct cfg *cfg)
 	free(cfg->control_socket);
 	free(cfg->keylog_file);
 	free(cfg->qlog_dir);
+	free(cfg->key_dir);
 	free(cfg->user);
 	free(cfg->group);
 	for (size_t i = 0; i < cfg->npeers; i++)
@@ -2243,6 +2265,14 @@ print_key(const struct cfg_key *k, const void *obj, FILE *f)
 		for (size_t i = 0; i < n; i++)
 			fprintf(f, "%s%s", i ? ", " : "", v[i]);
 		fputc('\n', f);
+		break;
+	}
+	case CFG_T_SERVER_ID: {
+		char hex[2 * CID_SERVER_ID_MAX + 1];
+		const struct cid_server_id *sid = p;
+
+		if (sid->len > 0)
+			fprintf(f, "%s = %s\n", k->name, cid_server_id_str(sid, hex));
 		break;
 	}
 	case CFG_T_PUBKEY:

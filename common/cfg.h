@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 #include "addr.h"
+#include "cid.h"
 
 enum cfg_role { CFG_ROLE_SERVER, CFG_ROLE_CLIENT };
 enum cfg_congestion { CFG_CC_CUBIC, CFG_CC_BBR };
@@ -97,6 +98,8 @@ struct cfg {
 	                          * the session, 0 = none */
 	uint32_t forward_wait_max; /* client: connections waiting at once */
 	uint32_t retry_threshold; /* server: see CFG_DEFAULT_RETRY_THRESHOLD */
+	struct cid_server_id server_id; /* server: ServerID; len 0: none */
+	char *key_dir;           /* server: KeyDir; NULL: state_dir */
 	uint32_t forward_memory;  /* bytes per connection, see above */
 	uint32_t forward_memory_total; /* server: bytes in all */
 	bool zero_rtt;           /* send / accept 0-RTT on resumption */

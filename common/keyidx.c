@@ -57,20 +57,30 @@ bool
 keyidx_find(const struct keyidx *ix, const uint8_t key[static KEY_LEN],
     size_t *value)
 {
+	return keyidx_find_prefix(ix, key, KEY_LEN, value);
+}
+
+bool
+keyidx_find_prefix(const struct keyidx *ix, const uint8_t *prefix, size_t len,
+    size_t *value)
+{
 	size_t lo = 0, hi = ix->n;
 
 	if (!ix->sorted)
 		fatalx("%s: the index is not sorted", __func__);
-	/* The first entry not below `key`: with duplicates, the lowest value. */
+	if (len > KEY_LEN)
+		return false;
+	/* The first entry not below `prefix`: with duplicates, the lowest
+	 * value. */
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (memcmp(ix->v[mid].key, key, KEY_LEN) < 0)
+		if (memcmp(ix->v[mid].key, prefix, len) < 0)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	if (lo == ix->n || memcmp(ix->v[lo].key, key, KEY_LEN) != 0)
+	if (lo == ix->n || memcmp(ix->v[lo].key, prefix, len) != 0)
 		return false;
 	*value = ix->v[lo].value;
 	return true;

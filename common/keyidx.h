@@ -36,6 +36,11 @@ void keyidx_sort(struct keyidx *);
  * Returns false if the key is not in the index. */
 bool keyidx_find(const struct keyidx *, const uint8_t key[static KEY_LEN],
     size_t *value);
+/* The same for the first `len` octets of a key (a key's prefix names it
+ * as surely as the key at 16 octets): the lowest value among keys that
+ * begin so. */
+bool keyidx_find_prefix(const struct keyidx *, const uint8_t *prefix,
+    size_t len, size_t *value);
 /* Calls `dup` for every entry whose key was added before with a lower
  * value: with its value and the lowest value of that key. Returns how many
  * there were. */

@@ -69,6 +69,8 @@ struct quic_conn {
 	const struct quic_conn_cbs *cbs;
 	void *arg;
 	const uint8_t *reset_secret;
+	/* Server: the ID every CID we issue carries (NULL: none). */
+	const struct cid_server_id *server_id;
 	size_t max_udp_payload;
 	size_t path_udp_best;  /* largest packet the current path has taken */
 

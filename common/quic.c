@@ -140,7 +140,10 @@ get_new_connection_id_cb(ngtcp2_conn *conn, ngtcp2_cid *cid, uint8_t *token,
 	struct quic_conn *qc = user_data;
 
 	(void)conn;
-	quic_random(cid->data, cidlen);
+	if (qc->role == QUIC_ROLE_SERVER && cidlen == CID_LEN)
+		cid_make(qc->server_id, cid->data);
+	else
+		quic_random(cid->data, cidlen);
 	cid->datalen = cidlen;
 	if (ngtcp2_crypto_generate_stateless_reset_token(token, qc->reset_secret,
 	    QUIC_RESET_SECRET_LEN, cid) != 0)
@@ -761,6 +764,7 @@ quic_conn_alloc(struct event_base *base, const struct quic_settings *qs,
 	qc->cbs = cbs;
 	qc->arg = arg;
 	qc->reset_secret = qs->reset_secret;
+	qc->server_id = qs->server_id;
 	qc->max_udp_payload = qs->max_udp_payload;
 	qc->conn_ref.get_conn = get_conn;
 	qc->last_rx = clock_now();
@@ -883,7 +887,7 @@ quic_conn_server_create(struct event_base *base, const struct quic_settings *qs,
 		params.retry_scid_present = 1;
 	}
 	scid.datalen = QUIC_SCID_LEN;
-	quic_random(scid.data, scid.datalen);
+	cid_make(qs->server_id, scid.data);
 	if (ngtcp2_crypto_generate_stateless_reset_token(
 	    params.stateless_reset_token, qs->reset_secret,
 	    QUIC_RESET_SECRET_LEN, &scid) != 0) {

@@ -12,10 +12,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cid.h"
 #include "tls.h"
 #include "udp.h"
 
-#define QUIC_SCID_LEN 16
+#define QUIC_SCID_LEN CID_LEN
 #define QUIC_RESET_SECRET_LEN 32
 /* DATAGRAMs held while the congestion window is full: at most this many;
  * CoDel (dgramq.c) with an interval of one round trip (smoothed RTT + 4 x
@@ -112,6 +113,9 @@ struct quic_settings {
 	bool early_data;          /* server: accept 0-RTT */
 	uint64_t initial_rtt_ns;  /* 0: ngtcp2's default */
 	const uint8_t *reset_secret; /* QUIC_RESET_SECRET_LEN bytes */
+	/* Server: the group member ID that the CIDs it issues carry, for a
+	 * load balancer (cid.h); NULL or empty: none. */
+	const struct cid_server_id *server_id;
 	bool verbose;             /* route ngtcp2's own log to ours */
 	/* QlogDir: one qlog file per connection here (NULL: none). */
 	const char *qlog_dir;

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -25,6 +26,8 @@
 #define TOKEN_KEY_FILE "token.key"
 #define RESET_KEY_FILE "reset.key"
 #define REGISTER_FILE "tickets"
+/* In KeyDir: held (flock) by the member of a group that rotates a key. */
+#define KEYS_LOCK_FILE "keys.lock"
 
 /* The register's indexes (tag -> entry, key -> peer): linear probing, at
  * most half full. A deletion moves the rest of its run back, so there are
@@ -63,6 +66,7 @@ struct keyring {
 	struct ticket_key keys[2];
 	bool unsaved;           /* the file is behind: write it again */
 	uint64_t rotations;     /* replaced while running */
+	ino_t ino;              /* of the file last read or written */
 };
 
 enum reg_state { REG_EMPTY, REG_ISSUED, REG_USED };
@@ -126,6 +130,14 @@ struct reg {
 struct state_server {
 	char *dir;
 	int dirfd;
+	/* Where the keys live: KeyDir, shared by a group of servers, or
+	 * StateDir itself (keydir == dir, keyfd == dirfd). */
+	char *keydir;
+	int keyfd;
+	int lockfd;             /* KEYS_LOCK_FILE in a KeyDir, else -1 */
+	struct cid_server_id issuer; /* ours, named in our tickets */
+	bool (*peer_key)(const uint8_t *, size_t, uint8_t *, void *);
+	void *peer_key_arg;
 	uid_t user;
 	uint32_t lifetime_s;    /* of a ticket */
 	struct event *timer;
@@ -252,46 +264,48 @@ open_private_dir(const char *dir, uid_t user, bool create, char **cause)
  * others. Returns the descriptor; -1 with errno ENOENT and no cause if it
  * does not exist (and O_CREAT is not given); -1 with *cause otherwise. */
 static int
-open_file(struct state_server *st, const char *name, int flags, bool secret,
-    char **cause)
+open_file(struct state_server *st, bool key, const char *name, int flags,
+    bool secret, char **cause)
 {
+	const char *dir = key ? st->keydir : st->dir;
+	const char *what = key && st->keyfd != st->dirfd ? "KeyDir" : "StateDir";
 	struct stat sb;
 	char owners[64];
 	int fd;
 
 	/* O_NONBLOCK: a FIFO planted under our name must not hang us. */
-	fd = openat(st->dirfd, name, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
-	    0600);
+	fd = openat(key ? st->keyfd : st->dirfd, name,
+	    flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
 	if (fd == -1) {
 		if (errno == ENOENT && !(flags & O_CREAT))
 			return -1;
 		if (errno == ELOOP)
-			xasprintf(cause, "StateDir %s: %s: is a symbolic link",
-			    st->dir, name);
+			xasprintf(cause, "%s %s: %s: is a symbolic link",
+			    what, dir, name);
 		else
-			xasprintf(cause, "StateDir %s: %s: %s", st->dir, name,
+			xasprintf(cause, "%s %s: %s: %s", what, dir, name,
 			    strerror(errno));
 		errno = EPERM;
 		return -1;
 	}
 	if (fstat(fd, &sb) == -1)
-		xasprintf(cause, "StateDir %s: %s: %s", st->dir, name,
+		xasprintf(cause, "%s %s: %s: %s", what, dir, name,
 		    strerror(errno));
 	else if (!S_ISREG(sb.st_mode))
-		xasprintf(cause, "StateDir %s: %s: not a regular file", st->dir,
-		    name);
+		xasprintf(cause, "%s %s: %s: not a regular file", what,
+		    dir, name);
 	else if (sb.st_nlink != 1)
-		xasprintf(cause, "StateDir %s: %s: %u links to it", st->dir, name,
+		xasprintf(cause, "%s %s: %s: %u links to it", what, dir, name,
 		    (unsigned)sb.st_nlink);
 	else if (!owner_ok(sb.st_uid, st->user, owners, sizeof owners))
-		xasprintf(cause, "StateDir %s: %s: owned by uid %u, not by %s",
-		    st->dir, name, (unsigned)sb.st_uid, owners);
+		xasprintf(cause, "%s %s: %s: owned by uid %u, not by %s",
+		    what, dir, name, (unsigned)sb.st_uid, owners);
 	else if (sb.st_mode & (S_IWGRP | S_IWOTH))
-		xasprintf(cause, "StateDir %s: %s: group or others can write it "
-		    "(mode %04o)", st->dir, name, (unsigned)(sb.st_mode & 07777));
+		xasprintf(cause, "%s %s: %s: group or others can write it "
+		    "(mode %04o)", what, dir, name, (unsigned)(sb.st_mode & 07777));
 	else if (secret && (sb.st_mode & (S_IRWXG | S_IRWXO)))
-		xasprintf(cause, "StateDir %s: %s: group or others can read it "
-		    "(mode %04o)", st->dir, name, (unsigned)(sb.st_mode & 07777));
+		xasprintf(cause, "%s %s: %s: group or others can read it "
+		    "(mode %04o)", what, dir, name, (unsigned)(sb.st_mode & 07777));
 	else
 		return fd;
 	close(fd);
@@ -299,18 +313,21 @@ open_file(struct state_server *st, const char *name, int flags, bool secret,
 	return -1;
 }
 
-/* Read a whole small file: 1 if it has exactly `len` bytes, 0 if it is
- * missing or has another size (the caller makes a new one), -1 with
- * *cause if it may not be used. */
+/* Read a whole small key file: 1 if it has exactly `len` bytes, 0 if it
+ * is missing or has another size (the caller makes a new one), -1 with
+ * *cause if it may not be used. *ino (if not NULL): the file's inode. */
 static int
 read_exact(struct state_server *st, const char *name, void *data, size_t len,
-    bool secret, char **cause)
+    ino_t *ino, char **cause)
 {
-	int fd = open_file(st, name, O_RDONLY, secret, cause);
+	int fd = open_file(st, true, name, O_RDONLY, true, cause);
+	struct stat sb;
 	ssize_t n;
 
 	if (fd == -1)
 		return errno == ENOENT ? 0 : -1;
+	if (ino != NULL && fstat(fd, &sb) == 0)
+		*ino = sb.st_ino;
 	/* One byte more than expected tells a file of the wrong size: such a
 	 * file is not ours (or from another version), and is replaced. */
 	{
@@ -360,14 +377,14 @@ static int
 load_reset_secret(struct state_server *st, char **cause)
 {
 	int rv = read_exact(st, RESET_KEY_FILE, st->reset_secret,
-	    sizeof st->reset_secret, true, cause);
+	    sizeof st->reset_secret, NULL, cause);
 
 	if (rv != 0)
 		return rv == 1 ? 0 : -1;
 	quic_random(st->reset_secret, sizeof st->reset_secret);
-	if (write_file(st->dirfd, RESET_KEY_FILE, st->reset_secret,
+	if (write_file(st->keyfd, RESET_KEY_FILE, st->reset_secret,
 	    sizeof st->reset_secret) != 0) {
-		xasprintf(cause, "StateDir %s: writing %s: %s", st->dir,
+		xasprintf(cause, "%s: writing %s: %s", st->keydir,
 		    RESET_KEY_FILE, strerror(errno));
 		return -1;
 	}
@@ -422,10 +439,54 @@ keyring_init(struct keyring *kr, const char *file, uint32_t rotate_s,
 	kr->rotate_s = rotate_s < lifetime_s ? lifetime_s : rotate_s;
 }
 
+/* Write the keyring's file and note its new inode. */
+static int
+keyring_save(struct state_server *st, struct keyring *kr)
+{
+	struct stat sb;
+
+	if (write_file(st->keyfd, kr->file, kr->keys, sizeof kr->keys) != 0)
+		return -1;
+	if (fstatat(st->keyfd, kr->file, &sb, AT_SYMLINK_NOFOLLOW) == 0)
+		kr->ino = sb.st_ino;
+	return 0;
+}
+
+/* In a group, take the keys another member wrote, if its newest key is
+ * newer than ours: rotation makes a new file (a new inode), so an
+ * unchanged inode means there is nothing to read. Returns whether the
+ * keys changed. */
+static bool
+keyring_reread(struct state_server *st, struct keyring *kr)
+{
+	struct ticket_key keys[2];
+	struct stat sb;
+	char *cause = NULL;
+	bool changed = false;
+	ino_t ino = 0;
+
+	if (st->lockfd == -1 || fstatat(st->keyfd, kr->file, &sb,
+	    AT_SYMLINK_NOFOLLOW) == -1 || sb.st_ino == kr->ino)
+		return false;
+	if (read_exact(st, kr->file, keys, sizeof keys, &ino, &cause) == 1 &&
+	    keys[0].created >= kr->keys[0].created) {
+		changed = memcmp(keys, kr->keys, sizeof keys) != 0;
+		memcpy(kr->keys, keys, sizeof keys);
+		kr->ino = ino;
+		kr->unsaved = false;
+	}
+	if (cause != NULL) {
+		log_warn("%s", cause);
+		free(cause);
+	}
+	explicit_bzero(keys, sizeof keys);
+	return changed;
+}
+
 static int
 keyring_load(struct state_server *st, struct keyring *kr, char **cause)
 {
-	int rv = read_exact(st, kr->file, kr->keys, sizeof kr->keys, true,
+	int rv = read_exact(st, kr->file, kr->keys, sizeof kr->keys, &kr->ino,
 	    cause);
 
 	if (rv == -1)
@@ -434,13 +495,15 @@ keyring_load(struct state_server *st, struct keyring *kr, char **cause)
 		return 0; /* keyring_tick rotates it if it is due */
 	memset(kr->keys, 0, sizeof kr->keys);
 	new_key(&kr->keys[0], clock_wall());
-	if (write_file(st->dirfd, kr->file, kr->keys, sizeof kr->keys) != 0) {
-		xasprintf(cause, "StateDir %s: writing %s: %s", st->dir,
-		    kr->file, strerror(errno));
+	if (keyring_save(st, kr) != 0) {
+		xasprintf(cause, "%s: writing %s: %s", st->keydir, kr->file,
+		    strerror(errno));
 		return -1;
 	}
 	return 0;
 }
+
+static void keyring_rotate(struct state_server *, struct keyring *, uint64_t);
 
 /* Rotate and retire as due, and save what changed. Returns the wall time
  * at which it has work again; *retry is set when a write failed. */
@@ -450,6 +513,33 @@ keyring_tick(struct state_server *st, struct keyring *kr, uint64_t now,
 {
 	uint64_t next;
 
+	/* A group rotates once: the first member whose key falls due makes
+	 * the new one under the lock, the others find it in the file. */
+	if (st->lockfd != -1)
+		keyring_reread(st, kr);
+	if (st->lockfd != -1 && (rotation_due(kr, now) ||
+	    (kr->keys[1].created != 0 && !previous_live(kr, now)))) {
+		if (flock(st->lockfd, LOCK_EX) == 0) {
+			keyring_reread(st, kr);
+			keyring_rotate(st, kr, now);
+			flock(st->lockfd, LOCK_UN);
+		} else
+			log_warn("%s: %s: %s", st->keydir, KEYS_LOCK_FILE,
+			    strerror(errno));
+	} else
+		keyring_rotate(st, kr, now);
+	next = kr->keys[0].created + kr->rotate_s;
+	if (kr->keys[1].created != 0 && retire_time(kr) < next)
+		next = retire_time(kr);
+	if (kr->unsaved)
+		*retry = true;
+	return next;
+}
+
+/* Rotate and retire as due, and write the file if anything changed. */
+static void
+keyring_rotate(struct state_server *st, struct keyring *kr, uint64_t now)
+{
 	if (rotation_due(kr, now)) {
 		kr->keys[1] = kr->keys[0];
 		new_key(&kr->keys[0], now);
@@ -463,19 +553,12 @@ keyring_tick(struct state_server *st, struct keyring *kr, uint64_t now,
 	/* Until this is on disk a restart would bring the old keys back and
 	 * lose what was made since: try again within the minute. */
 	if (kr->unsaved) {
-		if (write_file(st->dirfd, kr->file, kr->keys,
-		    sizeof kr->keys) == 0)
+		if (keyring_save(st, kr) == 0)
 			kr->unsaved = false;
-		else {
-			log_warn("StateDir %s: writing %s: %s", st->dir,
-			    kr->file, strerror(errno));
-			*retry = true;
-		}
+		else
+			log_warn("%s: writing %s: %s", st->keydir, kr->file,
+			    strerror(errno));
 	}
-	next = kr->keys[0].created + kr->rotate_s;
-	if (kr->keys[1].created != 0 && retire_time(kr) < next)
-		next = retire_time(kr);
-	return next;
 }
 
 /* The key a ticket names, if it may still be used. */
@@ -504,6 +587,9 @@ state_token_keys(struct state_server *st,
 	if (rotation_due(kr, now) || (kr->keys[1].created != 0 &&
 	    !previous_live(kr, now)))
 		state_server_tick(st);
+	/* A token another member of the group made under a key it has just
+	 * made: look (one stat) before calling it invalid. */
+	keyring_reread(st, kr);
 	keys[0] = kr->keys[0].key;
 	if (!previous_live(kr, now))
 		return 1;
@@ -931,7 +1017,7 @@ load_register(struct state_server *st, char **cause)
 	uint64_t now = clock_wall();
 	ssize_t got;
 
-	st->regfd = open_file(st, REGISTER_FILE, O_RDWR | O_CREAT, false, cause);
+	st->regfd = open_file(st, false, REGISTER_FILE, O_RDWR | O_CREAT, false, cause);
 	if (st->regfd == -1)
 		return -1;
 	recs = xmalloc(size);
@@ -1068,10 +1154,18 @@ state_server_open_opts(const char *dir, const struct state_opts *opts,
 {
 	struct state_server *st = xcalloc(1, sizeof *st);
 	struct timeval tv = { 0, 0 };
+	bool rv;
 
 	st->dir = xstrdup(dir);
+	st->keydir = xstrdup(opts->key_dir != NULL ? opts->key_dir : dir);
 	st->dirfd = -1;
+	st->keyfd = -1;
+	st->lockfd = -1;
 	st->regfd = -1;
+	if (opts->server_id != NULL)
+		st->issuer = *opts->server_id;
+	st->peer_key = opts->peer_key;
+	st->peer_key_arg = opts->peer_key_arg;
 	st->user = opts->user;
 	st->lifetime_s = opts->lifetime_s != 0 ? opts->lifetime_s :
 	    STATE_TICKET_LIFETIME_S;
@@ -1083,10 +1177,24 @@ state_server_open_opts(const char *dir, const struct state_opts *opts,
 	reg_init(&st->reg);
 	if ((st->dirfd = open_private_dir(dir, opts->user, true, cause)) == -1)
 		goto fail;
-	if (load_reset_secret(st, cause) != 0 ||
+	if (opts->key_dir == NULL)
+		st->keyfd = st->dirfd;
+	else if ((st->keyfd = open_private_dir(opts->key_dir, opts->user, true,
+	    cause)) == -1 || (st->lockfd = open_file(st, true, KEYS_LOCK_FILE,
+	    O_RDWR | O_CREAT, false, cause)) == -1)
+		goto fail;
+	/* Members starting together must not each make their own keys. */
+	if (st->lockfd != -1 && flock(st->lockfd, LOCK_EX) == -1) {
+		xasprintf(cause, "KeyDir %s: %s: %s", st->keydir, KEYS_LOCK_FILE,
+		    strerror(errno));
+		goto fail;
+	}
+	rv = load_reset_secret(st, cause) != 0 ||
 	    keyring_load(st, &st->tickets, cause) != 0 ||
-	    keyring_load(st, &st->tokens, cause) != 0 ||
-	    load_register(st, cause) != 0)
+	    keyring_load(st, &st->tokens, cause) != 0;
+	if (st->lockfd != -1)
+		flock(st->lockfd, LOCK_UN);
+	if (rv || load_register(st, cause) != 0)
 		goto fail;
 	tv.tv_sec = state_server_tick(st);
 	/* Keys replaced at start-up were not replaced "while running". */
@@ -1115,12 +1223,17 @@ state_server_free(struct state_server *st)
 		event_free(st->timer);
 	if (st->regfd != -1)
 		close(st->regfd);
+	if (st->lockfd != -1)
+		close(st->lockfd);
+	if (st->keyfd != -1 && st->keyfd != st->dirfd)
+		close(st->keyfd);
 	if (st->dirfd != -1)
 		close(st->dirfd);
 	explicit_bzero(st->tickets.keys, sizeof st->tickets.keys);
 	explicit_bzero(st->tokens.keys, sizeof st->tokens.keys);
 	explicit_bzero(st->reset_secret, sizeof st->reset_secret);
 	reg_free(&st->reg);
+	free(st->keydir);
 	free(st->dir);
 	free(st);
 }
@@ -1139,21 +1252,75 @@ state_server_stats(const struct state_server *st, struct state_stats *out)
 
 /* --- Tickets ---------------------------------------------------------- */
 
-/* ChaCha20-Poly1305 with the key name and nonce as associated data. */
+/*
+ * What a group member's ticket says besides wolfSSL's sealed session: who
+ * issued it and for which peer key, so that another member, which has no
+ * register entry for it, can still resume it once (see ticket_cb). It
+ * rides in the bytes of wolfSSL's IV and MAC fields that the nonce and
+ * the tag leave free (20 octets: the peer is named by its key's prefix,
+ * which the server looks up), and is authenticated with them.
+ */
+#define EXTRA_IV_OFF CHACHA20_POLY1305_AEAD_IV_SIZE
+#define EXTRA_MAC_OFF STATE_TAG_LEN
+#define EXTRA_LEN (WOLFSSL_TICKET_IV_SZ - EXTRA_IV_OFF + \
+	WOLFSSL_TICKET_MAC_SZ - EXTRA_MAC_OFF)
+struct ticket_extra {
+	uint8_t issuer_len;     /* 0: a lone server's ticket, no extra */
+	uint8_t issuer[CID_SERVER_ID_MAX];
+	uint8_t peer[STATE_PEER_PREFIX_LEN]; /* its key's first octets */
+};
+_Static_assert(sizeof(struct ticket_extra) == EXTRA_LEN,
+    "the extra fills the free bytes of IV and MAC exactly");
+
 static void
-ticket_aad(uint8_t *aad, const uint8_t *name, const uint8_t *iv)
+extra_put(const struct ticket_extra *x, uint8_t *iv, uint8_t *mac)
 {
-	memcpy(aad, name, WOLFSSL_TICKET_NAME_SZ);
-	memcpy(aad + WOLFSSL_TICKET_NAME_SZ, iv, CHACHA20_POLY1305_AEAD_IV_SIZE);
+	const uint8_t *p = (const uint8_t *)x;
+	size_t n = WOLFSSL_TICKET_IV_SZ - EXTRA_IV_OFF;
+
+	memcpy(iv + EXTRA_IV_OFF, p, n);
+	memcpy(mac + EXTRA_MAC_OFF, p + n, EXTRA_LEN - n);
 }
 
-int
-state_ticket_seal(struct state_server *st, uint8_t name[WOLFSSL_TICKET_NAME_SZ],
-    uint8_t iv[WOLFSSL_TICKET_IV_SZ], uint8_t mac[WOLFSSL_TICKET_MAC_SZ],
-    uint8_t *buf, size_t len)
+static void
+extra_get(struct ticket_extra *x, const uint8_t *iv, const uint8_t *mac)
 {
-	uint8_t aad[WOLFSSL_TICKET_NAME_SZ + CHACHA20_POLY1305_AEAD_IV_SIZE];
+	uint8_t *p = (uint8_t *)x;
+	size_t n = WOLFSSL_TICKET_IV_SZ - EXTRA_IV_OFF;
+
+	memcpy(p, iv + EXTRA_IV_OFF, n);
+	memcpy(p + n, mac + EXTRA_MAC_OFF, EXTRA_LEN - n);
+}
+
+/* ChaCha20-Poly1305 with the key name, the nonce and (when there is one)
+ * the extra as associated data. A lone server's tickets have no extra
+ * and the associated data they always had. Returns its length. */
+static size_t
+ticket_aad(uint8_t *aad, const uint8_t *name, const uint8_t *iv,
+    const uint8_t *mac)
+{
+	struct ticket_extra x;
+	size_t n = WOLFSSL_TICKET_NAME_SZ + CHACHA20_POLY1305_AEAD_IV_SIZE;
+
+	memcpy(aad, name, WOLFSSL_TICKET_NAME_SZ);
+	memcpy(aad + WOLFSSL_TICKET_NAME_SZ, iv, CHACHA20_POLY1305_AEAD_IV_SIZE);
+	extra_get(&x, iv, mac);
+	if (x.issuer_len == 0)
+		return n;
+	memcpy(aad + n, &x, sizeof x);
+	return n + sizeof x;
+}
+
+static int
+ticket_seal(struct state_server *st, const uint8_t *peer,
+    uint8_t name[WOLFSSL_TICKET_NAME_SZ], uint8_t iv[WOLFSSL_TICKET_IV_SZ],
+    uint8_t mac[WOLFSSL_TICKET_MAC_SZ], uint8_t *buf, size_t len)
+{
+	uint8_t aad[WOLFSSL_TICKET_NAME_SZ + CHACHA20_POLY1305_AEAD_IV_SIZE +
+	    EXTRA_LEN];
+	struct ticket_extra x;
 	const struct ticket_key *k;
+	size_t aadlen;
 
 	/* Should the timer be late (or the clock jump), no ticket is sealed
 	 * under a key older than the rotation interval. */
@@ -1164,12 +1331,26 @@ state_ticket_seal(struct state_server *st, uint8_t name[WOLFSSL_TICKET_NAME_SZ],
 		return -1;
 	memcpy(name, k->name, WOLFSSL_TICKET_NAME_SZ);
 	quic_random(iv, CHACHA20_POLY1305_AEAD_IV_SIZE);
-	memset(iv + CHACHA20_POLY1305_AEAD_IV_SIZE, 0,
-	    WOLFSSL_TICKET_IV_SZ - CHACHA20_POLY1305_AEAD_IV_SIZE);
-	ticket_aad(aad, name, iv);
+	memset(&x, 0, sizeof x);
+	if (peer != NULL && st->issuer.len > 0) {
+		x.issuer_len = st->issuer.len;
+		memcpy(x.issuer, st->issuer.id, st->issuer.len);
+		memcpy(x.peer, peer, sizeof x.peer);
+	}
 	memset(mac, 0, WOLFSSL_TICKET_MAC_SZ);
-	return wc_ChaCha20Poly1305_Encrypt(k->key, iv, aad, sizeof aad, buf,
+	extra_put(&x, iv, mac);
+	aadlen = ticket_aad(aad, name, iv, mac);
+	/* The tag goes into the MAC field's first bytes, before the extra. */
+	return wc_ChaCha20Poly1305_Encrypt(k->key, iv, aad, (word32)aadlen, buf,
 	    (word32)len, buf, mac) == 0 ? 0 : -1;
+}
+
+int
+state_ticket_seal(struct state_server *st, uint8_t name[WOLFSSL_TICKET_NAME_SZ],
+    uint8_t iv[WOLFSSL_TICKET_IV_SZ], uint8_t mac[WOLFSSL_TICKET_MAC_SZ],
+    uint8_t *buf, size_t len)
+{
+	return ticket_seal(st, NULL, name, iv, mac, buf, len);
 }
 
 int
@@ -1178,13 +1359,15 @@ state_ticket_open(struct state_server *st,
     const uint8_t iv[WOLFSSL_TICKET_IV_SZ],
     const uint8_t mac[WOLFSSL_TICKET_MAC_SZ], uint8_t *buf, size_t len)
 {
-	uint8_t aad[WOLFSSL_TICKET_NAME_SZ + CHACHA20_POLY1305_AEAD_IV_SIZE];
+	uint8_t aad[WOLFSSL_TICKET_NAME_SZ + CHACHA20_POLY1305_AEAD_IV_SIZE +
+	    EXTRA_LEN];
 	const struct ticket_key *k = key_named(st, name, clock_wall());
+	size_t aadlen;
 
 	if (k == NULL || len > UINT32_MAX)
 		return -1;
-	ticket_aad(aad, name, iv);
-	return wc_ChaCha20Poly1305_Decrypt(k->key, iv, aad, sizeof aad, buf,
+	aadlen = ticket_aad(aad, name, iv, mac);
+	return wc_ChaCha20Poly1305_Decrypt(k->key, iv, aad, (word32)aadlen, buf,
 	    (word32)len, mac, buf) == 0 ? 0 : -1;
 }
 
@@ -1207,6 +1390,49 @@ count_once(WOLFSSL *ssl, struct state_server *st, uint64_t *counter)
 	}
 }
 
+/*
+ * A ticket our register does not know. If another member of our group
+ * issued it, resume it here once: it goes into our register as spent, so
+ * a replay of it here finds it so. A replayed 0-RTT flight can therefore
+ * be taken once by each member (by its issuer too), never more; 0-RTT
+ * carries only IP packets, to which a replay is a network duplicate. Our
+ * own tickets that the register forgot (expired, pushed out) stay
+ * refused, as on a lone server.
+ */
+static int
+group_ticket(WOLFSSL *ssl, struct state_server *st,
+    const uint8_t *key_name, const uint8_t *iv, const uint8_t *mac,
+    uint8_t *ticket, int inlen, int *outlen)
+{
+	struct ticket_extra x;
+	uint8_t peer[KEY_LEN];
+	uint64_t now = clock_wall();
+	uint32_t i;
+
+	extra_get(&x, iv, mac);
+	if (x.issuer_len == 0 || x.issuer_len > CID_SERVER_ID_MAX ||
+	    st->issuer.len == 0 || (x.issuer_len == st->issuer.len &&
+	    memcmp(x.issuer, st->issuer.id, x.issuer_len) == 0) ||
+	    st->peer_key == NULL ||
+	    state_ticket_open(st, key_name, iv, mac, ticket,
+	    (size_t)inlen) != 0 ||
+	    !st->peer_key(x.peer, sizeof x.peer, peer, st->peer_key_arg)) {
+		count_once(ssl, st, &st->stats.unknown);
+		return WOLFSSL_TICKET_RET_REJECT;
+	}
+	*outlen = inlen;
+	sweep(&st->reg, now, SWEEP_PER_ISSUE);
+	i = reg_add(&st->reg, mac, peer, now + st->lifetime_s, REG_USED, NONE,
+	    now);
+	reg_write(st, i, sizeof(struct reg_record));
+	wolfSSL_set_ex_data(ssl, ex_spent, (void *)(uintptr_t)st->reg.e[i].serial);
+	if (!quic_tls_resumed(ssl, peer))
+		return WOLFSSL_TICKET_RET_REJECT;
+	st->stats.resumed++;
+	st->stats.group_resumed++;
+	return WOLFSSL_TICKET_RET_OK;
+}
+
 /* wolfSSL's ticket callback: seal and record, or look up, open and spend.
  * The tag (first bytes of `mac`) names the ticket in the register. */
 static int
@@ -1224,7 +1450,7 @@ ticket_cb(WOLFSSL *ssl, unsigned char key_name[WOLFSSL_TICKET_NAME_SZ],
 	if (enc) {
 		if ((peer = peer_key_of(ssl)) == NULL)
 			return WOLFSSL_TICKET_RET_FATAL; /* no ticket: not fatal */
-		if (state_ticket_seal(st, key_name, iv, mac, ticket,
+		if (ticket_seal(st, peer, key_name, iv, mac, ticket,
 		    (size_t)inlen) != 0)
 			return WOLFSSL_TICKET_RET_FATAL;
 		*outlen = inlen;
@@ -1232,13 +1458,15 @@ ticket_cb(WOLFSSL *ssl, unsigned char key_name[WOLFSSL_TICKET_NAME_SZ],
 		st->stats.issued++;
 		return WOLFSSL_TICKET_RET_OK;
 	}
-	/* Not one of our keys (another server's, or retired): say nothing. */
-	if (key_named(st, key_name, clock_wall()) == NULL)
+	/* Not one of our keys (another server's, or retired): say nothing.
+	 * In a group, another member may have just made a new key. */
+	if (key_named(st, key_name, clock_wall()) == NULL &&
+	    (!keyring_reread(st, &st->tickets) ||
+	    key_named(st, key_name, clock_wall()) == NULL))
 		return WOLFSSL_TICKET_RET_REJECT;
-	if ((i = reg_get(r, mac, clock_wall())) == NONE) {
-		count_once(ssl, st, &st->stats.unknown);
-		return WOLFSSL_TICKET_RET_REJECT;
-	}
+	if ((i = reg_get(r, mac, clock_wall())) == NONE)
+		return group_ticket(ssl, st, key_name, iv, mac, ticket, inlen,
+		    outlen);
 	/* Single use: a second ClientHello with this ticket is a replay (or
 	 * a client retrying); no resumption, no 0-RTT. The handshake that
 	 * spent it may ask again for another suite. */

@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "cid.h"
 #include "key.h"
 
 struct event_base;
@@ -38,6 +39,7 @@ struct event_base;
  * before the register's own limit applies. */
 #define STATE_REGISTER_PEER_MAX 32
 #define STATE_TAG_LEN 16                /* a ticket's name in the register */
+#define STATE_PEER_PREFIX_LEN 16        /* names a peer in a group's ticket */
 
 struct state_server;
 
@@ -51,6 +53,20 @@ struct state_opts {
 	uint32_t rotate_s;      /* 0: STATE_ROTATE_S */
 	uint32_t lifetime_s;    /* 0: STATE_TICKET_LIFETIME_S; at most rotate_s */
 	uint32_t token_rotate_s; /* 0: STATE_TOKEN_ROTATE_S; also their lifetime */
+	/* KeyDir: the stateless-reset, ticket and token keys live here,
+	 * shared by a group of servers (NULL: in `dir`). It is checked as
+	 * StateDir is; a member rotates a key under an flock(2) of
+	 * keys.lock there, and the others read the new file. */
+	const char *key_dir;
+	/* This server's ID in the group, which its tickets name (cid.h);
+	 * NULL or empty: a lone server. */
+	const struct cid_server_id *server_id;
+	/* A group member's ticket names its peer by the first
+	 * STATE_PEER_PREFIX_LEN octets of its key: the configured peer key
+	 * that begins so, into `key`; false if none. */
+	bool (*peer_key)(const uint8_t *prefix, size_t len,
+	    uint8_t key[KEY_LEN], void *arg);
+	void *peer_key_arg;
 };
 
 /*
@@ -145,6 +161,7 @@ void state_register_info(const struct state_server *,
 
 struct state_stats {
 	uint64_t issued, resumed, replayed, unknown;
+	uint64_t group_resumed; /* of resumed: issued by another member */
 	uint64_t rotations;     /* ticket keys replaced while running */
 	uint64_t token_rotations; /* token keys replaced while running */
 };

@@ -161,7 +161,7 @@ write_retry(struct admit *a, const ngtcp2_pkt_hd *hd,
 
 	(void)token_keys(a, keys);
 	scid.datalen = QUIC_SCID_LEN;
-	quic_random(scid.data, scid.datalen);
+	cid_make(a->server_id, scid.data);
 	tokenlen = ngtcp2_crypto_generate_retry_token(token, keys[0],
 	    ADMIT_SECRET_LEN, hd->version, (const ngtcp2_sockaddr *)from,
 	    (ngtcp2_socklen)fromlen, &scid, &hd->dcid, now + a->wall_offset);

@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 
 #include "addr.h"
+#include "cid.h"
 
 /* Half-open handshakes beyond which no new one starts at all. */
 #define ADMIT_MAX_HALF_OPEN 256
@@ -62,6 +63,9 @@ struct admit {
 	uint64_t rotated;                    /* when [0] became current */
 	uint64_t wall_offset;   /* `now` + this: wall-clock ns, in tokens */
 	uint64_t hash_key;
+	/* The server's group ID, which a Retry's CID carries like every
+	 * other CID it issues (NULL: none). */
+	const struct cid_server_id *server_id;
 	struct admit_bucket buckets[ADMIT_PREFIX_SLOTS];
 	struct admit_stats stats;
 };

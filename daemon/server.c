@@ -329,6 +329,21 @@ session_free(struct session *sess)
 	free(sess);
 }
 
+/* state.c: the configured peer whose key a group member's ticket names
+ * by its first octets. */
+static bool
+peer_key_by_prefix(const uint8_t *prefix, size_t len, uint8_t key[KEY_LEN],
+    void *arg)
+{
+	struct server *srv = arg;
+	size_t i;
+
+	if (!keyidx_find_prefix(&srv->keys, prefix, len, &i))
+		return false;
+	memcpy(key, srv->peers[i]->cfg->pubkey, KEY_LEN);
+	return true;
+}
+
 static bool
 pin_check(struct quic_conn *qc, const uint8_t *pub, void *arg)
 {
@@ -1460,11 +1475,13 @@ server_create(struct event_base *base, const struct cfg *cfg, int verbose,
 	/* Kept in StateDir, so that after a restart clients still recognise
 	 * our stateless resets and resume their sessions with 0-RTT. */
 	srv->state = state_server_open_opts(cfg->state_dir, &(struct state_opts){
-	    .base = base, .user = cfg->user != NULL ? cfg->uid : (uid_t)-1 },
-	    cause);
+	    .base = base, .user = cfg->user != NULL ? cfg->uid : (uid_t)-1,
+	    .key_dir = cfg->key_dir, .server_id = &cfg->server_id,
+	    .peer_key = peer_key_by_prefix, .peer_key_arg = srv }, cause);
 	if (srv->state == NULL)
 		goto fail;
 	admit_init(&srv->admit, cfg->retry_threshold, clock_now(), srv->state);
+	srv->admit.server_id = &cfg->server_id;
 	srv->reset_rl = (struct log_ratelimit)LOG_RATELIMIT_INIT(1000, 200);
 	srv->qs = (struct quic_settings){
 		.role = QUIC_ROLE_SERVER,
@@ -1473,6 +1490,7 @@ server_create(struct event_base *base, const struct cfg *cfg, int verbose,
 		.keepalive_s = cfg->keepalive,
 		.max_udp_payload = UDP_MAX_PAYLOAD,
 		.reset_secret = state_reset_secret(srv->state),
+		.server_id = &cfg->server_id,
 		.stream_window = cfg->forward_buffer,
 		.early_data = cfg->zero_rtt,
 		.verbose = verbose > 1,

@@ -1,0 +1,90 @@
+/* Server-chosen connection IDs in the QUIC-LB plaintext layout (cid.h). */
+#include <stdio.h>
+#include <string.h>
+
+#include "cid.h"
+#include "quic.h"
+
+/* The first octet: config rotation in bits 7-5, then the length of the
+ * rest of the CID (QUIC-LB's self-encoded length), which lets a balancer
+ * tell our CIDs from a client's random ones of another length. */
+static uint8_t
+first_octet(unsigned config)
+{
+	return (uint8_t)(config << 5 | (CID_LEN - 1));
+}
+
+void
+cid_make(const struct cid_server_id *sid, uint8_t cid[static CID_LEN])
+{
+	quic_random(cid, CID_LEN);
+	if (sid == NULL || sid->len == 0) {
+		/* Unroutable: a balancer must fall back to its 4-tuple hash
+		 * rather than read a server ID out of random octets. */
+		cid[0] = (uint8_t)(CID_CONFIG_UNROUTABLE << 5 | (cid[0] & 0x1f));
+		return;
+	}
+	cid[0] = first_octet(CID_CONFIG_ID);
+	memcpy(cid + 1, sid->id, sid->len);
+}
+
+bool
+cid_server_id(const uint8_t *cid, size_t len, size_t sid_len,
+    struct cid_server_id *out)
+{
+	if (len != CID_LEN || sid_len == 0 || sid_len > CID_SERVER_ID_MAX ||
+	    cid[0] != first_octet(CID_CONFIG_ID))
+		return false;
+	memcpy(out->id, cid + 1, sid_len);
+	out->len = (uint8_t)sid_len;
+	return true;
+}
+
+static int
+hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+int
+cid_server_id_parse(const char *s, struct cid_server_id *out)
+{
+	size_t n;
+
+	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
+		s += 2;
+	n = strlen(s);
+	if (n == 0 || n % 2 != 0 || n / 2 > CID_SERVER_ID_MAX)
+		return -1;
+	for (size_t i = 0; i < n / 2; i++) {
+		int hi = hexval(s[2 * i]), lo = hexval(s[2 * i + 1]);
+
+		if (hi < 0 || lo < 0)
+			return -1;
+		out->id[i] = (uint8_t)(hi << 4 | lo);
+	}
+	out->len = (uint8_t)(n / 2);
+	return 0;
+}
+
+const char *
+cid_server_id_str(const struct cid_server_id *sid, char *buf)
+{
+	buf[0] = '\0';
+	for (size_t i = 0; i < sid->len; i++)
+		snprintf(buf + 2 * i, 3, "%02x", sid->id[i]);
+	return buf;
+}
+
+bool
+cid_server_id_equal(const struct cid_server_id *a,
+    const struct cid_server_id *b)
+{
+	return a->len == b->len && memcmp(a->id, b->id, a->len) == 0;
+}

@@ -1,0 +1,48 @@
+/* Connection IDs a server chooses, in the QUIC-LB layout
+ * (draft-ietf-quic-load-balancers, plaintext server IDs), so that a load
+ * balancer in front of a group of roved instances can send every packet
+ * of a connection to the instance that owns it: the first octet carries
+ * a config rotation codepoint and the CID's length, the next octets the
+ * server ID, the rest is random. Pure functions, no state. */
+#ifndef ROVE_CID_H
+#define ROVE_CID_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Every CID rove issues has this length (QUIC allows up to 20). */
+#define CID_LEN 16
+/* Server IDs are 1 to 3 octets (16 million servers in a group), which
+ * leaves 12 random octets at least; a ticket names its issuer in a
+ * field of that size (state.c). */
+#define CID_SERVER_ID_MAX 3
+/* QUIC-LB's config rotation codepoint: bits 7-5 of the first octet. 0 is
+ * the configuration rove's server IDs use; 7 marks a CID no balancer can
+ * route (one of a server without a ServerID). */
+#define CID_CONFIG_ID 0
+#define CID_CONFIG_UNROUTABLE 7
+
+/* A server's identity within its group; len 0: no group, random CIDs. */
+struct cid_server_id {
+	uint8_t id[CID_SERVER_ID_MAX];
+	uint8_t len;
+};
+
+/* Fill `cid` (CID_LEN octets): first octet, server ID, random nonce. */
+void cid_make(const struct cid_server_id *, uint8_t cid[static CID_LEN]);
+
+/* Whether `cid` (len octets) is one that `sid`'s layout routes, and then
+ * its server ID in *out (out->len = sid's length). */
+bool cid_server_id(const uint8_t *cid, size_t len, size_t sid_len,
+    struct cid_server_id *out);
+
+/* "0a1b2c" (hex, an optional 0x, 1 to CID_SERVER_ID_MAX octets): 0, or
+ * -1 if it is not one. */
+int cid_server_id_parse(const char *, struct cid_server_id *);
+/* Its hex text; `buf` must hold 2 * CID_SERVER_ID_MAX + 1. */
+const char *cid_server_id_str(const struct cid_server_id *, char *buf);
+bool cid_server_id_equal(const struct cid_server_id *,
+    const struct cid_server_id *);
+
+#endif
