@@ -174,6 +174,41 @@ test_many(void **state)
 	free(keys);
 }
 
+/* A prefix finds the lowest value among keys that begin so; one that no
+ * key begins with finds nothing, however close it sorts. */
+static void
+test_prefix(void **state)
+{
+	struct keyidx ix;
+	uint8_t k[KEY_LEN];
+	size_t v = 0;
+
+	(void)state;
+	keyidx_init(&ix, 4);
+	key_of(k, 0x20, 1);
+	keyidx_add(&ix, k, 10);
+	key_of(k, 0x20, 2);
+	keyidx_add(&ix, k, 11);
+	key_of(k, 0x30, 0);
+	keyidx_add(&ix, k, 12);
+	keyidx_sort(&ix);
+	key_of(k, 0x30, 9);
+	assert_true(keyidx_find_prefix(&ix, k, 16, &v));
+	assert_int_equal(v, 12);
+	key_of(k, 0x20, 2);
+	assert_true(keyidx_find_prefix(&ix, k, KEY_LEN, &v));
+	assert_int_equal(v, 11);
+	assert_true(keyidx_find_prefix(&ix, k, KEY_LEN - 1, &v));
+	assert_int_equal(v, 10);
+	k[15] = 0x21;
+	assert_false(keyidx_find_prefix(&ix, k, 16, &v));
+	key_of(k, 0x40, 0);
+	assert_false(keyidx_find_prefix(&ix, k, 16, &v));
+	assert_false(keyidx_find_prefix(&ix, k, KEY_LEN + 1, &v));
+	assert_int_equal(v, 10);
+	keyidx_clear(&ix);
+}
+
 int
 main(void)
 {
@@ -182,6 +217,7 @@ main(void)
 		cmocka_unit_test(test_find),
 		cmocka_unit_test(test_duplicates),
 		cmocka_unit_test(test_many),
+		cmocka_unit_test(test_prefix),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1528,6 +1528,91 @@ test_foreign_ticket(void **state)
 	saved_clear(&s1);
 }
 
+/* The group's peer list, for state.c: only our client is configured. */
+static bool
+group_peer_key(const uint8_t *prefix, size_t len, uint8_t key[KEY_LEN],
+    void *arg)
+{
+	(void)arg;
+	if (memcmp(prefix, client_pub, len) != 0)
+		return false;
+	memcpy(key, client_pub, KEY_LEN);
+	return true;
+}
+
+static struct state_server *
+group_server(struct resumption *rs, const char *name, const char *hexid)
+{
+	static struct cid_server_id ids[2];
+	struct cid_server_id *sid = &ids[hexid[1] == '1' ? 0 : 1];
+	char dir[128], keys[128], *cause = NULL;
+	struct state_server *st;
+
+	snprintf(dir, sizeof dir, "%s/%s", rs->dir, name);
+	snprintf(keys, sizeof keys, "%s/keys", rs->dir);
+	assert_int_equal(cid_server_id_parse(hexid, sid), 0);
+	st = state_server_open_opts(dir, &(struct state_opts){
+	    .user = (uid_t)-1, .key_dir = keys, .server_id = sid,
+	    .peer_key = group_peer_key }, &cause);
+	if (st == NULL)
+		fprintf(stderr, "%s\n", cause);
+	assert_non_null(st);
+	return st;
+}
+
+static void
+test_group_ticket(void **state)
+{
+	struct resumption *rs = *state;
+	static struct saved s1, s2;
+	struct state_server *a = group_server(rs, "a", "01");
+	struct state_server *b = group_server(rs, "b", "02");
+	struct state_stats sa, sb;
+	struct pair *p;
+
+	/* One KeyDir: the same stateless-reset key in both. */
+	assert_memory_equal(state_reset_secret(a), state_reset_secret(b),
+	    STATE_RESET_SECRET_LEN);
+	wolfSSL_CTX_free(rs->sctx);
+	rs->sctx = resumption_server_ctx(a);
+	full_handshake(rs, &s1);
+	full_handshake(rs, &s2);
+
+	/* a stops; its client resumes on b with 0-RTT, once. */
+	wolfSSL_CTX_free(rs->sctx);
+	rs->sctx = resumption_server_ctx(b);
+	p = resume_early(rs, &s1, "moved", NULL);
+	expect_accepted(p, "moved");
+	pair_free(p);
+	state_server_stats(b, &sb);
+	assert_int_equal(sb.resumed, 1);
+	assert_int_equal(sb.group_resumed, 1);
+	p = resume_early(rs, &s1, "again", NULL);
+	expect_refused_early(p, "late");
+	pair_free(p);
+	state_server_stats(b, &sb);
+	assert_int_equal(sb.resumed, 1);
+	assert_true(sb.replayed > 0);
+
+	/* A ticket a issued and forgot is refused by a; b, which never saw
+	 * it, takes it once: one delivery per member at most. */
+	wolfSSL_CTX_free(rs->sctx);
+	rs->sctx = resumption_server_ctx(a);
+	p = resume_early(rs, &s2, "home", NULL);
+	expect_accepted(p, "home");
+	pair_free(p);
+	state_server_stats(a, &sa);
+	assert_int_equal(sa.group_resumed, 0);
+	assert_int_equal(sa.resumed, 1);
+
+	wolfSSL_CTX_free(rs->sctx);
+	rs->sctx = resumption_server_ctx(rs->st);
+	state_server_free(a);
+	state_server_free(b);
+	saved_clear(&s1);
+	saved_clear(&s2);
+}
+
 static void
 test_resume_other_suite(void **state)
 {
@@ -1656,6 +1741,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_tickets_across_rotation,
 		    resumption_setup, resumption_teardown),
 		cmocka_unit_test_setup_teardown(test_foreign_ticket,
+		    resumption_setup, resumption_teardown),
+		cmocka_unit_test_setup_teardown(test_group_ticket,
 		    resumption_setup, resumption_teardown),
 		cmocka_unit_test_setup_teardown(test_resume_other_suite,
 		    resumption_setup, resumption_teardown),
