@@ -210,12 +210,12 @@ own_new_dir(const struct cfg *cfg, const char *path, mode_t mode,
 	return ret;
 }
 
-/* mkdir -p for StateDir: the missing levels above it stay root's (mode
- * 0711), the directory itself becomes the user's (0700). */
+/* mkdir -p for StateDir (or KeyDir): the missing levels above it stay
+ * root's (mode 0711), the directory itself becomes the user's (0700). */
 static int
-make_state_dir(const struct cfg *cfg, char **cause)
+make_state_dir(const struct cfg *cfg, const char *dir, char **cause)
 {
-	char *copy = xstrdup(cfg->state_dir);
+	char *copy = xstrdup(dir);
 	int ret = -1;
 
 	for (char *p = copy + 1; ; p++) {
@@ -269,7 +269,9 @@ int
 privdrop_prepare(const struct cfg *cfg, char **cause)
 {
 	if (cfg->state_dir != NULL && cfg->state_dir[0] == '/' &&
-	    make_state_dir(cfg, cause) != 0)
+	    make_state_dir(cfg, cfg->state_dir, cause) != 0)
+		return -1;
+	if (cfg->key_dir != NULL && make_state_dir(cfg, cfg->key_dir, cause) != 0)
 		return -1;
 	if (cfg->control_socket != NULL && make_socket_dir(cfg, cause) != 0)
 		return -1;
@@ -283,7 +285,8 @@ privdrop_prepare(const struct cfg *cfg, char **cause)
  * single link: opened without following links and checked through the
  * descriptor, so a link planted in the directory changes nothing else. */
 static void
-own_state_file(const struct cfg *cfg, int dirfd, const char *name)
+own_state_file(const struct cfg *cfg, const char *dir, int dirfd,
+    const char *name)
 {
 	struct stat st;
 	int fd;
@@ -296,15 +299,16 @@ own_state_file(const struct cfg *cfg, int dirfd, const char *name)
 		return;
 	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 1 &&
 	    fchown(fd, cfg->uid, cfg->gid) == -1)
-		log_warn("%s/%s: %s", cfg->state_dir, name, strerror(errno));
+		log_warn("%s/%s: %s", dir, name, strerror(errno));
 	close(fd);
 }
 
-/* StateDir itself and the files rove keeps in it (written as root at
- * startup) become the user's: key rotation and the ticket register write
- * there while running. */
+/* StateDir (or KeyDir) itself and the files rove keeps in it (written as
+ * root at startup) become the user's: key rotation and the ticket
+ * register write there while running. */
 static int
-own_state_dir(const struct cfg *cfg, char **cause)
+own_state_dir(const struct cfg *cfg, const char *what, const char *dir,
+    char **cause)
 {
 	struct dirent *de;
 	DIR *d;
@@ -312,23 +316,21 @@ own_state_dir(const struct cfg *cfg, char **cause)
 
 	/* Not through a link, and only a directory root or User owns and
 	 * no one else can write: root is about to give it away. */
-	if ((fd = state_dir_open(cfg->state_dir, cfg->uid, false, cause)) == -1)
+	if ((fd = state_dir_open(dir, cfg->uid, false, cause)) == -1)
 		return -1;
 	if (fchown(fd, cfg->uid, cfg->gid) == -1) {
-		xasprintf(cause, "StateDir %s: %s", cfg->state_dir,
-		    strerror(errno));
+		xasprintf(cause, "%s %s: %s", what, dir, strerror(errno));
 		close(fd);
 		return -1;
 	}
 	if ((d = fdopendir(fd)) == NULL) {
-		xasprintf(cause, "StateDir %s: %s", cfg->state_dir,
-		    strerror(errno));
+		xasprintf(cause, "%s %s: %s", what, dir, strerror(errno));
 		close(fd);
 		return -1;
 	}
 	while ((de = readdir(d)) != NULL) {
 		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
-			own_state_file(cfg, dirfd(d), de->d_name);
+			own_state_file(cfg, dir, dirfd(d), de->d_name);
 	}
 	closedir(d);
 	return 0;
@@ -419,7 +421,11 @@ privdrop_apply(const struct cfg *cfg, char **cause)
 	char capstr[128], gname[64];
 	int rc;
 
-	if (cfg->state_dir != NULL && own_state_dir(cfg, cause) != 0)
+	if (cfg->state_dir != NULL &&
+	    own_state_dir(cfg, "StateDir", cfg->state_dir, cause) != 0)
+		return -1;
+	if (cfg->key_dir != NULL &&
+	    own_state_dir(cfg, "KeyDir", cfg->key_dir, cause) != 0)
 		return -1;
 	own_socket(cfg);
 	group_name(cfg, gname, sizeof gname);

@@ -175,6 +175,8 @@ render_json(struct evbuffer *out, const struct status *st)
 		json_uint(&j, st->tickets->resumed);
 		json_key(&j, "replayed");
 		json_uint(&j, st->tickets->replayed);
+		json_key(&j, "group_resumed");
+		json_uint(&j, st->tickets->group_resumed);
 		json_key(&j, "unknown");
 		json_uint(&j, st->tickets->unknown);
 		json_end_object(&j);
