@@ -641,6 +641,55 @@ test_token_keys(void **state)
 	state_server_free(st);
 }
 
+/* A group shares KeyDir: both members start with the same keys, made
+ * once, and when one rotates the other takes the new key from the file
+ * instead of making its own; neither keeps keys in its StateDir. */
+static void
+test_group_keys(void **state)
+{
+	struct tmp *t = *state;
+	struct cid_server_id id1 = { { 1 }, 1 }, id2 = { { 2 }, 1 };
+	struct state_server *a, *b;
+	struct state_stats sa, sb;
+	const uint8_t *ka[STATE_TOKEN_KEYS], *kb[STATE_TOKEN_KEYS];
+	uint8_t k0[STATE_TOKEN_KEY_LEN];
+	char da[160], db[160], keys[160], *cause = NULL, names[256];
+
+	snprintf(da, sizeof da, "%s/a", t->root);
+	snprintf(db, sizeof db, "%s/b", t->root);
+	snprintf(keys, sizeof keys, "%s/keys", t->root);
+	a = state_server_open_opts(da, &(struct state_opts){ .user = (uid_t)-1,
+	    .key_dir = keys, .server_id = &id1 }, &cause);
+	assert_non_null(a);
+	b = state_server_open_opts(db, &(struct state_opts){ .user = (uid_t)-1,
+	    .key_dir = keys, .server_id = &id2 }, &cause);
+	assert_non_null(b);
+	assert_memory_equal(state_reset_secret(a), state_reset_secret(b),
+	    STATE_RESET_SECRET_LEN);
+	assert_int_equal(state_token_keys(a, ka), 1);
+	assert_int_equal(state_token_keys(b, kb), 1);
+	assert_memory_equal(ka[0], kb[0], STATE_TOKEN_KEY_LEN);
+	memcpy(k0, ka[0], sizeof k0);
+	list_dir(da, names, sizeof names);
+	assert_string_equal(names, "tickets");
+	list_dir(keys, names, sizeof names);
+	assert_string_equal(names, "keys.lock reset.key ticket.key token.key");
+
+	/* a rotates first; b, due too, finds a's new key in the file. */
+	wall = T0 + STATE_TOKEN_ROTATE_S;
+	assert_int_equal(state_token_keys(a, ka), 2);
+	assert_memory_not_equal(ka[0], k0, sizeof k0);
+	assert_int_equal(state_token_keys(b, kb), 2);
+	assert_memory_equal(kb[0], ka[0], STATE_TOKEN_KEY_LEN);
+	assert_memory_equal(kb[1], k0, sizeof k0);
+	state_server_stats(a, &sa);
+	state_server_stats(b, &sb);
+	assert_int_equal(sa.token_rotations, 1);
+	assert_int_equal(sb.token_rotations, 0);
+	state_server_free(a);
+	state_server_free(b);
+}
+
 /* A key file one byte too long is not ours: it is replaced, not read. */
 static void
 test_key_file_too_long(void **state)
@@ -1486,6 +1535,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_rotation_unsaved,
 		    tmp_setup, tmp_teardown),
 		cmocka_unit_test_setup_teardown(test_token_keys,
+		    tmp_setup, tmp_teardown),
+		cmocka_unit_test_setup_teardown(test_group_keys,
 		    tmp_setup, tmp_teardown),
 		cmocka_unit_test_setup_teardown(test_key_file_too_long,
 		    tmp_setup, tmp_teardown),
