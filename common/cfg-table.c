@@ -190,6 +190,13 @@ const struct cfg_key cfg_table[CFG_KEY_COUNT] = {
 		"goes into every connection ID, where a load balancer reads "
 		"it (QUIC-LB layout); unset: no group",
 	},
+	[CFG_KEY_SERVER_ID_CONFIG] = {
+		"ServerIDConfig", CFG_SEC_SERVER, CFG_T_NUMBER, 0, 0,
+		CID_CONFIG_MAX, CFG(server_id_config), 0, "0",
+		"the QUIC-LB config rotation codepoint of the connection IDs "
+		"(top 3 bits of the first octet); 4 with a 3-octet ServerID "
+		"is also Katran's CID version 2",
+	},
 	[CFG_KEY_KEY_DIR] = {
 		"KeyDir", CFG_SEC_SERVER, CFG_T_PATH, 0, 0, 0, CFG(key_dir), 0,
 		NULL,

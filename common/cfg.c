@@ -1640,6 +1640,7 @@ check_server(struct cfg_parse *cp, unsigned eof)
 	if (v6 && good(m, CFG_KEY_MTU) && cfg->mtu < 1280)
 		error_at(cp, m->line[CFG_KEY_MTU], "MTU: %u is below 1280, the "
 		    "minimum with an IPv6 Address", (unsigned)cfg->mtu);
+	cp->cfg->server_id.config = (uint8_t)cfg->server_id_config;
 	/* Sharing keys means taking tickets the others issued: each
 	 * server must tell its own from theirs (state.c). */
 	if (m->line[CFG_KEY_KEY_DIR] != 0 && m->line[CFG_KEY_SERVER_ID] == 0)

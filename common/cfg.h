@@ -98,7 +98,9 @@ struct cfg {
 	                          * the session, 0 = none */
 	uint32_t forward_wait_max; /* client: connections waiting at once */
 	uint32_t retry_threshold; /* server: see CFG_DEFAULT_RETRY_THRESHOLD */
-	struct cid_server_id server_id; /* server: ServerID; len 0: none */
+	struct cid_server_id server_id; /* server: ServerID; len 0: none;
+	                          * .config from ServerIDConfig */
+	uint32_t server_id_config;
 	char *key_dir;           /* server: KeyDir; NULL: state_dir */
 	uint32_t forward_memory;  /* bytes per connection, see above */
 	uint32_t forward_memory_total; /* server: bytes in all */

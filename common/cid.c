@@ -24,19 +24,21 @@ cid_make(const struct cid_server_id *sid, uint8_t cid[static CID_LEN])
 		cid[0] = (uint8_t)(CID_CONFIG_UNROUTABLE << 5 | (cid[0] & 0x1f));
 		return;
 	}
-	cid[0] = first_octet(CID_CONFIG_ID);
+	cid[0] = first_octet(sid->config);
 	memcpy(cid + 1, sid->id, sid->len);
 }
 
 bool
-cid_server_id(const uint8_t *cid, size_t len, size_t sid_len,
-    struct cid_server_id *out)
+cid_server_id(const uint8_t *cid, size_t len,
+    const struct cid_server_id *layout, struct cid_server_id *out)
 {
-	if (len != CID_LEN || sid_len == 0 || sid_len > CID_SERVER_ID_MAX ||
-	    cid[0] != first_octet(CID_CONFIG_ID))
+	if (len != CID_LEN || layout->len == 0 ||
+	    layout->len > CID_SERVER_ID_MAX || layout->config > CID_CONFIG_MAX ||
+	    cid[0] != first_octet(layout->config))
 		return false;
-	memcpy(out->id, cid + 1, sid_len);
-	out->len = (uint8_t)sid_len;
+	memcpy(out->id, cid + 1, layout->len);
+	out->len = layout->len;
+	out->config = layout->config;
 	return true;
 }
 
@@ -86,5 +88,6 @@ bool
 cid_server_id_equal(const struct cid_server_id *a,
     const struct cid_server_id *b)
 {
-	return a->len == b->len && memcmp(a->id, b->id, a->len) == 0;
+	return a->len == b->len && a->config == b->config &&
+	    memcmp(a->id, b->id, a->len) == 0;
 }

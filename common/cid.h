@@ -17,25 +17,28 @@
  * leaves 12 random octets at least; a ticket names its issuer in a
  * field of that size (state.c). */
 #define CID_SERVER_ID_MAX 3
-/* QUIC-LB's config rotation codepoint: bits 7-5 of the first octet. 0 is
- * the configuration rove's server IDs use; 7 marks a CID no balancer can
+/* QUIC-LB's config rotation codepoint: bits 7-5 of the first octet, 0 to
+ * 6 for a configuration (ServerIDConfig); 7 marks a CID no balancer can
  * route (one of a server without a ServerID). */
-#define CID_CONFIG_ID 0
+#define CID_CONFIG_MAX 6
 #define CID_CONFIG_UNROUTABLE 7
 
-/* A server's identity within its group; len 0: no group, random CIDs. */
+/* A server's identity within its group; len 0: no group, random CIDs.
+ * `config`: the QUIC-LB config rotation codepoint its CIDs carry, 0 to 6
+ * (4 also makes them Katran's "CID version 2": docs/SCALING.md). */
 struct cid_server_id {
 	uint8_t id[CID_SERVER_ID_MAX];
 	uint8_t len;
+	uint8_t config;
 };
 
 /* Fill `cid` (CID_LEN octets): first octet, server ID, random nonce. */
 void cid_make(const struct cid_server_id *, uint8_t cid[static CID_LEN]);
 
-/* Whether `cid` (len octets) is one that `sid`'s layout routes, and then
- * its server ID in *out (out->len = sid's length). */
-bool cid_server_id(const uint8_t *cid, size_t len, size_t sid_len,
-    struct cid_server_id *out);
+/* Whether `cid` (len octets) has `layout`'s form (its config and server
+ * ID length), and then its server ID in *out. */
+bool cid_server_id(const uint8_t *cid, size_t len,
+    const struct cid_server_id *layout, struct cid_server_id *out);
 
 /* "0a1b2c" (hex, an optional 0x, 1 to CID_SERVER_ID_MAX octets): 0, or
  * -1 if it is not one. */

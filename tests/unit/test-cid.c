@@ -20,6 +20,7 @@ test_layout(void **state)
 
 	(void)state;
 	assert_int_equal(cid_server_id_parse("0a1b2c", &sid), 0);
+	sid.config = 0;
 	cid_make(&sid, a);
 	cid_make(&sid, b);
 	assert_int_equal(a[0], 0x0f);
@@ -28,12 +29,34 @@ test_layout(void **state)
 	assert_int_equal(a[3], 0x2c);
 	assert_memory_equal(a, b, 4);
 	assert_memory_not_equal(a + 4, b + 4, CID_LEN - 4);
-	assert_true(cid_server_id(a, sizeof a, 3, &got));
+	assert_true(cid_server_id(a, sizeof a, &sid, &got));
 	assert_true(cid_server_id_equal(&got, &sid));
-	/* Another length, or a CID of another length, is not ours. */
-	assert_false(cid_server_id(a, sizeof a - 1, 3, &got));
-	assert_false(cid_server_id(a, sizeof a, 0, &got));
-	assert_false(cid_server_id(a, sizeof a, CID_SERVER_ID_MAX + 1, &got));
+	/* A CID of another length, or another config, is not ours. */
+	assert_false(cid_server_id(a, sizeof a - 1, &sid, &got));
+	sid.config = 4;
+	assert_false(cid_server_id(a, sizeof a, &sid, &got));
+	sid.len = 0;
+	assert_false(cid_server_id(a, sizeof a, &sid, &got));
+}
+
+/* Config 4: the first octet is 0x8f, whose top bits 10 are Katran's "CID
+ * version 2", which reads a 24-bit server ID from octets 1 to 3. */
+static void
+test_config(void **state)
+{
+	struct cid_server_id sid, got;
+	uint8_t c[CID_LEN];
+
+	(void)state;
+	assert_int_equal(cid_server_id_parse("abcdef", &sid), 0);
+	sid.config = 4;
+	cid_make(&sid, c);
+	assert_int_equal(c[0], 0x8f);
+	assert_int_equal(c[0] >> 6, 2);
+	assert_int_equal((uint32_t)c[1] << 16 | (uint32_t)c[2] << 8 | c[3],
+	    0xabcdef);
+	assert_true(cid_server_id(c, sizeof c, &sid, &got));
+	assert_true(cid_server_id_equal(&got, &sid));
 }
 
 /* Without a ServerID the CID says it cannot be routed (config 7), so no
@@ -41,14 +64,14 @@ test_layout(void **state)
 static void
 test_unroutable(void **state)
 {
-	struct cid_server_id none = { .len = 0 }, got;
+	struct cid_server_id none = { .len = 0 }, one = { .id = { 1 }, .len = 1 }, got;
 	uint8_t c[CID_LEN];
 
 	(void)state;
 	for (int i = 0; i < 64; i++) {
 		cid_make(&none, c);
 		assert_int_equal(c[0] >> 5, CID_CONFIG_UNROUTABLE);
-		assert_false(cid_server_id(c, sizeof c, 1, &got));
+		assert_false(cid_server_id(c, sizeof c, &one, &got));
 		cid_make(NULL, c);
 		assert_int_equal(c[0] >> 5, CID_CONFIG_UNROUTABLE);
 	}
@@ -82,6 +105,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_layout),
 		cmocka_unit_test(test_unroutable),
+		cmocka_unit_test(test_config),
 		cmocka_unit_test(test_parse),
 	};
 

@@ -648,7 +648,8 @@ static void
 test_group_keys(void **state)
 {
 	struct tmp *t = *state;
-	struct cid_server_id id1 = { { 1 }, 1 }, id2 = { { 2 }, 1 };
+	struct cid_server_id id1 = { .id = { 1 }, .len = 1 };
+	struct cid_server_id id2 = { .id = { 2 }, .len = 1 };
 	struct state_server *a, *b;
 	struct state_stats sa, sb;
 	const uint8_t *ka[STATE_TOKEN_KEYS], *kb[STATE_TOKEN_KEYS];
