@@ -5,7 +5,8 @@
 #   make demo       a real tunnel between network namespaces, with traffic
 #   make bench      throughput against wireguard-go and the raw link; forward
 #                   set-up time against ssh -L (bench/setup.sh); thousands
-#                   of peers on one roved (bench/scale.sh)
+#                   of peers on one roved (bench/scale.sh); a group of two
+#                   behind a CID balancer, failing over (bench/lb.sh)
 #   make fuzz       libFuzzer harnesses over their seeds; fuzz-run fuzzes
 #                   each for FUZZ_TIME seconds (tests/fuzz/Makefile.inc)
 #   make install    programs, man pages, systemd units and example configs
@@ -173,6 +174,7 @@ bench: all $(BUILD)/tests/delay-relay $(E2E_TOOLS)
 	$(Q)BENCH_TRANSPORT=tcp BENCH_LOSS="0 1" bench/lossy.sh $(BUILD)
 	$(Q)bench/flood.sh $(BUILD)
 	$(Q)bench/scale.sh $(BUILD)
+	$(Q)bench/lb.sh $(BUILD)
 
 # SOAK_MINUTES (default 30) of traffic, floods, rebindings and restarts,
 # with memory and fds sampled each minute; too long for test or bench.

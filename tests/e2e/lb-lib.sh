@@ -8,7 +8,7 @@
 #   | eth0 198.18.50.2 ----|-----| bc 198.18.50.1                   |
 #   +----------------------+     |  mark by CID server ID, or hash  |
 #                                |  of the source for a first flight|
-#                                |  masquerade random to backends   |
+#                                |  [masquerade random to backends] |
 #                                | b1 198.18.51.1    b2 198.18.52.1 |
 #                                +----|--------------------|--------+
 #   +-- $LB_NS1 (ServerID 01) ---+   +-- $LB_NS2 (ServerID 02) ---+
@@ -19,7 +19,7 @@
 #	. "$(dirname "$0")/lb-lib.sh"
 #	e2e_init BUILD_DIR (or load_init)
 #	lb_topo_up CLIENT_NS      # CLIENT_NS made by the caller
-#	lb_rules 1 2 0            # marks for server IDs 01, 02; 0: hash
+#	lb_rules 1 2 0 [nat]      # marks for server IDs 01, 02; 0: hash
 #	lb_member_confs CONFIG    # $WORK/configs/lb-roved{1,2}.conf
 #	lb_start_members          # $LB_PID1 $LB_PID2, sockets $LB_SOCK1/2
 # shellcheck disable=SC2034
@@ -70,16 +70,21 @@ lb_topo_up() {
 		>/dev/null 2>&1 || die "the balancer does not route"
 }
 
-# lb_rules MARK_FOR_01 MARK_FOR_02 HASH: the balancer's ruleset; HASH 0
-# spreads first flights over both members by a hash of the source, else
-# sends them all to member HASH. The UDP payload starts at bit 64 of the
+# lb_rules MARK_FOR_01 MARK_FOR_02 HASH [nat]: the balancer's ruleset;
+# HASH 0 spreads first flights over both members by a hash of the source,
+# else sends them all to member HASH. With "nat", the balancer also
+# masquerades with random ports toward the members, standing in for a NAT
+# on the client's side: conntrack -F there rebinds every client. Without
+# it the members see each client's own address, as behind a balancer
+# that keeps sources (Katran, or a router with DSR). The UDP payload starts at bit 64 of the
 # transport header. Short header: first bit 0, the DCID from octet 1; long
 # header: first bit 1, DCID length at octet 5, the DCID from octet 6. A
 # rove CID is 16 octets, its first 0x0f (QUIC-LB config 0, self-encoded
 # length 15), then the server ID.
 lb_rules() {
-	local hash="jhash ip saddr . udp sport mod 2 offset 1"
+	local hash="jhash ip saddr . udp sport mod 2 offset 1" nat=
 	[ "$3" != 0 ] && hash=$3
+	[ "${4:-}" = nat ] && nat='oifname { "b1", "b2" } masquerade random'
 	nsx "$LB_NS" nft -f - <<-EOF || die "cannot load the balancer's rules"
 	flush ruleset
 	table ip lb {
@@ -99,7 +104,7 @@ lb_rules() {
 		}
 		chain post {
 			type nat hook postrouting priority srcnat; policy accept;
-			oifname { "b1", "b2" } masquerade random
+			$nat
 		}
 	}
 	EOF

@@ -35,7 +35,7 @@ expect_ge() {
 
 ns_add "$NS_C"
 lb_topo_up "$NS_C"
-lb_rules 1 2 0
+lb_rules 1 2 0 nat
 C=$WORK/configs
 lb_member_confs "$C/roved.conf"
 sed -i -e "s/^Server = .*/Server = $LB_VIP:$LB_PORT/" -e 's/^KeepAlive = .*/KeepAlive = 1/' "$C/rove.conf"
@@ -81,8 +81,8 @@ expect "the other server's handshakes with the laptop" 0 "$(on $OTHER handshakes
 
 # The health check finds the laptop's server dead: its server ID and every
 # new flow go to the survivor, and old mappings are forgotten.
-if [ "$HOME_ID" = 1 ]; then kill -KILL "$LB_PID1"; forget_pid "$LB_PID1"; lb_rules 2 2 2
-else kill -KILL "$LB_PID2"; forget_pid "$LB_PID2"; lb_rules 1 1 1; fi
+if [ "$HOME_ID" = 1 ]; then kill -KILL "$LB_PID1"; forget_pid "$LB_PID1"; lb_rules 2 2 2 nat
+else kill -KILL "$LB_PID2"; forget_pid "$LB_PID2"; lb_rules 1 1 1 nat; fi
 nsx "$LB_NS" conntrack -F >/dev/null 2>&1
 t0=$(date +%s%N)
 bg ping2 "$NS_C" ping -n -i 0.05 -c 60 -W 1 198.19.77.1
