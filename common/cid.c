@@ -14,10 +14,28 @@ first_octet(unsigned config)
 	return (uint8_t)(config << 5 | (CID_LEN - 1));
 }
 
+uint8_t
+cid_first_octet(const struct cid_server_id *sid)
+{
+	return first_octet(sid->len > 0 ? sid->config : CID_CONFIG_UNROUTABLE);
+}
+
+size_t
+cid_worker_offset(const struct cid_server_id *sid)
+{
+	return 1 + (size_t)sid->len;
+}
+
 void
 cid_make(const struct cid_server_id *sid, uint8_t cid[static CID_LEN])
 {
 	quic_random(cid, CID_LEN);
+	if (sid != NULL && sid->workers > 1) {
+		/* A fixed first octet, so that the steering program can tell
+		 * our CIDs from anything else before it reads the worker. */
+		cid[0] = cid_first_octet(sid);
+		cid[cid_worker_offset(sid)] = sid->worker;
+	}
 	if (sid == NULL || sid->len == 0) {
 		/* Unroutable: a balancer must fall back to its 4-tuple hash
 		 * rather than read a server ID out of random octets. */
@@ -39,6 +57,8 @@ cid_server_id(const uint8_t *cid, size_t len,
 	memcpy(out->id, cid + 1, layout->len);
 	out->len = layout->len;
 	out->config = layout->config;
+	out->workers = layout->workers;
+	out->worker = layout->workers > 1 ? cid[cid_worker_offset(layout)] : 0;
 	return true;
 }
 
@@ -89,5 +109,5 @@ cid_server_id_equal(const struct cid_server_id *a,
     const struct cid_server_id *b)
 {
 	return a->len == b->len && a->config == b->config &&
-	    memcmp(a->id, b->id, a->len) == 0;
+	    a->worker == b->worker && memcmp(a->id, b->id, a->len) == 0;
 }

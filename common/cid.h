@@ -23,16 +23,24 @@
 #define CID_CONFIG_MAX 6
 #define CID_CONFIG_UNROUTABLE 7
 
+/* At most this many worker processes share a server's port (Workers). */
+#define CID_WORKERS_MAX 32
+
 /* A server's identity within its group; len 0: no group, random CIDs.
  * `config`: the QUIC-LB config rotation codepoint its CIDs carry, 0 to 6
- * (4 also makes them Katran's "CID version 2": docs/SCALING.md). */
+ * (4 also makes them Katran's "CID version 2": docs/SCALING.md). With
+ * `workers` > 1, the octet after the server ID names the worker process
+ * that owns the connection (0 .. workers - 1), which the kernel reads to
+ * steer each datagram to it (udp.c). */
 struct cid_server_id {
 	uint8_t id[CID_SERVER_ID_MAX];
 	uint8_t len;
 	uint8_t config;
+	uint8_t worker, workers;
 };
 
-/* Fill `cid` (CID_LEN octets): first octet, server ID, random nonce. */
+/* Fill `cid` (CID_LEN octets): first octet, server ID, worker, random
+ * nonce. */
 void cid_make(const struct cid_server_id *, uint8_t cid[static CID_LEN]);
 
 /* Whether `cid` (len octets) has `layout`'s form (its config and server
@@ -47,5 +55,11 @@ int cid_server_id_parse(const char *, struct cid_server_id *);
 const char *cid_server_id_str(const struct cid_server_id *, char *buf);
 bool cid_server_id_equal(const struct cid_server_id *,
     const struct cid_server_id *);
+
+/* What a steering program compares and reads: the first octet every CID
+ * of `sid`'s server has once it has workers (or a ServerID), and the
+ * offset of the worker octet in the CID. */
+uint8_t cid_first_octet(const struct cid_server_id *);
+size_t cid_worker_offset(const struct cid_server_id *);
 
 #endif

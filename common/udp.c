@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "addr.h"
+#include "cid.h"
 #include "clock.h"
 #include "log.h"
 #include "udp.h"
@@ -144,6 +145,86 @@ udp_open_split(struct udp_socket *est, struct udp_socket *hs, int family,
 	 * of one read small and bounded, whatever a flood coalesces. */
 	(void)setsockopt(hs->fd, SOL_UDP, UDP_GRO, &zero, sizeof zero);
 	return 0;
+}
+
+/* Offsets in the UDP payload: the DCID of a short header starts at 1; a
+ * long header has the DCID's length at 5 and the DCID from 6. */
+#define SHORT_DCID 1
+#define LONG_DCID_LEN 5
+#define LONG_DCID 6
+
+int
+udp_open_workers(struct udp_socket *est, struct udp_socket *hs, size_t n,
+    int family, const struct sockaddr *bind_addr, socklen_t bindlen,
+    uint8_t first, size_t worker_off, char **cause)
+{
+	/* The return value indexes the group: 2w for worker w's est socket,
+	 * 2w + 1 for its hs socket. A datagram too short for a load ends
+	 * the program with 0 (worker 0), which drops or resets it. */
+	const struct sock_filter steer[] = {
+		/* 0 */ BPF_STMT(BPF_LD | BPF_B | BPF_ABS, 0),
+		/* 1 */ BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, 0x80, 7, 0),
+		/* Short header: ours, then the worker octet. */
+		/* 2 */ BPF_STMT(BPF_LD | BPF_B | BPF_ABS, SHORT_DCID),
+		/* 3 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, first, 0, 4),
+		/* 4 */ BPF_STMT(BPF_LD | BPF_B | BPF_ABS,
+		    (uint32_t)(SHORT_DCID + worker_off)),
+		/* 5 */ BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, (uint32_t)n, 2, 0),
+		/* 6 */ BPF_STMT(BPF_ALU | BPF_LSH | BPF_K, 1),
+		/* 7 */ BPF_STMT(BPF_RET | BPF_A, 0),
+		/* 8 */ BPF_STMT(BPF_RET | BPF_K, 0),
+		/* Long header with our CID (Handshake, an Initial after our
+		 * Retry): the worker octet. */
+		/* 9 */ BPF_STMT(BPF_LD | BPF_B | BPF_ABS, LONG_DCID_LEN),
+		/* 10 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, CID_LEN, 0, 5),
+		/* 11 */ BPF_STMT(BPF_LD | BPF_B | BPF_ABS, LONG_DCID),
+		/* 12 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, first, 0, 3),
+		/* 13 */ BPF_STMT(BPF_LD | BPF_B | BPF_ABS,
+		    (uint32_t)(LONG_DCID + worker_off)),
+		/* 14 */ BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, (uint32_t)n, 1, 0),
+		/* 15 */ BPF_JUMP(BPF_JMP | BPF_JA, 4, 0, 0),
+		/* A client's own CID: its last octet, modulo n. X = length,
+		 * so [X + 5] is the DCID's last octet. */
+		/* 16 */ BPF_STMT(BPF_LD | BPF_B | BPF_ABS, LONG_DCID_LEN),
+		/* 17 */ BPF_STMT(BPF_MISC | BPF_TAX, 0),
+		/* 18 */ BPF_STMT(BPF_LD | BPF_B | BPF_IND, LONG_DCID_LEN),
+		/* 19 */ BPF_STMT(BPF_ALU | BPF_MOD | BPF_K, (uint32_t)n),
+		/* 20 */ BPF_STMT(BPF_ALU | BPF_LSH | BPF_K, 1),
+		/* 21 */ BPF_STMT(BPF_ALU | BPF_ADD | BPF_K, 1),
+		/* 22 */ BPF_STMT(BPF_RET | BPF_A, 0),
+	};
+	struct sock_fprog prog = {
+		.len = sizeof steer / sizeof steer[0],
+		.filter = (struct sock_filter *)steer,
+	};
+	int zero = 0;
+	size_t w;
+
+	for (w = 0; w < n; w++)
+		est[w].fd = hs[w].fd = -1;
+	for (w = 0; w < n; w++) {
+		const struct sockaddr *at = w == 0 ? bind_addr :
+		    (const struct sockaddr *)&est[0].local;
+		socklen_t atlen = w == 0 ? bindlen : est[0].locallen;
+
+		if (open_socket(&est[w], family, at, atlen, true, cause) != 0 ||
+		    open_socket(&hs[w], family, (const struct sockaddr *)&est[0].local,
+		    est[0].locallen, true, cause) != 0)
+			goto fail;
+		(void)setsockopt(hs[w].fd, SOL_UDP, UDP_GRO, &zero, sizeof zero);
+	}
+	if (setsockopt(est[0].fd, SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, &prog,
+	    sizeof prog) == -1) {
+		xasprintf(cause, "SO_ATTACH_REUSEPORT_CBPF: %s", strerror(errno));
+		goto fail;
+	}
+	return 0;
+fail:
+	for (w = 0; w < n; w++) {
+		udp_close(&est[w]);
+		udp_close(&hs[w]);
+	}
+	return -1;
 }
 
 void

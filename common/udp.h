@@ -36,6 +36,20 @@ int udp_open(struct udp_socket *, int family, const struct sockaddr *bind,
  * udp_open). */
 int udp_open_split(struct udp_socket *est, struct udp_socket *hs, int family,
     const struct sockaddr *bind, socklen_t bindlen, char **cause);
+/*
+ * The same for `n` worker processes: est[w] and hs[w] are worker w's pair,
+ * bound in that order, so the group's sockets are est[0], hs[0], est[1],
+ * hs[1], ... The kernel reads the worker octet of each datagram's
+ * destination CID (cid.h: the CIDs whose first octet is `first`, with the
+ * worker at `worker_off`) and delivers it to that worker's socket; a
+ * client's first flight, whose CID is its own, goes to the hs socket of
+ * the worker its CID's last octet picks (modulo n), so that its Initials
+ * and 0-RTT packets all reach one worker. Returns 0, or -1 with *cause set
+ * and nothing left open.
+ */
+int udp_open_workers(struct udp_socket *est, struct udp_socket *hs, size_t n,
+    int family, const struct sockaddr *bind, socklen_t bindlen,
+    uint8_t first, size_t worker_off, char **cause);
 void udp_close(struct udp_socket *);
 
 /* One receive: `buf` holds packets back to back, each `segsize` bytes but

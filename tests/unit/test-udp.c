@@ -182,6 +182,91 @@ test_batch_runs(void **state)
 	free(b);
 }
 
+/* Which of the 2n sockets of a worker group `dgram` arrives on: 2w for
+ * worker w's est socket, 2w + 1 for its hs socket. */
+static int
+steered_to(struct udp_socket *est, struct udp_socket *hs, size_t n,
+    struct udp_socket *tx, const uint8_t *dgram, size_t len)
+{
+	struct pollfd pfd[8];
+	uint8_t buf[64];
+	int at = -1;
+
+	assert_true(n <= 4);
+	assert_int_equal(sendto(tx->fd, dgram, len, 0,
+	    (const struct sockaddr *)&est[0].local, est[0].locallen), (ssize_t)len);
+	for (size_t w = 0; w < n; w++) {
+		pfd[2 * w] = (struct pollfd){ .fd = est[w].fd, .events = POLLIN };
+		pfd[2 * w + 1] = (struct pollfd){ .fd = hs[w].fd, .events = POLLIN };
+	}
+	assert_int_equal(poll(pfd, (nfds_t)(2 * n), 2000), 1);
+	for (size_t i = 0; i < 2 * n; i++) {
+		if (pfd[i].revents & POLLIN) {
+			at = (int)i;
+			assert_int_equal(recv(pfd[i].fd, buf, sizeof buf, 0),
+			    (ssize_t)len);
+		}
+	}
+	return at;
+}
+
+/* The kernel runs the group's program on each datagram: our CIDs go to
+ * the worker their worker octet names (short headers to its est socket,
+ * long ones to its hs socket), a client's own CID by its last octet. */
+static void
+test_workers_steering(void **state)
+{
+	struct sockaddr_in lo = { .sin_family = AF_INET };
+	struct udp_socket est[3], hs[3], tx;
+	const uint8_t F = 0xef; /* config 7, length 15: no ServerID */
+	uint8_t d[40];
+	char *cause = NULL;
+
+	(void)state;
+	lo.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(udp_open_workers(est, hs, 3, AF_INET,
+	    (struct sockaddr *)&lo, sizeof lo, F, 1, &cause), 0);
+	assert_int_equal(udp_open(&tx, AF_INET, (struct sockaddr *)&lo,
+	    sizeof lo, &cause), 0);
+
+	/* Short header: 0x40, then the DCID: F, worker, nonce. */
+	memset(d, 0x55, sizeof d);
+	d[0] = 0x40;
+	d[1] = F;
+	for (uint8_t w = 0; w < 3; w++) {
+		d[2] = w;
+		assert_int_equal(steered_to(est, hs, 3, &tx, d, sizeof d), 2 * w);
+	}
+	d[2] = 3;       /* no such worker */
+	assert_int_equal(steered_to(est, hs, 3, &tx, d, sizeof d), 0);
+	d[1] = 0x0f;    /* not one of ours */
+	d[2] = 2;
+	assert_int_equal(steered_to(est, hs, 3, &tx, d, sizeof d), 0);
+
+	/* Long header with our CID: 0xc0, version, length 16, F, worker. */
+	memset(d, 0x55, sizeof d);
+	d[0] = 0xe0;
+	d[5] = 16;
+	d[6] = F;
+	d[7] = 2;
+	assert_int_equal(steered_to(est, hs, 3, &tx, d, sizeof d), 5);
+	/* A client's own 8-octet CID: its last octet (d[13]) modulo 3. */
+	d[0] = 0xc0;
+	d[5] = 8;
+	d[6] = 0x12;
+	d[13] = 7;
+	assert_int_equal(steered_to(est, hs, 3, &tx, d, sizeof d), 2 * 1 + 1);
+	d[13] = 9;
+	assert_int_equal(steered_to(est, hs, 3, &tx, d, sizeof d), 1);
+	/* Too short to read: worker 0. */
+	assert_int_equal(steered_to(est, hs, 3, &tx, d, 1), 0);
+	for (size_t w = 0; w < 3; w++) {
+		udp_close(&est[w]);
+		udp_close(&hs[w]);
+	}
+	udp_close(&tx);
+}
+
 int
 main(void)
 {
@@ -189,6 +274,7 @@ main(void)
 		cmocka_unit_test(test_recv_many),
 		cmocka_unit_test(test_recv_many_full),
 		cmocka_unit_test(test_batch_runs),
+		cmocka_unit_test(test_workers_steering),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
