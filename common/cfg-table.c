@@ -183,6 +183,13 @@ const struct cfg_key cfg_table[CFG_KEY_COUNT] = {
 		"handshakes under way beyond which a new client must first "
 		"answer a Retry (prove its address); 0 = always",
 	},
+	[CFG_KEY_WORKERS] = {
+		"Workers", CFG_SEC_SERVER, CFG_T_NUMBER, 0, 1, CID_WORKERS_MAX,
+		CFG(workers), 0, "1",
+		"processes serving the listeners, each owning its connections "
+		"(the kernel steers each datagram to its owner by connection "
+		"ID); 1 = one process",
+	},
 	[CFG_KEY_SERVER_ID] = {
 		"ServerID", CFG_SEC_SERVER, CFG_T_SERVER_ID, 0, 0, 0,
 		CFG(server_id), 0, NULL,

@@ -101,6 +101,7 @@ struct cfg {
 	struct cid_server_id server_id; /* server: ServerID; len 0: none;
 	                          * .config from ServerIDConfig */
 	uint32_t server_id_config;
+	uint32_t workers;        /* server: Workers */
 	char *key_dir;           /* server: KeyDir; NULL: state_dir */
 	uint32_t forward_memory;  /* bytes per connection, see above */
 	uint32_t forward_memory_total; /* server: bytes in all */

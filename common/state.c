@@ -136,6 +136,7 @@ struct state_server {
 	int keyfd;
 	int lockfd;             /* KEYS_LOCK_FILE in a KeyDir, else -1 */
 	struct cid_server_id issuer; /* ours, named in our tickets */
+	char *regname;          /* the register's file in StateDir */
 	bool (*peer_key)(const uint8_t *, size_t, uint8_t *, void *);
 	void *peer_key_arg;
 	uid_t user;
@@ -956,7 +957,7 @@ reg_write(struct state_server *st, uint32_t i, size_t len)
 	 * restart: say so, once per bout of failures. */
 	if (pwrite(st->regfd, &rec, len, record_offset(i)) != (ssize_t)len) {
 		if (!st->reg_failing)
-			log_warn("StateDir %s: %s: %s", st->dir, REGISTER_FILE,
+			log_warn("StateDir %s: %s: %s", st->dir, st->regname,
 			    errno != 0 ? strerror(errno) : "short write");
 		st->reg_failing = true;
 	} else
@@ -1017,7 +1018,8 @@ load_register(struct state_server *st, char **cause)
 	uint64_t now = clock_wall();
 	ssize_t got;
 
-	st->regfd = open_file(st, false, REGISTER_FILE, O_RDWR | O_CREAT, false, cause);
+	st->regfd = open_file(st, false, st->regname, O_RDWR | O_CREAT, false,
+	    cause);
 	if (st->regfd == -1)
 		return -1;
 	recs = xmalloc(size);
@@ -1025,13 +1027,13 @@ load_register(struct state_server *st, char **cause)
 	if (got != (ssize_t)size || memcmp(recs, reg_magic, sizeof reg_magic) != 0) {
 		if (got > 0)
 			log_info("StateDir %s: %s: not a register of this "
-			    "version; starting an empty one", st->dir, REGISTER_FILE);
+			    "version; starting an empty one", st->dir, st->regname);
 		memset(recs, 0, size);
 		memcpy(recs, reg_magic, sizeof reg_magic);
 		if (ftruncate(st->regfd, 0) == -1 ||
 		    pwrite(st->regfd, recs, size, 0) != (ssize_t)size) {
 			xasprintf(cause, "StateDir %s: %s: %s", st->dir,
-			    REGISTER_FILE, strerror(errno));
+			    st->regname, strerror(errno));
 			free(recs);
 			return -1;
 		}
@@ -1164,6 +1166,13 @@ state_server_open_opts(const char *dir, const struct state_opts *opts,
 	st->regfd = -1;
 	if (opts->server_id != NULL)
 		st->issuer = *opts->server_id;
+	/* Each worker of a server keeps its own register: the tickets it
+	 * issued and those it took (group_ticket). */
+	if (st->issuer.workers > 1)
+		xasprintf(&st->regname, "%s-w%u", REGISTER_FILE,
+		    (unsigned)st->issuer.worker);
+	else
+		st->regname = xstrdup(REGISTER_FILE);
 	st->peer_key = opts->peer_key;
 	st->peer_key_arg = opts->peer_key_arg;
 	st->user = opts->user;
@@ -1234,6 +1243,7 @@ state_server_free(struct state_server *st)
 	explicit_bzero(st->reset_secret, sizeof st->reset_secret);
 	reg_free(&st->reg);
 	free(st->keydir);
+	free(st->regname);
 	free(st->dir);
 	free(st);
 }
@@ -1265,12 +1275,29 @@ state_server_stats(const struct state_server *st, struct state_stats *out)
 #define EXTRA_LEN (WOLFSSL_TICKET_IV_SZ - EXTRA_IV_OFF + \
 	WOLFSSL_TICKET_MAC_SZ - EXTRA_MAC_OFF)
 struct ticket_extra {
-	uint8_t issuer_len;     /* 0: a lone server's ticket, no extra */
+	/* Bits 0-1: the issuer's ServerID length; bits 2-7: its worker + 1
+	 * when its server has workers. 0: a lone server's ticket, no extra. */
+	uint8_t issuer_tag;
 	uint8_t issuer[CID_SERVER_ID_MAX];
 	uint8_t peer[STATE_PEER_PREFIX_LEN]; /* its key's first octets */
 };
 _Static_assert(sizeof(struct ticket_extra) == EXTRA_LEN,
     "the extra fills the free bytes of IV and MAC exactly");
+
+/* A server shares its keys with others (a KeyDir group, or workers). */
+_Static_assert(CID_WORKERS_MAX + 1 < 1 << 6, "a worker fits the tag");
+static bool
+shares_keys(const struct cid_server_id *sid)
+{
+	return sid->len > 0 || sid->workers > 1;
+}
+
+static uint8_t
+issuer_tag(const struct cid_server_id *sid)
+{
+	return (uint8_t)(sid->len |
+	    (sid->workers > 1 ? (sid->worker + 1) << 2 : 0));
+}
 
 static void
 extra_put(const struct ticket_extra *x, uint8_t *iv, uint8_t *mac)
@@ -1305,7 +1332,7 @@ ticket_aad(uint8_t *aad, const uint8_t *name, const uint8_t *iv,
 	memcpy(aad, name, WOLFSSL_TICKET_NAME_SZ);
 	memcpy(aad + WOLFSSL_TICKET_NAME_SZ, iv, CHACHA20_POLY1305_AEAD_IV_SIZE);
 	extra_get(&x, iv, mac);
-	if (x.issuer_len == 0)
+	if (x.issuer_tag == 0)
 		return n;
 	memcpy(aad + n, &x, sizeof x);
 	return n + sizeof x;
@@ -1332,8 +1359,8 @@ ticket_seal(struct state_server *st, const uint8_t *peer,
 	memcpy(name, k->name, WOLFSSL_TICKET_NAME_SZ);
 	quic_random(iv, CHACHA20_POLY1305_AEAD_IV_SIZE);
 	memset(&x, 0, sizeof x);
-	if (peer != NULL && st->issuer.len > 0) {
-		x.issuer_len = st->issuer.len;
+	if (peer != NULL && shares_keys(&st->issuer)) {
+		x.issuer_tag = issuer_tag(&st->issuer);
 		memcpy(x.issuer, st->issuer.id, st->issuer.len);
 		memcpy(x.peer, peer, sizeof x.peer);
 	}
@@ -1410,9 +1437,9 @@ group_ticket(WOLFSSL *ssl, struct state_server *st,
 	uint32_t i;
 
 	extra_get(&x, iv, mac);
-	if (x.issuer_len == 0 || x.issuer_len > CID_SERVER_ID_MAX ||
-	    st->issuer.len == 0 || (x.issuer_len == st->issuer.len &&
-	    memcmp(x.issuer, st->issuer.id, x.issuer_len) == 0) ||
+	if (x.issuer_tag == 0 || !shares_keys(&st->issuer) ||
+	    (x.issuer_tag == issuer_tag(&st->issuer) &&
+	    memcmp(x.issuer, st->issuer.id, st->issuer.len) == 0) ||
 	    st->peer_key == NULL ||
 	    state_ticket_open(st, key_name, iv, mac, ticket,
 	    (size_t)inlen) != 0 ||

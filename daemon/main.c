@@ -36,6 +36,12 @@ shutdown_server(void *arg)
 	server_shutdown(arg);
 }
 
+static int
+exit_status(const void *arg)
+{
+	return server_exit_status(arg);
+}
+
 static void
 free_server(void *arg)
 {
@@ -66,6 +72,7 @@ main(int argc, char **argv)
 		.free = free_server,
 		.started = started,
 		.reload = reload,
+		.exit_status = exit_status,
 	};
 
 	return daemon_main(argc, argv, &ops);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <linux/capability.h>
+#include <signal.h>
 #include <sys/queue.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -39,6 +40,7 @@
 #include "tun.h"
 #include "tunnel.h"
 #include "udp.h"
+#include "workers.h"
 #include "xmalloc.h"
 
 /* The connection-ID map starts with this many buckets and doubles when
@@ -176,6 +178,13 @@ struct server {
 	struct control *control;
 	struct metrics *metrics;    /* MetricsListen; NULL: off */
 	bool shutting_down;
+
+	/* Workers (workers.h): this process's index and the group; the
+	 * server ID and worker its CIDs carry. */
+	struct cid_server_id sid;
+	unsigned worker;
+	struct workers *workers;
+	char *control_path;         /* ControlSocket, per worker */
 };
 
 /* Only one server per process; the pin check reaches it through here. */
@@ -301,6 +310,40 @@ session_opened(struct session *sess)
 	}
 }
 
+/*
+ * With workers, the kernel's routes to a peer (its tunnel addresses and
+ * AllowedIPs) point into the TUN device of the worker that holds its
+ * session: added (replacing another worker's) when it connects, removed
+ * when it goes unless another worker has taken them over since (a delete
+ * names our device). Failures leave packets to the wrong worker, which
+ * drops them as no_route: logged, never fatal.
+ */
+static void
+peer_routes(struct server *srv, const struct peer *p, bool add)
+{
+	const struct cfg_prefix_list *allowed = &p->cfg->allowed_ips;
+	char *cause = NULL, s[ADDR_STRLEN];
+
+	if (srv->workers == NULL || !srv->has_tun)
+		return;
+	for (size_t k = 0; k < p->naddrs + allowed->n; k++) {
+		struct prefix dst = k < p->naddrs ? p->addrs[k] :
+		    allowed->v[k - p->naddrs];
+		int rv;
+
+		if (k < p->naddrs)
+			dst.len = dst.addr.family == AF_INET ? 32 : 128;
+		rv = add ? tun_netlink_replace_route(srv->tun.ifindex, &dst,
+		    &cause) : tun_netlink_del_route(srv->tun.ifindex, &dst,
+		    &cause);
+		if (rv != 0 && add)
+			log_warn("peer %s: route %s into %s: %s", p->cfg->name,
+			    addr_prefix_str(&dst, s), srv->tun.name, cause);
+		free(cause);
+		cause = NULL;
+	}
+}
+
 static void
 session_free(struct session *sess)
 {
@@ -321,6 +364,8 @@ session_free(struct session *sess)
 	if (sess->peer != NULL && sess->peer->sess == sess) {
 		sess->peer->sess = NULL;
 		srv->nconnected--;
+		if (!srv->shutting_down)
+			peer_routes(srv, sess->peer, false);
 	}
 	LIST_REMOVE(sess, entry);
 	srv->nsessions--;
@@ -453,6 +498,7 @@ handshake_done_cb(struct quic_conn *qc, void *arg)
 	sess->peer = peer;
 	peer->sess = sess;
 	peer->handshakes++;
+	peer_routes(sess->srv, peer, true);
 	{
 		struct quic_conn_stats st;
 		quic_conn_get_stats(qc, &st);
@@ -934,7 +980,8 @@ tcp_accept_cb(evutil_socket_t fd, short what, void *arg)
 static int
 setup_tcp_listeners(struct server *srv, char **cause)
 {
-	for (size_t i = 0; i < srv->cfg->nlisten_tcp; i++) {
+	/* Worker 0 serves TLS over TCP for the whole server. */
+	for (size_t i = 0; srv->worker == 0 && i < srv->cfg->nlisten_tcp; i++) {
 		struct tcp_listener *tl = &srv->tcp_listeners[i];
 
 		tl->srv = srv;
@@ -1283,21 +1330,37 @@ out:
 static int
 setup_tun(struct server *srv, char **cause)
 {
+	char *name;
+	int rv;
+
 	if (srv->cfg->tun == NULL)
 		return 0;
-	if (tun_open(&srv->tun, srv->cfg->tun,
-	    srv->cfg->offload == CFG_OFFLOAD_AUTO, cause) != 0)
+	/* Each worker has a TUN device of its own; the kernel's routes to
+	 * each peer (peer_routes) pick the worker that owns its session. */
+	if ((name = workers_name(srv->cfg->tun, "w", srv->worker,
+	    IFNAMSIZ - 1)) == NULL) {
+		xasprintf(cause, "Tun %s: too long for worker %u's device "
+		    "(%sw%u)", srv->cfg->tun, srv->worker, srv->cfg->tun,
+		    srv->worker);
+		return -1;
+	}
+	rv = tun_open(&srv->tun, name, srv->cfg->offload == CFG_OFFLOAD_AUTO,
+	    cause);
+	free(name);
+	if (rv != 0)
 		return -1;
 	srv->has_tun = true;
 	tunnel_out_init(&srv->tun_out, &srv->tun, &srv->counters);
-	for (size_t i = 0; i < srv->cfg->naddrs; i++) {
+	/* The server's addresses (and its subnet's route) on worker 0's. */
+	for (size_t i = 0; srv->worker == 0 && i < srv->cfg->naddrs; i++) {
 		if (tun_netlink_add_address(srv->tun.ifindex, &srv->cfg->addrs[i], cause) != 0)
 			return -1;
 	}
 	if (tun_netlink_set_mtu_up(srv->tun.ifindex, srv->cfg->mtu, cause) != 0)
 		return -1;
-	/* Site-to-site: the prefixes behind each peer go into the TUN. */
-	for (size_t i = 0; i < srv->npeers; i++) {
+	/* Site-to-site: the prefixes behind each peer go into the TUN; with
+	 * workers, into the owner's when the peer connects. */
+	for (size_t i = 0; srv->workers == NULL && i < srv->npeers; i++) {
 		const struct cfg_peer *cp = srv->peers[i]->cfg;
 		for (size_t k = 0; k < cp->allowed_ips.n; k++) {
 			if (tun_netlink_add_route(srv->tun.ifindex, &cp->allowed_ips.v[k],
@@ -1321,7 +1384,9 @@ setup_listeners(struct server *srv, char **cause)
 		char *why = NULL;
 
 		l->srv = srv;
-		if (udp_open_split(&l->sock, &l->hs, sa->sa_family, sa,
+		if (srv->workers != NULL)
+			; /* opened by workers_start */
+		else if (udp_open_split(&l->sock, &l->hs, sa->sa_family, sa,
 		    srv->cfg->listen_len[i], &why) != 0) {
 			/* Its own error, if it has one (bind), says more. */
 			if (udp_open(&l->sock, sa->sa_family, sa,
@@ -1457,15 +1522,54 @@ metrics_cb(struct evbuffer *out, void *arg)
 	status_cb(out, "metrics", arg);
 }
 
+/* Worker 0: another worker died; the kernel's steering no longer matches
+ * the CIDs, so all stop (a service manager starts them again). */
+static void
+worker_died(void *arg)
+{
+	struct server *srv = arg;
+
+	log_error("stopping every worker");
+	server_shutdown(srv);
+}
+
+int
+server_exit_status(const struct server *srv)
+{
+	return workers_failed(srv->workers) ? 1 : 0;
+}
+
 struct server *
 server_create(struct event_base *base, const struct cfg *cfg, int verbose,
     char **cause)
 {
 	struct server *srv = xcalloc(1, sizeof *srv);
+	struct udp_socket listen_est[CFG_MAX_LISTEN], listen_hs[CFG_MAX_LISTEN];
+	static char logname[32];
 	uint8_t priv[KEY_LEN];
 
 	srv->base = base;
 	srv->cfg = cfg;
+	srv->sid = cfg->server_id;
+	if (cfg->workers > 1) {
+		int w;
+
+		srv->sid.workers = (uint8_t)cfg->workers;
+		if ((w = workers_start(base, cfg, &srv->sid, listen_est,
+		    listen_hs, &srv->workers, cause)) == -1)
+			goto fail;
+		srv->worker = (unsigned)w;
+		srv->sid.worker = (uint8_t)w;
+		for (size_t i = 0; i < cfg->nlisten; i++) {
+			srv->listeners[i].sock = listen_est[i];
+			srv->listeners[i].hs = listen_hs[i];
+		}
+		if (w > 0) {
+			snprintf(logname, sizeof logname, "roved[w%d]", w);
+			log_open(logname, verbose);
+		}
+		log_info("worker %u of %u", srv->worker, (unsigned)cfg->workers);
+	}
 	LIST_INIT(&srv->sessions);
 	srv->cid_buckets = CID_BUCKETS_MIN;
 	srv->cid_map = xcalloc(srv->cid_buckets, sizeof *srv->cid_map);
@@ -1474,14 +1578,18 @@ server_create(struct event_base *base, const struct cfg *cfg, int verbose,
 	quic_set_send_limit_all(cfg->forward_memory_total);
 	/* Kept in StateDir, so that after a restart clients still recognise
 	 * our stateless resets and resume their sessions with 0-RTT. */
+	/* Workers share their keys like the members of a group, through
+	 * StateDir when there is no KeyDir; each keeps its own register. */
 	srv->state = state_server_open_opts(cfg->state_dir, &(struct state_opts){
 	    .base = base, .user = cfg->user != NULL ? cfg->uid : (uid_t)-1,
-	    .key_dir = cfg->key_dir, .server_id = &cfg->server_id,
+	    .key_dir = cfg->key_dir != NULL ? cfg->key_dir :
+	    srv->workers != NULL ? cfg->state_dir : NULL,
+	    .server_id = &srv->sid,
 	    .peer_key = peer_key_by_prefix, .peer_key_arg = srv }, cause);
 	if (srv->state == NULL)
 		goto fail;
 	admit_init(&srv->admit, cfg->retry_threshold, clock_now(), srv->state);
-	srv->admit.server_id = &cfg->server_id;
+	srv->admit.server_id = &srv->sid;
 	srv->reset_rl = (struct log_ratelimit)LOG_RATELIMIT_INIT(1000, 200);
 	srv->qs = (struct quic_settings){
 		.role = QUIC_ROLE_SERVER,
@@ -1490,7 +1598,7 @@ server_create(struct event_base *base, const struct cfg *cfg, int verbose,
 		.keepalive_s = cfg->keepalive,
 		.max_udp_payload = UDP_MAX_PAYLOAD,
 		.reset_secret = state_reset_secret(srv->state),
-		.server_id = &cfg->server_id,
+		.server_id = &srv->sid,
 		.stream_window = cfg->forward_buffer,
 		.early_data = cfg->zero_rtt,
 		.verbose = verbose > 1,
@@ -1529,10 +1637,16 @@ server_create(struct event_base *base, const struct cfg *cfg, int verbose,
 	if (setup_peers(srv, cause) != 0 || setup_listeners(srv, cause) != 0 ||
 	    setup_tcp_listeners(srv, cause) != 0 || setup_tun(srv, cause) != 0)
 		goto fail;
-	srv->control = control_create(base, cfg->control_socket, status_cb, srv, cause);
+	srv->control_path = workers_name(cfg->control_socket, ".", srv->worker,
+	    SIZE_MAX);
+	srv->control = control_create(base, srv->control_path, status_cb, srv,
+	    cause);
 	if (srv->control == NULL)
 		goto fail;
-	if (cfg->metrics_listen_len != 0 && (srv->metrics = metrics_create(base,
+	workers_watch(srv->workers, base, worker_died, srv);
+	/* One process serves metrics: worker 0's (its own figures). */
+	if (srv->worker == 0 && cfg->metrics_listen_len != 0 &&
+	    (srv->metrics = metrics_create(base,
 	    (const struct sockaddr *)&cfg->metrics_listen,
 	    cfg->metrics_listen_len, metrics_cb, srv, cause)) == NULL)
 		goto fail;
@@ -1743,6 +1857,8 @@ server_reload(struct server *srv, const struct cfg *next)
 	char *cause = NULL;
 	int ret = -1;
 
+	/* Each worker reads the file again itself. */
+	workers_signal(srv->workers, SIGHUP);
 	if (next == NULL) {
 		srv->reloads_refused++;
 		return -1;
@@ -1790,7 +1906,9 @@ server_reload(struct server *srv, const struct cfg *next)
 	old_allowed = allowed_all(old_confs, nold, &nold_allowed);
 	new_allowed = allowed_all(confs, n, &nnew_allowed);
 	added = xcalloc(nnew_allowed + 1, sizeof *added);
-	for (size_t i = 0; srv->has_tun && i < nnew_allowed; i++) {
+	/* With workers, a peer's routes follow its session (peer_routes). */
+	for (size_t i = 0; srv->has_tun && srv->workers == NULL &&
+	    i < nnew_allowed; i++) {
 		char s[ADDR_STRLEN];
 
 		if (prefix_listed(&new_allowed[i], old_allowed, nold_allowed))
@@ -1864,7 +1982,8 @@ server_reload(struct server *srv, const struct cfg *next)
 	index_peers(srv);
 	/* Prefixes no peer owns any more leave the TUN. Failing here only
 	 * leaves a route whose packets are dropped as no_route. */
-	for (size_t i = 0; srv->has_tun && i < nold_allowed; i++) {
+	for (size_t i = 0; srv->has_tun && srv->workers == NULL &&
+	    i < nold_allowed; i++) {
 		char s[ADDR_STRLEN];
 
 		if (prefix_listed(&old_allowed[i], new_allowed, nnew_allowed))
@@ -1922,6 +2041,7 @@ server_shutdown(struct server *srv)
 	struct session *sess, *next;
 
 	srv->shutting_down = true;
+	workers_signal(srv->workers, SIGTERM);
 	for (sess = LIST_FIRST(&srv->sessions); sess != NULL; sess = next) {
 		next = LIST_NEXT(sess, entry);
 		quic_conn_close(sess->qc, 0, "server shutting down");
@@ -1937,10 +2057,12 @@ server_free(struct server *srv)
 
 	if (srv == NULL)
 		return;
+	workers_free(srv->workers);
 	while ((sess = LIST_FIRST(&srv->sessions)) != NULL)
 		session_free(sess);
 	quic_tcp_linger_clear();
 	control_free(srv->control);
+	free(srv->control_path);
 	metrics_free(srv->metrics);
 	for (size_t i = 0; i < srv->nlisteners; i++) {
 		if (srv->listeners[i].ev != NULL)

@@ -30,6 +30,8 @@ int server_reload(struct server *, const struct cfg *next);
 /* Close every connection (CONNECTION_CLOSE sent), then stop the loop
  * shortly after, once those packets have left. */
 void server_shutdown(struct server *);
+/* 1 when a worker died and took the server down, else 0. */
+int server_exit_status(const struct server *);
 /* Release everything; the TUN device and its routes disappear. */
 void server_free(struct server *);
 

@@ -481,6 +481,23 @@ tun_netlink_add_route(int ifindex, const struct prefix *dst, char **cause)
 }
 
 int
+tun_netlink_replace_route(int ifindex, const struct prefix *dst, char **cause)
+{
+	const char *what = "replacing route";
+	struct route_spec rs;
+
+	if (check_prefix(dst, what, cause) != 0 ||
+	    check_ifindex(ifindex, what, cause) != 0)
+		return -1;
+	rs.family = dst->addr.family;
+	rs.dst = dst->addr.b;
+	rs.dst_len = dst->len;
+	rs.ifindex = ifindex;
+	rs.gateway = NULL;
+	return route_change(true, &rs, NLM_F_REPLACE, what, cause);
+}
+
+int
 tun_netlink_del_route(int ifindex, const struct prefix *dst, char **cause)
 {
 	return prefix_route(false, ifindex, dst, cause);

@@ -17,6 +17,10 @@ int tun_netlink_set_mtu_up(int ifindex, unsigned mtu, char **cause);
 /* Route `dst` through interface `ifindex` (no gateway). */
 int tun_netlink_add_route(int ifindex, const struct prefix *dst, char **cause);
 int tun_netlink_del_route(int ifindex, const struct prefix *dst, char **cause);
+/* The same route, taking the prefix over from whichever device had it
+ * (NLM_F_REPLACE): roved's workers hand a peer's routes between them. */
+int tun_netlink_replace_route(int ifindex, const struct prefix *dst,
+    char **cause);
 
 /* The path the kernel would use now to reach `dst`: gateway (if any),
  * output interface and preferred source address. */

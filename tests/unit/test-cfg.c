@@ -154,6 +154,7 @@ static const char server_full_printed[] =
     "MaxForwards = 256\n"
     "ZeroRTT = yes\n"
     "RetryThreshold = 16\n"
+    "Workers = 1\n"
     "ServerIDConfig = 0\n"
     "ForwardMemory = 67108864\n"
     "ForwardMemoryTotal = 536870912\n"
