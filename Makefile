@@ -6,7 +6,8 @@
 #   make bench      throughput against wireguard-go and the raw link; forward
 #                   set-up time against ssh -L (bench/setup.sh); thousands
 #                   of peers on one roved (bench/scale.sh); a group of two
-#                   behind a CID balancer, failing over (bench/lb.sh)
+#                   behind a CID balancer, failing over (bench/lb.sh); one
+#                   roved process against two (bench/workers.sh)
 #   make fuzz       libFuzzer harnesses over their seeds; fuzz-run fuzzes
 #                   each for FUZZ_TIME seconds (tests/fuzz/Makefile.inc)
 #   make install    programs, man pages, systemd units and example configs
@@ -175,6 +176,7 @@ bench: all $(BUILD)/tests/delay-relay $(E2E_TOOLS)
 	$(Q)bench/flood.sh $(BUILD)
 	$(Q)bench/scale.sh $(BUILD)
 	$(Q)bench/lb.sh $(BUILD)
+	$(Q)bench/workers.sh $(BUILD)
 
 # SOAK_MINUTES (default 30) of traffic, floods, rebindings and restarts,
 # with memory and fds sampled each minute; too long for test or bench.
