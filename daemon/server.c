@@ -1384,10 +1384,9 @@ setup_listeners(struct server *srv, char **cause)
 		char *why = NULL;
 
 		l->srv = srv;
-		if (srv->workers != NULL)
-			; /* opened by workers_start */
-		else if (udp_open_split(&l->sock, &l->hs, sa->sa_family, sa,
-		    srv->cfg->listen_len[i], &why) != 0) {
+		/* With workers, workers_start opened this worker's pair. */
+		if (srv->workers == NULL && udp_open_split(&l->sock, &l->hs,
+		    sa->sa_family, sa, srv->cfg->listen_len[i], &why) != 0) {
 			/* Its own error, if it has one (bind), says more. */
 			if (udp_open(&l->sock, sa->sa_family, sa,
 			    srv->cfg->listen_len[i], cause) != 0) {

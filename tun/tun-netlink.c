@@ -449,7 +449,8 @@ out:
 }
 
 static int
-prefix_route(bool add, int ifindex, const struct prefix *dst, char **cause)
+prefix_route(bool add, int ifindex, const struct prefix *dst, int nlflags,
+    char **cause)
 {
 	const char *what = add ? "adding route" : "deleting route";
 	struct route_spec rs;
@@ -469,38 +470,27 @@ prefix_route(bool add, int ifindex, const struct prefix *dst, char **cause)
 	rs.dst_len = dst->len;
 	rs.ifindex = ifindex;
 	rs.gateway = NULL;
-	/* NLM_F_EXCL: an existing route to the same prefix belongs to someone
-	 * else; replacing it and deleting ours later would lose theirs. */
-	return route_change(add, &rs, NLM_F_EXCL, what, cause);
+	return route_change(add, &rs, nlflags, what, cause);
 }
 
 int
 tun_netlink_add_route(int ifindex, const struct prefix *dst, char **cause)
 {
-	return prefix_route(true, ifindex, dst, cause);
+	/* NLM_F_EXCL: an existing route to the same prefix belongs to someone
+	 * else; replacing it and deleting ours later would lose theirs. */
+	return prefix_route(true, ifindex, dst, NLM_F_EXCL, cause);
 }
 
 int
 tun_netlink_replace_route(int ifindex, const struct prefix *dst, char **cause)
 {
-	const char *what = "replacing route";
-	struct route_spec rs;
-
-	if (check_prefix(dst, what, cause) != 0 ||
-	    check_ifindex(ifindex, what, cause) != 0)
-		return -1;
-	rs.family = dst->addr.family;
-	rs.dst = dst->addr.b;
-	rs.dst_len = dst->len;
-	rs.ifindex = ifindex;
-	rs.gateway = NULL;
-	return route_change(true, &rs, NLM_F_REPLACE, what, cause);
+	return prefix_route(true, ifindex, dst, NLM_F_REPLACE, cause);
 }
 
 int
 tun_netlink_del_route(int ifindex, const struct prefix *dst, char **cause)
 {
-	return prefix_route(false, ifindex, dst, cause);
+	return prefix_route(false, ifindex, dst, 0, cause);
 }
 
 static int
