@@ -465,6 +465,18 @@ new_session_cb(struct quic_conn *qc, const uint8_t *der, size_t derlen,
 }
 
 static void
+ticket_spent_cb(struct quic_conn *qc, void *arg)
+{
+	struct sess *s = arg;
+
+	(void)qc;
+	free(s->session);
+	free(s->params);
+	s->session = s->params = NULL;
+	s->sessionlen = s->paramslen = 0;
+}
+
+static void
 new_token_cb(struct quic_conn *qc, const uint8_t *token, size_t len, void *arg)
 {
 	struct sess *s = arg;
@@ -546,6 +558,7 @@ static const struct quic_conn_cbs sess_cbs = {
 	.stream_data = stream_data_cb,
 	.closed = closed_cb,
 	.new_session = new_session_cb,
+	.ticket_spent = ticket_spent_cb,
 	.new_token = new_token_cb,
 };
 
@@ -657,13 +670,9 @@ sess_connect(struct sess *s)
 	s->qc = quic_conn_client_create(ld->base, &s->qs, &sess_cbs, s, s->tls,
 	    s->batch, (struct sockaddr *)&ld->server, ld->serverlen,
 	    s->session != NULL ? &resume : NULL, &cause);
-	/* A ticket is offered once, as rove takes it from its StateDir: the
-	 * server spends it at the first try, so a second would only be
-	 * counted as a replay. */
-	free(s->session);
-	free(s->params);
-	s->session = s->params = NULL;
-	s->sessionlen = s->paramslen = 0;
+	/* The ticket stays until the server answers (ticket_spent_cb), as
+	 * rove keeps it in its StateDir: an attempt the server never saw
+	 * does not cost the next one its 0-RTT. */
 	if (s->qc == NULL) {
 		log_warn("session %zu: %s", s->idx, cause);
 		free(cause);
