@@ -153,6 +153,14 @@ ctx_create(enum tls_role role, const uint8_t priv[static KEY_LEN],
 		*cause = xstrdup("cannot load certificate into wolfSSL");
 		goto out;
 	}
+#ifdef SINGLE_THREADED
+	/* One DRBG for all of the context's sessions (we run one thread),
+	 * instead of one seeded and health-tested per handshake. */
+	if (wolfSSL_CTX_new_rng(ctx) != WOLFSSL_SUCCESS) {
+		*cause = xstrdup("cannot make the context's RNG");
+		goto out;
+	}
+#endif
 	wolfSSL_CTX_set_verify(ctx, WOLFSSL_VERIFY_PEER |
 	    WOLFSSL_VERIFY_FAIL_IF_NO_PEER_CERT, verify_cb);
 	if (role == TLS_ROLE_SERVER)
