@@ -227,20 +227,21 @@ admit_check(struct admit *a, const ngtcp2_pkt_hd *hd,
 		a->stats.retries++;
 		return ADMIT_RETRY;
 	}
-	/* The rate before the cap: a waiter has paid for its handshake,
-	 * and a prefix over its rate cannot fill the line of waiters. */
+	/* At the cap only a proven address waits (the line cannot be
+	 * filled from spoofed ones), and only while there is room. */
+	if (half_open >= ADMIT_MAX_HALF_OPEN &&
+	    (!res->validated || a->nwaiting >= ADMIT_WAIT_MAX)) {
+		a->stats.half_open_full++;
+		return ADMIT_DROP;
+	}
+	/* The rate before the line: a waiter has paid for its handshake,
+	 * and a prefix over its rate cannot fill the line. */
 	if (!prefix_allows(a, from, now)) {
 		a->stats.rate_limited++;
 		return ADMIT_DROP;
 	}
-	if (half_open >= ADMIT_MAX_HALF_OPEN) {
-		/* Only a proven address waits (the line cannot be filled from
-		 * spoofed ones), and only while there is room. */
-		if (res->validated && a->nwaiting < ADMIT_WAIT_MAX)
-			return ADMIT_WAIT;
-		a->stats.half_open_full++;
-		return ADMIT_DROP;
-	}
+	if (half_open >= ADMIT_MAX_HALF_OPEN)
+		return ADMIT_WAIT;
 	a->stats.accepted++;
 	if (res->validated)
 		a->stats.validated++;

@@ -32,14 +32,17 @@
 #define ADMIT_RETRY_TOKEN_LIFETIME (10 * NGTCP2_SECONDS)
 #define ADMIT_TOKEN_LIFETIME (3600 * NGTCP2_SECONDS)
 #define ADMIT_SECRET_LEN 32
-/* Initials waiting for a half-open slot, at most; and how long one may
- * wait: its client gives up on the attempt after 10 s (quic.c), so one
- * started later would only hold a slot for nothing. The datagrams kept
- * per waiter: the Initial and the 0-RTT packets that follow it. */
-#define ADMIT_WAIT_MAX 4096
+/* Initials waiting for a half-open slot, at most: enough for every peer
+ * of a large server to come back at once after a restart (a waiter costs
+ * its datagram, some 1.4 KiB, against some 40 KiB for a session), and
+ * bounded at about 24 MiB. How long one may wait: its client gives up on
+ * the attempt after 10 s (quic.c), so one started later would only hold
+ * a slot for nothing. The datagrams kept per waiter: the Initial and the
+ * 0-RTT packets that follow it. */
+#define ADMIT_WAIT_MAX 16384
 #define ADMIT_WAIT_TIMEOUT (8 * NGTCP2_SECONDS)
 #define ADMIT_WAIT_PKTS 4
-#define ADMIT_WAIT_BUCKETS 1024
+#define ADMIT_WAIT_BUCKETS 8192
 
 enum admit_verdict {
 	ADMIT_ACCEPT,  /* start a handshake (see admit_result) */
