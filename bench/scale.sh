@@ -21,7 +21,8 @@
 #                   and started again with the same StateDir: time from
 #                   the first lost session until all are back, 0-RTT
 #                   accepted of attempted, the distribution of each
-#                   session's time without one, roved's CPU for it
+#                   session's time without one, connection attempts,
+#                   roved's CPU for it, and how long its stop took
 #
 # usage: bench/scale.sh BUILD_DIR
 # Both programs share the machine's CPUs: rove-load does the client side
@@ -87,7 +88,9 @@ states_up=$(nsx "$NS_SRV" "$BUILD/rove" status -s "$ROVED_SOCK" --json --summary
 	jget peer_states)
 
 log "restarting roved"
+t0=$(date +%s%N)
 load_stop_roved
+stop_ms=$(ms_since "$t0")
 mv "$WORK/roved.log" "$WORK/roved-1.log"
 load_start_roved
 restart_start_ms=$ROVED_START_MS
@@ -120,9 +123,10 @@ printf '  %-34s %s\n' \
 	"status --summary / --peer" "$st_up_summary / $st_up_peer" \
 	"peer states" "$states_up" \
 	"datagrams, $ACTIVE active" "$(r echo_mbit) Mbit/s each way, $(r echo_answered) answered, $(r echo_lost) lost" \
-	"restart: roved start" "$restart_start_ms ms" \
+	"restart: roved stop, start" "$stop_ms ms to exit (SIGTERM), $restart_start_ms ms to start" \
 	"restart: all back" "$(r back) of $(r lost) in $(r back_s) s after the first loss" \
 	"restart: 0-RTT" "$(r zero_rtt_accepted) accepted of $(r zero_rtt_attempted) attempted, $(r zero_rtt_rejected) rejected" \
+	"restart: connection attempts" "$(r attempts), at most $(r max_attempts) for one session" \
 	"restart: roved CPU, RSS" "$storm_cpu s from its start until all were back; RSS $((storm_rss / 1024)) MiB" \
 	"status after the restart" "text $st_back_text; json $st_back_json" \
 	"peer states after" "$states_back" \

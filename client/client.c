@@ -781,6 +781,7 @@ static void path_validated_cb(struct quic_conn *, enum quic_path_result, const s
     const struct sockaddr *, void *);
 static void new_session_cb(struct quic_conn *, const uint8_t *, size_t,
     const uint8_t *, size_t, void *);
+static void ticket_spent_cb(struct quic_conn *, void *);
 static struct udp_batch *batch_for_cb(struct quic_conn *, const ngtcp2_path *,
     void *);
 
@@ -819,6 +820,7 @@ static const struct quic_conn_cbs client_cbs = {
 	.closed = closed_cb,
 	.path_validated = path_validated_cb,
 	.new_session = new_session_cb,
+	.ticket_spent = ticket_spent_cb,
 	.new_token = new_token_cb,
 	.batch_for = batch_for_cb,
 	.input_done = input_done_cb,
@@ -928,6 +930,16 @@ new_session_cb(struct quic_conn *qc, const uint8_t *der, size_t derlen,
 	    paramslen) != 0)
 		log_debug("cannot remember the session ticket in %s",
 		    c->cfg->state_dir != NULL ? c->cfg->state_dir : "(none)");
+}
+
+static void
+ticket_spent_cb(struct quic_conn *qc, void *arg)
+{
+	struct client *c = arg;
+
+	(void)qc;
+	if (c->cfg->state_dir != NULL)
+		state_client_forget(c->cfg->state_dir, c->session_id);
 }
 
 static void
@@ -1218,7 +1230,7 @@ connect_server(struct client *c)
 		return;
 	}
 	if (c->cfg->state_dir != NULL &&
-	    state_client_take(c->cfg->state_dir, c->session_id, &session,
+	    state_client_load(c->cfg->state_dir, c->session_id, &session,
 	    &resume.sessionlen, &params, &resume.paramslen) == 0) {
 		resume.session = session;
 		resume.params = params;

@@ -506,6 +506,13 @@ recv_rx_key_cb(ngtcp2_conn *conn, ngtcp2_encryption_level level, void *user_data
 	(void)conn;
 	if (level == NGTCP2_ENCRYPTION_LEVEL_0RTT && qc->role == QUIC_ROLE_SERVER)
 		qc->early_rx = true;
+	/* Handshake keys come with the ServerHello: the server has seen
+	 * the ClientHello that carried the ticket. */
+	if (level == NGTCP2_ENCRYPTION_LEVEL_HANDSHAKE && qc->ticket_offered) {
+		qc->ticket_offered = false;
+		if (qc->cbs->ticket_spent != NULL)
+			qc->cbs->ticket_spent(qc, qc->arg);
+	}
 	return 0;
 }
 
@@ -811,7 +818,12 @@ resume_session(struct quic_conn *qc, const struct quic_resume *r)
 	sess = wolfSSL_d2i_SSL_SESSION(NULL, &p, (long)r->sessionlen);
 	if (sess == NULL)
 		return;
-	if (wolfSSL_set_session(qc->ssl, sess) == WOLFSSL_SUCCESS && r->early_data &&
+	if (wolfSSL_set_session(qc->ssl, sess) != WOLFSSL_SUCCESS) {
+		wolfSSL_SESSION_free(sess);
+		return;
+	}
+	qc->ticket_offered = true;
+	if (r->early_data &&
 	    wolfSSL_SESSION_get_max_early_data(sess) == UINT32_MAX &&
 	    ngtcp2_conn_decode_and_set_0rtt_transport_params(qc->conn,
 	    r->params, r->paramslen) == 0) {

@@ -92,6 +92,13 @@ struct quic_conn_cbs {
 	 * `params` the server's transport parameters (for 0-RTT). */
 	void (*new_session)(struct quic_conn *, const uint8_t *der, size_t derlen,
 	    const uint8_t *params, size_t paramslen, void *arg);
+	/* Client: the server answered the first flight that offered the
+	 * ticket of quic_resume (its ServerHello arrived), so the ticket is
+	 * spent: the server's replay register now holds it. Until then the
+	 * owner keeps it for the next attempt, since a first flight the
+	 * server never saw did not spend it, and a re-offered ticket that
+	 * it did see is refused as a replay, never accepted twice. */
+	void (*ticket_spent)(struct quic_conn *, void *arg);
 	/* Client: the server gave us a token for our next connection. */
 	void (*new_token)(struct quic_conn *, const uint8_t *token, size_t len,
 	    void *arg);

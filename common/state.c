@@ -1576,8 +1576,9 @@ state_client_save(const char *dir, const char *id, const uint8_t *session,
 	return ret;
 }
 
-int
-state_client_take(const char *dir, const char *id, uint8_t **session,
+/* The session file for `id`; with `take`, removed whatever it holds. */
+static int
+client_read(const char *dir, const char *id, bool take, uint8_t **session,
     size_t *sessionlen, uint8_t **params, size_t *paramslen)
 {
 	uint8_t buf[16384];
@@ -1588,8 +1589,8 @@ state_client_take(const char *dir, const char *id, uint8_t **session,
 
 	xasprintf(&path, "%s/session-%s", dir, id);
 	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	/* A ticket serves once: whatever happens, it is gone now. */
-	unlink(path);
+	if (take)
+		unlink(path);
 	free(path);
 	if (fd == -1)
 		return -1;
@@ -1611,6 +1612,33 @@ state_client_take(const char *dir, const char *id, uint8_t **session,
 	memcpy(*params, buf + 12 + l1, l2);
 	*paramslen = l2;
 	return 0;
+}
+
+int
+state_client_take(const char *dir, const char *id, uint8_t **session,
+    size_t *sessionlen, uint8_t **params, size_t *paramslen)
+{
+	/* A ticket serves once: whatever happens, it is gone now. */
+	return client_read(dir, id, true, session, sessionlen, params,
+	    paramslen);
+}
+
+int
+state_client_load(const char *dir, const char *id, uint8_t **session,
+    size_t *sessionlen, uint8_t **params, size_t *paramslen)
+{
+	return client_read(dir, id, false, session, sessionlen, params,
+	    paramslen);
+}
+
+void
+state_client_forget(const char *dir, const char *id)
+{
+	char *path;
+
+	xasprintf(&path, "%s/session-%s", dir, id);
+	unlink(path);
+	free(path);
 }
 
 int

@@ -180,6 +180,13 @@ int state_dir_open(const char *dir, uid_t user, bool create, char **cause);
  * a ticket serves once. Returns 0 and malloc'd buffers, or -1. */
 int state_client_take(const char *dir, const char *id, uint8_t **session,
     size_t *sessionlen, uint8_t **params, size_t *paramslen);
+/* The same without taking it: the client offers it until the server has
+ * answered an attempt (quic.h ticket_spent), then forgets it, so that a
+ * first flight the server never saw does not cost the next one its
+ * 0-RTT. */
+int state_client_load(const char *dir, const char *id, uint8_t **session,
+    size_t *sessionlen, uint8_t **params, size_t *paramslen);
+void state_client_forget(const char *dir, const char *id);
 int state_client_save(const char *dir, const char *id, const uint8_t *session,
     size_t sessionlen, const uint8_t *params, size_t paramslen);
 

@@ -200,6 +200,14 @@ render_json(struct evbuffer *out, const struct status *st)
 		json_uint(&j, a->rate_limited);
 		json_key(&j, "half_open_full");
 		json_uint(&j, a->half_open_full);
+		json_key(&j, "waiting");
+		json_uint(&j, a->waiting);
+		json_key(&j, "waited");
+		json_uint(&j, a->waited);
+		json_key(&j, "wait_dups");
+		json_uint(&j, a->wait_dups);
+		json_key(&j, "wait_expired");
+		json_uint(&j, a->wait_expired);
 		json_end_object(&j);
 	}
 	if (st->peer_counts != NULL) {

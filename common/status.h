@@ -51,6 +51,8 @@ struct status_admission {
 	uint64_t half_open;      /* handshakes under way now */
 	uint64_t accepted, validated, retries, bad_tokens, rate_limited,
 	    half_open_full;
+	uint64_t waiting;        /* Initials waiting for a half-open slot now */
+	uint64_t waited, wait_dups, wait_expired;
 };
 
 /* Client: the server's DNS on the host's resolver (client/dns.h). */

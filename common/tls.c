@@ -1,8 +1,11 @@
 /* wolfSSL contexts for QUIC: self-signed Ed25519 certificate, ALPN, pins. */
 #include <wolfssl/options.h>
 #include <wolfssl/ssl.h>
+#include <wolfssl/openssl/evp.h>
+#include <wolfssl/quic.h>
 #include <wolfssl/wolfcrypt/asn_public.h>
 #include <wolfssl/wolfcrypt/ed25519.h>
+#include <wolfssl/wolfcrypt/hmac.h>
 #include <wolfssl/wolfcrypt/random.h>
 
 #include <ngtcp2/ngtcp2.h>
@@ -111,6 +114,7 @@ ctx_create(enum tls_role role, const uint8_t priv[static KEY_LEN],
     tls_pin_cb pin, bool quic, char **cause)
 {
 	uint8_t pub[KEY_LEN], certder[1024], keyder[256];
+	int groups[] = { WOLFSSL_ECC_X25519, WOLFSSL_ECC_SECP256R1 };
 	WOLFSSL_CTX *ctx = NULL;
 	ed25519_key key;
 	int certlen, keylen;
@@ -153,6 +157,24 @@ ctx_create(enum tls_role role, const uint8_t priv[static KEY_LEN],
 		*cause = xstrdup("cannot load certificate into wolfSSL");
 		goto out;
 	}
+	/* X25519 first: the client sends one key share, for the first of
+	 * these, and the server takes the client's share when it supports
+	 * it (no HelloRetryRequest, which would cost a round trip and the
+	 * 0-RTT data). X25519 costs less CPU than P-256, which every
+	 * resumption pays too (psk_dhe_ke); P-256 stays for older peers. */
+	if (wolfSSL_CTX_set_groups(ctx, groups,
+	    (int)(sizeof groups / sizeof groups[0])) != WOLFSSL_SUCCESS) {
+		*cause = xstrdup("cannot set the key exchange groups");
+		goto out;
+	}
+#ifdef SINGLE_THREADED
+	/* One DRBG for all of the context's sessions (we run one thread),
+	 * instead of one seeded and health-tested per handshake. */
+	if (wolfSSL_CTX_new_rng(ctx) != WOLFSSL_SUCCESS) {
+		*cause = xstrdup("cannot make the context's RNG");
+		goto out;
+	}
+#endif
 	wolfSSL_CTX_set_verify(ctx, WOLFSSL_VERIFY_PEER |
 	    WOLFSSL_VERIFY_FAIL_IF_NO_PEER_CERT, verify_cb);
 	if (role == TLS_ROLE_SERVER)
@@ -249,4 +271,84 @@ tls_ctx_set_keylog(WOLFSSL_CTX *ctx, const char *path, char **cause)
 	    "with it, anyone holding a capture can decrypt all traffic. Turn "
 	    "it off after debugging", path);
 	return 0;
+}
+
+/*
+ * ngtcp2's wolfSSL backend derives every QUIC key (packet protection,
+ * header protection, tokens) through the three wolfSSL_quic_hkdf*
+ * functions, and wolfSSL's own go through an EVP_PKEY, each of which
+ * seeds and health-tests a DRBG that HKDF never uses: some 25 DRBGs per
+ * handshake, the larger part of roved's CPU in a reconnect storm. The
+ * linker sends ngtcp2's calls here (-Wl,--wrap in the Makefile), which
+ * compute the same RFC 5869 HKDF with wolfCrypt directly; a digest other
+ * than TLS 1.3's two goes to wolfSSL's own.
+ */
+int __real_wolfSSL_quic_hkdf_extract(uint8_t *, const WOLFSSL_EVP_MD *,
+    const uint8_t *, size_t, const uint8_t *, size_t);
+int __real_wolfSSL_quic_hkdf_expand(uint8_t *, size_t, const WOLFSSL_EVP_MD *,
+    const uint8_t *, size_t, const uint8_t *, size_t);
+int __real_wolfSSL_quic_hkdf(uint8_t *, size_t, const WOLFSSL_EVP_MD *,
+    const uint8_t *, size_t, const uint8_t *, size_t, const uint8_t *, size_t);
+int __wrap_wolfSSL_quic_hkdf_extract(uint8_t *, const WOLFSSL_EVP_MD *,
+    const uint8_t *, size_t, const uint8_t *, size_t);
+int __wrap_wolfSSL_quic_hkdf_expand(uint8_t *, size_t, const WOLFSSL_EVP_MD *,
+    const uint8_t *, size_t, const uint8_t *, size_t);
+int __wrap_wolfSSL_quic_hkdf(uint8_t *, size_t, const WOLFSSL_EVP_MD *,
+    const uint8_t *, size_t, const uint8_t *, size_t, const uint8_t *, size_t);
+
+/* wolfCrypt's hash type for `md`, or -1. */
+static int
+hkdf_hash(const WOLFSSL_EVP_MD *md)
+{
+	int nid = md != NULL ? wolfSSL_EVP_MD_type(md) : 0;
+
+	if (nid == NID_sha256)
+		return WC_SHA256;
+	if (nid == NID_sha384)
+		return WC_SHA384;
+	return -1;
+}
+
+int
+__wrap_wolfSSL_quic_hkdf_extract(uint8_t *dest, const WOLFSSL_EVP_MD *md,
+    const uint8_t *secret, size_t secretlen, const uint8_t *salt,
+    size_t saltlen)
+{
+	int type = hkdf_hash(md);
+
+	if (type < 0)
+		return __real_wolfSSL_quic_hkdf_extract(dest, md, secret,
+		    secretlen, salt, saltlen);
+	return wc_HKDF_Extract(type, salt, (word32)saltlen, secret,
+	    (word32)secretlen, dest) == 0 ? WOLFSSL_SUCCESS : WOLFSSL_FAILURE;
+}
+
+int
+__wrap_wolfSSL_quic_hkdf_expand(uint8_t *dest, size_t destlen,
+    const WOLFSSL_EVP_MD *md, const uint8_t *secret, size_t secretlen,
+    const uint8_t *info, size_t infolen)
+{
+	int type = hkdf_hash(md);
+
+	if (type < 0)
+		return __real_wolfSSL_quic_hkdf_expand(dest, destlen, md, secret,
+		    secretlen, info, infolen);
+	return wc_HKDF_Expand(type, secret, (word32)secretlen, info,
+	    (word32)infolen, dest, (word32)destlen) == 0 ? WOLFSSL_SUCCESS :
+	    WOLFSSL_FAILURE;
+}
+
+int
+__wrap_wolfSSL_quic_hkdf(uint8_t *dest, size_t destlen, const WOLFSSL_EVP_MD *md,
+    const uint8_t *secret, size_t secretlen, const uint8_t *salt,
+    size_t saltlen, const uint8_t *info, size_t infolen)
+{
+	int type = hkdf_hash(md);
+
+	if (type < 0)
+		return __real_wolfSSL_quic_hkdf(dest, destlen, md, secret,
+		    secretlen, salt, saltlen, info, infolen);
+	return wc_HKDF(type, secret, (word32)secretlen, salt, (word32)saltlen,
+	    info, (word32)infolen, dest, (word32)destlen) == 0 ?
+	    WOLFSSL_SUCCESS : WOLFSSL_FAILURE;
 }

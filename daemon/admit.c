@@ -1,13 +1,15 @@
 /* Admission of new connections: tokens, Retry, half-open cap, per-prefix
- * rate limit (see admit.h). */
+ * rate limit, the line of Initials waiting for a slot (see admit.h). */
 #include <ngtcp2/ngtcp2_crypto.h>
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "admit.h"
 #include "clock.h"
 #include "quic.h"
 #include "state.h"
+#include "xmalloc.h"
 
 void
 admit_init(struct admit *a, size_t retry_threshold, uint64_t now,
@@ -23,6 +25,23 @@ admit_init(struct admit *a, size_t retry_threshold, uint64_t now,
 	quic_random(a->secret[1], sizeof a->secret[1]);
 	quic_random((uint8_t *)&a->hash_key, sizeof a->hash_key);
 	a->rotated = now;
+	TAILQ_INIT(&a->waitq[0]);
+	TAILQ_INIT(&a->waitq[1]);
+}
+
+void
+admit_clear(struct admit *a)
+{
+	struct admit_waiter *w;
+
+	for (size_t q = 0; q < 2; q++) {
+		while ((w = TAILQ_FIRST(&a->waitq[q])) != NULL) {
+			TAILQ_REMOVE(&a->waitq[q], w, entry);
+			admit_waiter_free(w);
+		}
+	}
+	memset(a->wait_index, 0, sizeof a->wait_index);
+	a->nwaiting = 0;
 }
 
 void
@@ -208,18 +227,155 @@ admit_check(struct admit *a, const ngtcp2_pkt_hd *hd,
 		a->stats.retries++;
 		return ADMIT_RETRY;
 	}
-	if (half_open >= ADMIT_MAX_HALF_OPEN) {
+	/* At the cap only a proven address waits (the line cannot be
+	 * filled from spoofed ones), and only while there is room. */
+	if (half_open >= ADMIT_MAX_HALF_OPEN &&
+	    (!res->validated || a->nwaiting >= ADMIT_WAIT_MAX)) {
 		a->stats.half_open_full++;
 		return ADMIT_DROP;
 	}
+	/* The rate before the line: a waiter has paid for its handshake,
+	 * and a prefix over its rate cannot fill the line. */
 	if (!prefix_allows(a, from, now)) {
 		a->stats.rate_limited++;
 		return ADMIT_DROP;
 	}
+	if (half_open >= ADMIT_MAX_HALF_OPEN)
+		return ADMIT_WAIT;
 	a->stats.accepted++;
 	if (res->validated)
 		a->stats.validated++;
 	return ADMIT_ACCEPT;
+}
+
+static struct admit_waiter **
+wait_slot(struct admit *a, const uint8_t *dcid, size_t dcidlen)
+{
+	/* Keyed, as the CID map is: the client chooses this DCID. */
+	uint64_t h = a->hash_key ^ 0x84222325cbf29ce4ULL;
+
+	for (size_t i = 0; i < dcidlen; i++) {
+		h ^= dcid[i];
+		h *= 0x100000001b3ULL;
+	}
+	h ^= h >> 29;
+	return &a->wait_index[h % ADMIT_WAIT_BUCKETS];
+}
+
+struct admit_waiter *
+admit_wait_find(struct admit *a, const uint8_t *dcid, size_t dcidlen)
+{
+	struct admit_waiter *w;
+
+	if (a->nwaiting == 0)
+		return NULL;
+	for (w = *wait_slot(a, dcid, dcidlen); w != NULL; w = w->hnext) {
+		if (w->dcid.datalen == dcidlen &&
+		    memcmp(w->dcid.data, dcid, dcidlen) == 0)
+			return w;
+	}
+	return NULL;
+}
+
+static void
+wait_add_pkt(struct admit_waiter *w, const uint8_t *pkt, size_t len,
+    uint8_t ecn)
+{
+	w->pkts[w->npkts].data = xmalloc(len);
+	memcpy(w->pkts[w->npkts].data, pkt, len);
+	w->pkts[w->npkts].len = len;
+	w->pkts[w->npkts].ecn = ecn;
+	w->npkts++;
+}
+
+/* Returning: it brought a NEW_TOKEN token (not a Retry's), so it was
+ * connected before and most likely resumes with a ticket, which costs
+ * a fraction of a full handshake. */
+static size_t
+wait_class(const struct admit_result *res)
+{
+	return res->validated && !res->retried ? 0 : 1;
+}
+
+void
+admit_wait_push(struct admit *a, const ngtcp2_pkt_hd *hd,
+    const struct admit_result *res, const uint8_t *pkt, size_t len,
+    uint8_t ecn, const struct sockaddr *from, socklen_t fromlen, void *arg,
+    uint64_t now)
+{
+	struct admit_waiter *w = xcalloc(1, sizeof *w), **slot;
+
+	w->res = *res;
+	w->dcid = hd->dcid;
+	w->arg = arg;
+	if (fromlen > sizeof w->from)
+		fromlen = sizeof w->from;
+	memcpy(&w->from, from, fromlen);
+	w->fromlen = fromlen;
+	w->since = now;
+	wait_add_pkt(w, pkt, len, ecn);
+	slot = wait_slot(a, hd->dcid.data, hd->dcid.datalen);
+	w->hnext = *slot;
+	*slot = w;
+	TAILQ_INSERT_TAIL(&a->waitq[wait_class(res)], w, entry);
+	a->nwaiting++;
+}
+
+void
+admit_wait_add(struct admit *a, struct admit_waiter *w, const uint8_t *pkt,
+    size_t len, uint8_t ecn)
+{
+	/* A retransmitted Initial changes nothing: the first one keeps
+	 * the client's place in line. 0-RTT packets are kept, so that the
+	 * early data need not be sent again once the handshake starts. */
+	bool initial = len > 0 && (pkt[0] & 0xb0) == 0x80;
+
+	if (initial || w->npkts == ADMIT_WAIT_PKTS) {
+		a->stats.wait_dups++;
+		return;
+	}
+	wait_add_pkt(w, pkt, len, ecn);
+}
+
+struct admit_waiter *
+admit_wait_pop(struct admit *a, uint64_t now)
+{
+	struct admit_waiter *w, **pp;
+
+	/* Bounded: each turn takes one waiter out of the line. */
+	for (;;) {
+		if ((w = TAILQ_FIRST(&a->waitq[0])) != NULL)
+			TAILQ_REMOVE(&a->waitq[0], w, entry);
+		else if ((w = TAILQ_FIRST(&a->waitq[1])) != NULL)
+			TAILQ_REMOVE(&a->waitq[1], w, entry);
+		else
+			return NULL;
+		a->nwaiting--;
+		for (pp = wait_slot(a, w->dcid.data, w->dcid.datalen); *pp != w;
+		    pp = &(*pp)->hnext)
+			;
+		*pp = w->hnext;
+		w->hnext = NULL;
+		if (now - w->since <= ADMIT_WAIT_TIMEOUT)
+			break;
+		a->stats.wait_expired++;
+		admit_waiter_free(w);
+	}
+	a->stats.accepted++;
+	a->stats.waited++;
+	if (w->res.validated)
+		a->stats.validated++;
+	return w;
+}
+
+void
+admit_waiter_free(struct admit_waiter *w)
+{
+	if (w == NULL)
+		return;
+	for (size_t i = 0; i < w->npkts; i++)
+		free(w->pkts[i].data);
+	free(w);
 }
 
 enum admit_verdict

@@ -2,7 +2,11 @@
  * Retry and NEW_TOKEN tokens, a cap on half-open handshakes, and a rate
  * limit per source prefix. A flood of Initials then costs roved a header
  * parse and, at most, a stateless Retry each, and no handshake state that
- * it did not choose to keep. Time is passed in (nanoseconds, clock.h). */
+ * it did not choose to keep. An Initial from a proven address that finds
+ * every half-open slot taken waits in a bounded line instead of being
+ * dropped (a dropped one costs its client a retransmission back-off):
+ * returning clients (a NEW_TOKEN token) first, each class in arrival
+ * order. Time is passed in (nanoseconds, clock.h). */
 #ifndef ROVE_ADMIT_H
 #define ROVE_ADMIT_H
 
@@ -11,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/queue.h>
 #include <sys/socket.h>
 
 #include "addr.h"
@@ -28,11 +33,23 @@
 #define ADMIT_RETRY_TOKEN_LIFETIME (10 * NGTCP2_SECONDS)
 #define ADMIT_TOKEN_LIFETIME (3600 * NGTCP2_SECONDS)
 #define ADMIT_SECRET_LEN 32
+/* Initials waiting for a half-open slot, at most: enough for every peer
+ * of a large server to come back at once after a restart (a waiter costs
+ * its datagram, some 1.4 KiB, against some 40 KiB for a session), and
+ * bounded at about 24 MiB. How long one may wait: its client gives up on
+ * the attempt after 10 s (quic.c), so one started later would only hold
+ * a slot for nothing. The datagrams kept per waiter: the Initial and the
+ * 0-RTT packets that follow it. */
+#define ADMIT_WAIT_MAX 16384
+#define ADMIT_WAIT_TIMEOUT (8 * NGTCP2_SECONDS)
+#define ADMIT_WAIT_PKTS 4
+#define ADMIT_WAIT_BUCKETS 8192
 
 enum admit_verdict {
 	ADMIT_ACCEPT,  /* start a handshake (see admit_result) */
 	ADMIT_RETRY,   /* answer with the Retry packet admit_check wrote */
 	ADMIT_DROP,    /* drop silently; the reason is counted */
+	ADMIT_WAIT,    /* hand it to admit_wait_push: no slot free yet */
 };
 
 struct admit_stats {
@@ -41,7 +58,11 @@ struct admit_stats {
 	uint64_t retries;        /* Retry packets sent */
 	uint64_t bad_tokens;     /* Initials with a Retry token that failed */
 	uint64_t rate_limited;   /* dropped: their prefix was over its rate */
-	uint64_t half_open_full; /* dropped: too many handshakes under way */
+	uint64_t half_open_full; /* dropped: too many handshakes under way
+	                          * and the line of waiters full */
+	uint64_t waited;         /* ... of the accepted: after a wait */
+	uint64_t wait_dups;      /* Initials of a waiter again: dropped */
+	uint64_t wait_expired;   /* waiters whose client must have given up */
 };
 
 struct admit_bucket {
@@ -49,6 +70,34 @@ struct admit_bucket {
 	uint64_t tokens_milli; /* thousandths of a handshake, for smooth refill */
 	uint64_t last;         /* time of the last refill */
 };
+
+/* What an accepted Initial brings to quic_conn_server_create. */
+struct admit_result {
+	bool validated;          /* the address is proven (token) */
+	bool retried;            /* it answered our Retry */
+	ngtcp2_cid odcid;        /* retried: the DCID of its first Initial */
+};
+
+/* An admitted Initial waiting for a half-open slot, with the datagrams
+ * for its DCID that came after it. Owned by the admit until popped, then
+ * by the caller (admit_waiter_free). */
+struct admit_waiter {
+	TAILQ_ENTRY(admit_waiter) entry;
+	struct admit_waiter *hnext;  /* the DCID index's chain */
+	struct admit_result res;     /* admit_check's, when it arrived */
+	ngtcp2_cid dcid;
+	void *arg;                   /* the caller's: where it arrived */
+	struct sockaddr_storage from;
+	socklen_t fromlen;
+	uint64_t since;
+	size_t npkts;
+	struct {
+		uint8_t *data;
+		size_t len;
+		uint8_t ecn;
+	} pkts[ADMIT_WAIT_PKTS];
+};
+TAILQ_HEAD(admit_waitq, admit_waiter);
 
 struct admit {
 	/* Half-open handshakes beyond which a new Initial must prove its
@@ -68,13 +117,10 @@ struct admit {
 	const struct cid_server_id *server_id;
 	struct admit_bucket buckets[ADMIT_PREFIX_SLOTS];
 	struct admit_stats stats;
-};
-
-/* What an accepted Initial brings to quic_conn_server_create. */
-struct admit_result {
-	bool validated;          /* the address is proven (token) */
-	bool retried;            /* it answered our Retry */
-	ngtcp2_cid odcid;        /* retried: the DCID of its first Initial */
+	/* [0] returning clients (NEW_TOKEN token), [1] the others. */
+	struct admit_waitq waitq[2];
+	size_t nwaiting;
+	struct admit_waiter *wait_index[ADMIT_WAIT_BUCKETS];
 };
 
 struct state_server;
@@ -83,6 +129,8 @@ void admit_init(struct admit *, size_t retry_threshold, uint64_t now,
     struct state_server *state);
 /* Rotates the token key when it is older than ADMIT_TOKEN_LIFETIME. */
 void admit_tick(struct admit *, uint64_t now);
+/* Frees the waiters. */
+void admit_clear(struct admit *);
 
 /* The prefix a source address is held to: /32 for IPv4, /64 for IPv6 (what
  * one subscriber or host usually holds), in `p`; false for a sockaddr that
@@ -91,11 +139,32 @@ bool admit_source_prefix(const struct sockaddr *from, struct ipaddr *p);
 
 /* Decide on the Initial `hd` (as ngtcp2_accept parsed it) from `from`,
  * with `half_open` handshakes under way. On ADMIT_RETRY the Retry packet
- * is in retry[0..*retrylen). */
+ * is in retry[0..*retrylen). ADMIT_WAIT: the address is proven and its
+ * prefix within its rate, but ADMIT_MAX_HALF_OPEN are under way; the
+ * caller passes it to admit_wait_push. */
 enum admit_verdict admit_check(struct admit *, const ngtcp2_pkt_hd *hd,
     const struct sockaddr *from, socklen_t fromlen, size_t half_open,
     uint64_t now, struct admit_result *, uint8_t *retry, size_t retrymax,
     size_t *retrylen);
+
+/* The waiter for the Initial DCID `dcid`, or NULL. */
+struct admit_waiter *admit_wait_find(struct admit *, const uint8_t *dcid,
+    size_t dcidlen);
+/* Queue the Initial `pkt` that admit_check answered ADMIT_WAIT (with
+ * `res`); `arg` comes back with it. Copies the packet. */
+void admit_wait_push(struct admit *, const ngtcp2_pkt_hd *hd,
+    const struct admit_result *res, const uint8_t *pkt, size_t len,
+    uint8_t ecn, const struct sockaddr *from, socklen_t fromlen, void *arg,
+    uint64_t now);
+/* Another datagram for waiter `w`'s DCID: kept when it is not another
+ * copy of the Initial and there is room, else dropped (counted). */
+void admit_wait_add(struct admit *, struct admit_waiter *w,
+    const uint8_t *pkt, size_t len, uint8_t ecn);
+/* The next waiter, returning clients first, oldest first; those waiting
+ * longer than ADMIT_WAIT_TIMEOUT are freed on the way. NULL: none. Its
+ * handshake counts as accepted; start it with w->res. */
+struct admit_waiter *admit_wait_pop(struct admit *, uint64_t now);
+void admit_waiter_free(struct admit_waiter *);
 
 /* Decide on a TCP connection (TLS over TCP) from `from`: ADMIT_ACCEPT or
  * ADMIT_DROP (close it). Its address is proven, so only the half-open cap

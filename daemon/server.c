@@ -168,6 +168,7 @@ struct server {
 	size_t nsessions, max_sessions;
 	size_t half_open;           /* sessions still in their handshake */
 	struct admit admit;
+	struct event *wait_ev;      /* one-shot: start_waiting */
 	struct cid_entry **cid_map; /* cid_buckets chains, a power of two */
 	size_t cid_buckets, ncids;
 
@@ -307,6 +308,10 @@ session_opened(struct session *sess)
 	if (sess->half_open) {
 		sess->half_open = false;
 		sess->srv->half_open--;
+		/* A slot is free: the next waiter may start, once this
+		 * callback has returned. */
+		if (sess->srv->admit.nwaiting > 0 && sess->srv->wait_ev != NULL)
+			event_active(sess->srv->wait_ev, EV_TIMEOUT, 1);
 	}
 }
 
@@ -846,16 +851,47 @@ session_new_half_open(struct server *srv)
 	return sess;
 }
 
+/* Starts the handshake of the Initial `pkt` (parsed into `hd`) that
+ * admission let through with `adm`. */
+static void
+start_session(struct listener *l, const ngtcp2_pkt_hd *hd,
+    const struct admit_result *adm, const uint8_t *pkt, size_t len,
+    const struct sockaddr *from, socklen_t fromlen, uint8_t ecn)
+{
+	struct server *srv = l->srv;
+	struct quic_settings qs;
+	struct session *sess;
+	char *cause = NULL;
+
+	sess = session_new_half_open(srv);
+	qs = srv->qs;
+	qs.max_udp_payload = l->sock.family == AF_INET6 ? UDP_MAX_PAYLOAD6 :
+	    UDP_MAX_PAYLOAD;
+	if (adm->validated) {
+		qs.token = hd->token;
+		qs.tokenlen = hd->tokenlen;
+		qs.token_retry = adm->retried;
+		qs.odcid = &adm->odcid;
+	}
+	sess->qc = quic_conn_server_create(srv->base, &qs, &session_cbs, sess,
+	    srv->tls, &l->batch, hd, from, fromlen, &cause);
+	if (sess->qc == NULL) {
+		log_warn("%s: %s", __func__, cause);
+		free(cause);
+		session_free(sess);
+		return;
+	}
+	quic_conn_set_send_limit(sess->qc, srv->cfg->forward_memory);
+	quic_conn_read(sess->qc, &l->sock, from, fromlen, pkt, len, ecn);
+}
+
 static void
 new_session(struct listener *l, const uint8_t *pkt, size_t len,
     const struct sockaddr *from, socklen_t fromlen, uint8_t ecn)
 {
 	struct server *srv = l->srv;
-	struct quic_settings qs;
 	struct admit_result adm;
-	struct session *sess;
 	ngtcp2_pkt_hd hd;
-	char *cause = NULL;
 	size_t retrylen;
 
 	if (srv->shutting_down || ngtcp2_accept(&hd, pkt, len) != 0) {
@@ -875,29 +911,58 @@ new_session(struct listener *l, const uint8_t *pkt, size_t len,
 		return;
 	case ADMIT_DROP:
 		return;
+	case ADMIT_WAIT:
+		admit_wait_push(&srv->admit, &hd, &adm, pkt, len, ecn, from,
+		    fromlen, l, clock_now());
+		return;
 	case ADMIT_ACCEPT:
 		break;
 	}
-	sess = session_new_half_open(srv);
-	qs = srv->qs;
-	qs.max_udp_payload = l->sock.family == AF_INET6 ? UDP_MAX_PAYLOAD6 :
-	    UDP_MAX_PAYLOAD;
-	if (adm.validated) {
-		qs.token = hd.token;
-		qs.tokenlen = hd.tokenlen;
-		qs.token_retry = adm.retried;
-		qs.odcid = &adm.odcid;
+	start_session(l, &hd, &adm, pkt, len, from, fromlen, ecn);
+}
+
+static void handle_packet(struct listener *, const uint8_t *, size_t,
+    const struct sockaddr *, socklen_t, uint8_t);
+static void flush_all(struct server *);
+
+/* Starts the handshakes that waited for a half-open slot while slots are
+ * free: returning clients first, each in the order they came. */
+static void
+start_waiting(struct server *srv)
+{
+	struct admit_waiter *w;
+	uint64_t now = clock_now();
+	ngtcp2_pkt_hd hd;
+
+	while (!srv->shutting_down && srv->half_open < ADMIT_MAX_HALF_OPEN &&
+	    srv->nsessions < srv->max_sessions &&
+	    (w = admit_wait_pop(&srv->admit, now)) != NULL) {
+		struct listener *l = w->arg;
+
+		if (ngtcp2_accept(&hd, w->pkts[0].data, w->pkts[0].len) == 0) {
+			start_session(l, &hd, &w->res, w->pkts[0].data,
+			    w->pkts[0].len, (struct sockaddr *)&w->from, w->fromlen,
+			    w->pkts[0].ecn);
+			/* The 0-RTT packets that came after it find the new
+			 * session by their DCID. */
+			for (size_t i = 1; i < w->npkts; i++)
+				handle_packet(l, w->pkts[i].data, w->pkts[i].len,
+				    (struct sockaddr *)&w->from, w->fromlen,
+				    w->pkts[i].ecn);
+		}
+		admit_waiter_free(w);
 	}
-	sess->qc = quic_conn_server_create(srv->base, &qs, &session_cbs, sess,
-	    srv->tls, &l->batch, &hd, from, fromlen, &cause);
-	if (sess->qc == NULL) {
-		log_warn("%s: %s", __func__, cause);
-		free(cause);
-		session_free(sess);
-		return;
-	}
-	quic_conn_set_send_limit(sess->qc, srv->cfg->forward_memory);
-	quic_conn_read(sess->qc, &l->sock, from, fromlen, pkt, len, ecn);
+}
+
+static void
+wait_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct server *srv = arg;
+
+	(void)fd;
+	(void)what;
+	start_waiting(srv);
+	flush_all(srv);
 }
 
 static void
@@ -905,6 +970,7 @@ handle_packet(struct listener *l, const uint8_t *pkt, size_t len,
     const struct sockaddr *from, socklen_t fromlen, uint8_t ecn)
 {
 	struct server *srv = l->srv;
+	struct admit_waiter *w;
 	ngtcp2_version_cid vc;
 	struct session *sess;
 	int rv;
@@ -932,6 +998,11 @@ handle_packet(struct listener *l, const uint8_t *pkt, size_t len,
 		/* A short header for a connection we do not know: most likely
 		 * one from before a restart. Tell the client at once. */
 		send_stateless_reset(l, &vc, len, from, fromlen);
+		return;
+	}
+	/* More of a client whose Initial waits for a half-open slot. */
+	if ((w = admit_wait_find(&srv->admit, vc.dcid, vc.dcidlen)) != NULL) {
+		admit_wait_add(&srv->admit, w, pkt, len, ecn);
 		return;
 	}
 	new_session(l, pkt, len, from, fromlen, ecn);
@@ -1453,6 +1524,10 @@ status_cb(struct evbuffer *out, const char *request, void *arg)
 		.bad_tokens = as->bad_tokens,
 		.rate_limited = as->rate_limited,
 		.half_open_full = as->half_open_full,
+		.waiting = srv->admit.nwaiting,
+		.waited = as->waited,
+		.wait_dups = as->wait_dups,
+		.wait_expired = as->wait_expired,
 	};
 	struct status_peer_counts counts = { .configured = srv->npeers };
 	struct status_request rq;
@@ -1589,6 +1664,7 @@ server_create(struct event_base *base, const struct cfg *cfg, int verbose,
 		goto fail;
 	admit_init(&srv->admit, cfg->retry_threshold, clock_now(), srv->state);
 	srv->admit.server_id = &srv->sid;
+	srv->wait_ev = event_new(srv->base, -1, 0, wait_cb, srv);
 	srv->reset_rl = (struct log_ratelimit)LOG_RATELIMIT_INIT(1000, 200);
 	srv->qs = (struct quic_settings){
 		.role = QUIC_ROLE_SERVER,
@@ -2060,6 +2136,9 @@ server_free(struct server *srv)
 	while ((sess = LIST_FIRST(&srv->sessions)) != NULL)
 		session_free(sess);
 	quic_tcp_linger_clear();
+	if (srv->wait_ev != NULL)
+		event_free(srv->wait_ev);
+	admit_clear(&srv->admit);
 	control_free(srv->control);
 	free(srv->control_path);
 	metrics_free(srv->metrics);

@@ -32,12 +32,20 @@ WOLFSSL_CONFIGURE=(--enable-quic --enable-earlydata --enable-session-ticket
 	--enable-aesni --enable-intelasm
 	--enable-sp --enable-sp-asm --enable-harden --enable-hkdf
 	--enable-opensslextra --enable-alpn --enable-sni --enable-static
+	--enable-singlethreaded
 	--disable-shared --disable-examples --disable-crypttests)
 
+# --enable-singlethreaded: every program of ours runs one thread (one
+# event loop), and it lets a WOLFSSL use its context's RNG
+# (wolfSSL_CTX_new_rng, tls.c) instead of seeding a DRBG of its own per
+# handshake: an open/read/close of /dev/urandom plus the DRBG's health
+# test, about a third of roved's CPU in a reconnect storm.
+# WOLFSSL_GETRANDOM: the RNGs that remain seed with getrandom(2), one
+# system call without a file descriptor.
 # HAVE_AES_ECB: ngtcp2 >= 1.22 protects QUIC headers with AES-ECB.
 # HAVE_SECRET_CALLBACK: wolfSSL_CTX_set_keylog_callback, for the opt-in
 # KeyLogFile (NSS key log, so Wireshark can decrypt a capture).
-WOLFSSL_CFLAGS="-O2 -fPIC -DWOLFSSL_ALWAYS_VERIFY_CB -DHAVE_AES_ECB -DHAVE_SECRET_CALLBACK"
+WOLFSSL_CFLAGS="-O2 -fPIC -DWOLFSSL_ALWAYS_VERIFY_CB -DHAVE_AES_ECB -DHAVE_SECRET_CALLBACK -DWOLFSSL_GETRANDOM"
 
 # clang and libclang-rt-dev (libFuzzer, the sanitizers) build the fuzzers;
 # openssh is the reference for the forwarding benchmarks (bench/forward.sh,

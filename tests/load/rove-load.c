@@ -121,6 +121,8 @@ struct sess {
 	uint64_t last_echo;  /* the last reply, or when the window was filled */
 	uint64_t zrtt_attempted, zrtt_accepted, zrtt_rejected;
 	uint64_t handshakes;
+	unsigned restart_attempts; /* connections begun after t_lost */
+	char failed[64];           /* why the last attempt that failed did */
 };
 
 struct load {
@@ -465,6 +467,18 @@ new_session_cb(struct quic_conn *qc, const uint8_t *der, size_t derlen,
 }
 
 static void
+ticket_spent_cb(struct quic_conn *qc, void *arg)
+{
+	struct sess *s = arg;
+
+	(void)qc;
+	free(s->session);
+	free(s->params);
+	s->session = s->params = NULL;
+	s->sessionlen = s->paramslen = 0;
+}
+
+static void
 new_token_cb(struct quic_conn *qc, const uint8_t *token, size_t len, void *arg)
 {
 	struct sess *s = arg;
@@ -537,6 +551,10 @@ closed_cb(struct quic_conn *qc, const struct quic_close_info *info, void *arg)
 		return;
 	}
 	log_debug("session %zu: connection lost: %s", s->idx, ci->reason);
+	if (s->t_lost != 0 && s->t_back == 0 && s->restart_attempts > 0)
+		snprintf(s->failed, sizeof s->failed, "%.63s",
+		    ci->reason[0] != '\0' ? ci->reason :
+		    ci->idle ? "idle timeout" : "closed");
 	schedule_retry(s, ci->stateless_reset);
 }
 
@@ -546,6 +564,7 @@ static const struct quic_conn_cbs sess_cbs = {
 	.stream_data = stream_data_cb,
 	.closed = closed_cb,
 	.new_session = new_session_cb,
+	.ticket_spent = ticket_spent_cb,
 	.new_token = new_token_cb,
 };
 
@@ -652,18 +671,16 @@ sess_connect(struct sess *s)
 		return;
 	s->started = true;
 	s->t_start = clock_now();
+	if (s->t_lost != 0 && s->t_back == 0)
+		s->restart_attempts++;
 	s->qs.token = s->tokenlen > 0 ? s->token : NULL;
 	s->qs.tokenlen = s->tokenlen;
 	s->qc = quic_conn_client_create(ld->base, &s->qs, &sess_cbs, s, s->tls,
 	    s->batch, (struct sockaddr *)&ld->server, ld->serverlen,
 	    s->session != NULL ? &resume : NULL, &cause);
-	/* A ticket is offered once, as rove takes it from its StateDir: the
-	 * server spends it at the first try, so a second would only be
-	 * counted as a replay. */
-	free(s->session);
-	free(s->params);
-	s->session = s->params = NULL;
-	s->sessionlen = s->paramslen = 0;
+	/* The ticket stays until the server answers (ticket_spent_cb), as
+	 * rove keeps it in its StateDir: an attempt the server never saw
+	 * does not cost the next one its 0-RTT. */
 	if (s->qc == NULL) {
 		log_warn("session %zu: %s", s->idx, cause);
 		free(cause);
@@ -895,7 +912,9 @@ static void
 report_restart(struct load *ld)
 {
 	double *v = xcalloc(ld->n + 1, sizeof *v);
-	uint64_t att = 0, acc = 0, rej = 0, hs = 0;
+	uint64_t att = 0, acc = 0, rej = 0, hs = 0, tries = 0;
+	unsigned most_tries = 0;
+	struct sess *slowest = NULL;
 	size_t k = 0;
 
 	for (size_t i = 0; i < ld->n; i++) {
@@ -905,8 +924,15 @@ report_restart(struct load *ld)
 		acc += s->zrtt_accepted;
 		rej += s->zrtt_rejected;
 		hs += s->handshakes;
-		if (s->t_lost != 0 && s->t_back != 0)
+		tries += s->restart_attempts;
+		if (s->restart_attempts > most_tries)
+			most_tries = s->restart_attempts;
+		if (s->t_lost != 0 && s->t_back != 0) {
 			v[k++] = (double)(s->t_back - s->t_lost) / 1e6;
+			if (slowest == NULL || s->t_back - s->t_lost >
+			    slowest->t_back - slowest->t_lost)
+				slowest = s;
+		}
 	}
 	if (ld->lost == 0) {
 		printf("restart: no session lost its connection within %u s\n",
@@ -920,10 +946,18 @@ report_restart(struct load *ld)
 		    " of %" PRIu64 " attempted (%" PRIu64 " rejected)\n",
 		    ld->back, ld->lost, el, hs, acc, att, rej);
 		print_dist("time without a session", v, k);
+		printf("  connection attempts: %" PRIu64 " in all, at most %u for "
+		    "one session\n", tries, most_tries);
+		if (slowest != NULL)
+			printf("  slowest: session %zu, %.1f ms, %u attempts%s%s\n",
+			    slowest->idx, (double)(slowest->t_back - slowest->t_lost) /
+			    1e6, slowest->restart_attempts, slowest->failed[0] != '\0' ?
+			    "; the last failed one: " : "", slowest->failed);
 		printf("RESULT lost=%zu back=%zu back_s=%.3f handshakes=%" PRIu64
 		    " zero_rtt_attempted=%" PRIu64 " zero_rtt_accepted=%" PRIu64
-		    " zero_rtt_rejected=%" PRIu64 "\n", ld->lost, ld->back, el, hs,
-		    att, acc, rej);
+		    " zero_rtt_rejected=%" PRIu64 " attempts=%" PRIu64
+		    " max_attempts=%u\n", ld->lost, ld->back, el, hs,
+		    att, acc, rej, tries, most_tries);
 		if (ld->back != ld->lost || ld->up != ld->ever_up)
 			ld->ok = false;
 	}

@@ -263,13 +263,16 @@ test_tokens_survive_restart(void **state)
 	assert_int_equal(rmdir(other), 0);
 }
 
+/* At the cap, a proven address waits for a slot; one that is not gets
+ * a Retry (the threshold lies below the cap), or nothing past the line's
+ * room. */
 static void
 test_half_open_cap(void **state)
 {
 	struct sockaddr_in a = v4("198.18.1.2", 4000);
 	uint8_t token[NGTCP2_CRYPTO_MAX_REGULAR_TOKENLEN];
 	struct admit_result res;
-	ngtcp2_pkt_hd hd;
+	ngtcp2_pkt_hd hd, none = initial(6, NULL, 0);
 	size_t len;
 
 	(void)state;
@@ -279,8 +282,94 @@ test_half_open_cap(void **state)
 	assert_int_equal(check(&hd, &a, sizeof a, ADMIT_MAX_HALF_OPEN - 1, T0,
 	    &res), ADMIT_ACCEPT);
 	assert_int_equal(check(&hd, &a, sizeof a, ADMIT_MAX_HALF_OPEN, T0, &res),
+	    ADMIT_WAIT);
+	assert_true(res.validated);
+	assert_int_equal(check(&none, &a, sizeof a, ADMIT_MAX_HALF_OPEN, T0,
+	    &res), ADMIT_RETRY);
+	adm.nwaiting = ADMIT_WAIT_MAX; /* as if the line were full */
+	assert_int_equal(check(&hd, &a, sizeof a, ADMIT_MAX_HALF_OPEN, T0, &res),
 	    ADMIT_DROP);
+	adm.nwaiting = 0;
 	assert_int_equal(adm.stats.half_open_full, 1);
+	assert_int_equal(adm.stats.accepted, 1);
+}
+
+static int
+teardown(void **state)
+{
+	(void)state;
+	admit_clear(&adm);
+	return 0;
+}
+
+/* Queue an Initial with DCID `seed` from `from`, returning (a NEW_TOKEN
+ * token) or having answered a Retry. */
+static void
+wait_one(uint8_t seed, const struct sockaddr_in *from, bool returning,
+    uint64_t now)
+{
+	struct admit_result res = { .validated = true, .retried = !returning };
+	ngtcp2_pkt_hd hd = initial(seed, NULL, 0);
+	uint8_t pkt[1200];
+
+	memset(pkt, 0xc0, sizeof pkt); /* a long header, type Initial */
+	pkt[1] = seed;
+	admit_wait_push(&adm, &hd, &res, pkt, sizeof pkt, 0,
+	    (const struct sockaddr *)from, sizeof *from, NULL, now);
+}
+
+/* The line: returning clients first, then the others, each in arrival
+ * order; a waiter keeps its first Initial and the 0-RTT packets after
+ * it; one that waited too long is dropped on the way out. */
+static void
+test_wait_line(void **state)
+{
+	struct sockaddr_in a = v4("198.18.1.2", 4000);
+	const uint8_t order[] = { 11, 13, 10, 12 };
+	uint64_t now = T0 + 1 + ADMIT_WAIT_TIMEOUT;
+	struct admit_waiter *w;
+	ngtcp2_cid dcid;
+	uint8_t zrtt[100], again[1200];
+
+	(void)state;
+	wait_one(14, &a, true, T0);
+	wait_one(10, &a, false, T0 + 1);
+	wait_one(11, &a, true, T0 + 2);
+	wait_one(12, &a, false, T0 + 3);
+	wait_one(13, &a, true, T0 + 4);
+	assert_int_equal(adm.nwaiting, 5);
+
+	dcid = initial(11, NULL, 0).dcid;
+	w = admit_wait_find(&adm, dcid.data, dcid.datalen);
+	assert_non_null(w);
+	assert_true(ngtcp2_cid_eq(&w->dcid, &dcid));
+	dcid.data[0] ^= 1;
+	assert_null(admit_wait_find(&adm, dcid.data, dcid.datalen));
+	/* A retransmitted Initial is dropped; 0-RTT packets are kept, up
+	 * to ADMIT_WAIT_PKTS in all. */
+	memset(again, 0xc0, sizeof again);
+	admit_wait_add(&adm, w, again, sizeof again, 0);
+	memset(zrtt, 0xd0, sizeof zrtt);
+	for (int i = 0; i < ADMIT_WAIT_PKTS; i++)
+		admit_wait_add(&adm, w, zrtt, sizeof zrtt, 0);
+	assert_int_equal(w->npkts, ADMIT_WAIT_PKTS);
+	assert_int_equal(w->pkts[1].len, sizeof zrtt);
+	assert_int_equal(adm.stats.wait_dups, 2);
+
+	/* 14 came first but has waited past ADMIT_WAIT_TIMEOUT. */
+	for (size_t i = 0; i < sizeof order; i++) {
+		w = admit_wait_pop(&adm, now);
+		assert_non_null(w);
+		assert_int_equal(w->dcid.data[0], order[i]);
+		assert_int_equal(w->pkts[0].data[1], order[i]);
+		assert_null(admit_wait_find(&adm, w->dcid.data, w->dcid.datalen));
+		admit_waiter_free(w);
+	}
+	assert_null(admit_wait_pop(&adm, now));
+	assert_int_equal(adm.nwaiting, 0);
+	assert_int_equal(adm.stats.waited, 4);
+	assert_int_equal(adm.stats.accepted, 4);
+	assert_int_equal(adm.stats.wait_expired, 1);
 }
 
 /* ADMIT_PREFIX_BURST at once, then ADMIT_PREFIX_RATE a second, per /32
@@ -325,6 +414,7 @@ main(void)
 		cmocka_unit_test_setup(test_retry_round_trip, setup),
 		cmocka_unit_test_setup(test_new_token, setup),
 		cmocka_unit_test_setup(test_half_open_cap, setup),
+		cmocka_unit_test_setup_teardown(test_wait_line, setup, teardown),
 		cmocka_unit_test(test_tokens_survive_restart),
 		cmocka_unit_test_setup(test_prefix_rate, setup),
 	};

@@ -1,6 +1,8 @@
 /* The packet protection fast path against wolfSSL's own EVP functions on
- * the same keys: every other test has the fast path at both ends, so a
- * cipher that was consistently wrong would pass them all. */
+ * the same keys, and tls.c's HKDF (which the linker puts in place of
+ * wolfSSL's for ngtcp2) against wolfSSL's: every other test has the fast
+ * path at both ends, so a cipher or a key derivation that was
+ * consistently wrong would pass them all. */
 #include <wolfssl/options.h>
 #include <wolfssl/ssl.h>
 #include <wolfssl/quic.h>
@@ -200,10 +202,65 @@ test_chacha_not_fast(void **state)
 	wolfSSL_EVP_CIPHER_CTX_free(hp_ctx.native_handle);
 }
 
+int __real_wolfSSL_quic_hkdf_extract(uint8_t *, const WOLFSSL_EVP_MD *,
+    const uint8_t *, size_t, const uint8_t *, size_t);
+int __real_wolfSSL_quic_hkdf_expand(uint8_t *, size_t, const WOLFSSL_EVP_MD *,
+    const uint8_t *, size_t, const uint8_t *, size_t);
+int __real_wolfSSL_quic_hkdf(uint8_t *, size_t, const WOLFSSL_EVP_MD *,
+    const uint8_t *, size_t, const uint8_t *, size_t, const uint8_t *, size_t);
+
+/* Extract, expand and both, for SHA-256 and SHA-384, with and without a
+ * salt, at lengths up to a few blocks: the same bytes as wolfSSL's. */
+static void
+test_hkdf_as_wolfssl(void **state)
+{
+	const WOLFSSL_EVP_MD *mds[] = { wolfSSL_EVP_sha256(), wolfSSL_EVP_sha384() };
+	uint8_t secret[48], salt[20], info[40], a[160], b[160];
+	const size_t lens[] = { 1, 12, 16, 32, 48, 100, 160 };
+
+	(void)state;
+	pattern(secret, sizeof secret, 1);
+	pattern(salt, sizeof salt, 2);
+	pattern(info, sizeof info, 3);
+	for (size_t m = 0; m < 2; m++) {
+		const WOLFSSL_EVP_MD *md = mds[m];
+		size_t hlen = (size_t)wolfSSL_EVP_MD_size(md);
+
+		for (size_t saltlen = 0; saltlen <= sizeof salt; saltlen += 20) {
+			memset(a, 0, sizeof a);
+			memset(b, 1, sizeof b);
+			assert_int_equal(wolfSSL_quic_hkdf_extract(a, md, secret,
+			    sizeof secret, salt, saltlen), WOLFSSL_SUCCESS);
+			assert_int_equal(__real_wolfSSL_quic_hkdf_extract(b, md,
+			    secret, sizeof secret, salt, saltlen), WOLFSSL_SUCCESS);
+			assert_memory_equal(a, b, hlen);
+		}
+		for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
+			size_t n = lens[i];
+
+			memset(a, 0, sizeof a);
+			memset(b, 1, sizeof b);
+			assert_int_equal(wolfSSL_quic_hkdf_expand(a, n, md, secret,
+			    hlen, info, sizeof info), WOLFSSL_SUCCESS);
+			assert_int_equal(__real_wolfSSL_quic_hkdf_expand(b, n, md,
+			    secret, hlen, info, sizeof info), WOLFSSL_SUCCESS);
+			assert_memory_equal(a, b, n);
+			memset(a, 0, sizeof a);
+			memset(b, 1, sizeof b);
+			assert_int_equal(wolfSSL_quic_hkdf(a, n, md, secret,
+			    sizeof secret, salt, sizeof salt, info, i), WOLFSSL_SUCCESS);
+			assert_int_equal(__real_wolfSSL_quic_hkdf(b, n, md, secret,
+			    sizeof secret, salt, sizeof salt, info, i), WOLFSSL_SUCCESS);
+			assert_memory_equal(a, b, n);
+		}
+	}
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_hkdf_as_wolfssl),
 		cmocka_unit_test(test_aes128_gcm),
 		cmocka_unit_test(test_aes256_gcm),
 		cmocka_unit_test(test_hp_ecb),
