@@ -34,6 +34,12 @@
  *   -w W       echo requests outstanding per active session (default 8)
  *   -S BYTES   IP packet size of the echo requests (default 1200)
  *   -T SECS    duration of the datagram phase (default 5)
+ *   -F ADDR:PORT  forward mode (IPv4): instead of echoes, the M sessions of -m
+ *              each open a forward to HOST:PORT (roved's AllowForward must
+ *              allow it: `gen -a`) and keep its stream full of bytes for
+ *              -T seconds; what roved acknowledged is counted (its window
+ *              opens only as the target takes the bytes, so this is what
+ *              the target received, give or take one window)
  *   -r SECS    then wait up to SECS for a restart of roved: print "waiting
  *              for a server restart" and measure how long until every
  *              session that lost its connection is back, and how many
@@ -73,6 +79,7 @@
 #include "key.h"
 #include "log.h"
 #include "proto.h"
+#include "proto-fwd.h"
 #include "quic.h"
 #include "tls.h"
 #include "udp.h"
@@ -119,6 +126,9 @@ struct sess {
 	unsigned outstanding;
 	uint64_t echo_replies;
 	uint64_t last_echo;  /* the last reply, or when the window was filled */
+	int64_t fwd_stream;  /* forward mode: its stream, or -1 */
+	uint64_t fwd_queued; /* bytes queued on it */
+	bool fwd_failed;     /* reset or closed before the end */
 	uint64_t zrtt_attempted, zrtt_accepted, zrtt_rejected;
 	uint64_t handshakes;
 	unsigned restart_attempts; /* connections begun after t_lost */
@@ -145,6 +155,7 @@ struct load {
 	bool has_target;
 	unsigned window;
 	size_t pktsize;
+	struct proto_fwd_header fwd; /* -F; port 0: echoes */
 	int verbose;
 
 	enum phase phase;
@@ -325,8 +336,11 @@ stream_data_cb(struct quic_conn *qc, int64_t stream_id, const uint8_t *data,
 	(void)fin;
 	(void)stream_arg;
 	if (stream_id != 0) {
+		/* A forward's answer (the target sends nothing back) or its
+		 * FIN: taken and dropped. Any other stream is refused. */
 		quic_conn_stream_consume(qc, stream_id, len);
-		quic_conn_stream_reset(qc, stream_id, 0);
+		if (stream_id != s->fwd_stream)
+			quic_conn_stream_reset(qc, stream_id, 0);
 		return 0;
 	}
 	if (len > sizeof s->ctl - s->ctllen)
@@ -412,7 +426,8 @@ static bool
 sess_active(const struct sess *s)
 {
 	return s->ld->phase == PH_TRAFFIC && s->idx < s->ld->active &&
-	    s->qc != NULL && s->configured && s->has_addr;
+	    s->qc != NULL && s->configured &&
+	    (s->has_addr || s->ld->fwd.port != 0);
 }
 
 static void
@@ -421,6 +436,86 @@ fill_window(struct sess *s)
 	while (sess_active(s) && s->outstanding < s->ld->window)
 		send_echo(s);
 	s->last_echo = clock_now();
+}
+
+/* Forward mode: keep the stream's queue at its room (the window, the
+ * send limits), in 16 KiB writes of zeros. */
+#define FWD_CHUNK 16384
+#define FWD_CAP (1024 * 1024)
+static void
+fwd_fill(struct sess *s)
+{
+	static const uint8_t zeros[FWD_CHUNK];
+	size_t room;
+
+	if (!sess_active(s) || s->fwd_stream < 0 || s->fwd_failed)
+		return;
+	while ((room = quic_conn_stream_room(s->qc, s->fwd_stream,
+	    FWD_CAP)) > 0) {
+		size_t n = room < sizeof zeros ? room : sizeof zeros;
+
+		if (quic_conn_stream_send(s->qc, s->fwd_stream, zeros, n,
+		    false) != 0) {
+			s->fwd_failed = true;
+			return;
+		}
+		s->fwd_queued += n;
+	}
+}
+
+/* Forward mode: open the stream and send the forward's header. */
+static void
+fwd_open(struct sess *s)
+{
+	uint8_t hdr[PROTO_FWD_MAX_HOST + 16];
+	size_t n = proto_fwd_encode(hdr, sizeof hdr, &s->ld->fwd);
+
+	s->fwd_stream = -1;
+	s->fwd_queued = 0;
+	s->fwd_failed = false;
+	if (!sess_active(s) || n == 0 ||
+	    (s->fwd_stream = quic_conn_open_stream(s->qc, NULL)) < 0 ||
+	    quic_conn_stream_send(s->qc, s->fwd_stream, hdr, n, false) != 0) {
+		s->fwd_failed = true;
+		return;
+	}
+	fwd_fill(s);
+}
+
+/* Bytes of the forward roved has acknowledged (header included). */
+static uint64_t
+fwd_acked(struct sess *s)
+{
+	if (s->fwd_stream < 0 || s->qc == NULL)
+		return 0;
+	return s->fwd_queued - quic_conn_stream_unacked(s->qc, s->fwd_stream);
+}
+
+static void
+stream_acked_cb(struct quic_conn *qc, int64_t stream_id, void *stream_arg,
+    void *arg)
+{
+	struct sess *s = arg;
+
+	(void)qc;
+	(void)stream_arg;
+	if (stream_id == s->fwd_stream)
+		fwd_fill(s);
+}
+
+static void
+stream_reset_cb(struct quic_conn *qc, int64_t stream_id, uint64_t code,
+    void *stream_arg, void *arg)
+{
+	struct sess *s = arg;
+
+	(void)qc;
+	(void)stream_arg;
+	if (stream_id == s->fwd_stream && !s->fwd_failed) {
+		s->fwd_failed = true;
+		snprintf(s->failed, sizeof s->failed, "forward reset: %s",
+		    proto_fwd_error_name(code));
+	}
 }
 
 static void
@@ -562,6 +657,8 @@ static const struct quic_conn_cbs sess_cbs = {
 	.handshake_done = handshake_done_cb,
 	.datagram = datagram_cb,
 	.stream_data = stream_data_cb,
+	.stream_reset = stream_reset_cb,
+	.stream_acked = stream_acked_cb,
 	.closed = closed_cb,
 	.new_session = new_session_cb,
 	.ticket_spent = ticket_spent_cb,
@@ -611,6 +708,7 @@ sess_prepare(struct load *ld, struct sess *s, const uint8_t priv[static KEY_LEN]
 	socklen_t srclen = 0;
 
 	s->ld = ld;
+	s->fwd_stream = -1;
 	s->tls = tls_ctx_create(TLS_ROLE_CLIENT, priv, quic_tls_pin, cause);
 	if (s->tls == NULL)
 		return -1;
@@ -670,6 +768,7 @@ sess_connect(struct sess *s)
 	if (s->qc != NULL || s->refused || ld->phase == PH_DONE)
 		return;
 	s->started = true;
+	s->fwd_stream = -1;
 	s->t_start = clock_now();
 	if (s->t_lost != 0 && s->t_back == 0)
 		s->restart_attempts++;
@@ -713,6 +812,7 @@ set_phase(struct load *ld, enum phase ph)
 
 static void report_connect(struct load *);
 static void report_traffic(struct load *);
+static void report_forwards(struct load *);
 static void report_restart(struct load *);
 static void begin_traffic(struct load *);
 
@@ -809,7 +909,8 @@ tick_cb(evutil_socket_t fd, short what, void *arg)
 			begin_restart_or_done(ld);
 		break;
 	case PH_TRAFFIC:
-		for (size_t i = 0; i < ld->active && i < ld->n; i++) {
+		for (size_t i = 0; ld->fwd.port == 0 && i < ld->active &&
+		    i < ld->n; i++) {
 			struct sess *s = &ld->s[i];
 			if (s->outstanding > 0 &&
 			    now - s->last_echo > ECHO_LOST_MS * NGTCP2_MILLISECONDS) {
@@ -821,7 +922,10 @@ tick_cb(evutil_socket_t fd, short what, void *arg)
 		}
 		quic_write_dirty();
 		if (el >= ld->traffic_s * NGTCP2_SECONDS) {
-			report_traffic(ld);
+			if (ld->fwd.port != 0)
+				report_forwards(ld);
+			else
+				report_traffic(ld);
 			begin_restart_or_done(ld);
 		}
 		break;
@@ -851,9 +955,48 @@ begin_traffic(struct load *ld)
 	ld->echo_sent = ld->echo_recv = ld->echo_lost = ld->echo_bytes = 0;
 	for (size_t i = 0; i < ld->active && i < ld->n; i++) {
 		ld->s[i].echo_replies = 0;
-		fill_window(&ld->s[i]);
+		if (ld->fwd.port != 0)
+			fwd_open(&ld->s[i]);
+		else
+			fill_window(&ld->s[i]);
 	}
 	quic_write_dirty();
+}
+
+/* Forward mode's figures; the forwards are then reset (the target sees
+ * its connection end). */
+static void
+report_forwards(struct load *ld)
+{
+	double el = secs(clock_now() - ld->phase_start);
+	size_t active = ld->active < ld->n ? ld->active : ld->n;
+	size_t moved = 0, failed = 0;
+	uint64_t bytes = 0;
+
+	for (size_t i = 0; i < active; i++) {
+		struct sess *s = &ld->s[i];
+		uint64_t b = fwd_acked(s);
+
+		bytes += b;
+		moved += b > FWD_CHUNK;
+		failed += s->fwd_failed;
+		if (s->fwd_stream >= 0 && s->qc != NULL)
+			quic_conn_stream_reset(s->qc, s->fwd_stream,
+			    PROTO_FWD_ERR_RESET);
+		s->fwd_stream = -1;
+	}
+	quic_write_dirty();
+	printf("forwards: %zu sessions, one forward each to %s:%u, %.1f s: "
+	    "%.1f MB taken by roved, %.1f Mbit/s in all; %zu moved data, "
+	    "%zu failed\n", active, ld->fwd.host, (unsigned)ld->fwd.port, el,
+	    (double)bytes / 1e6, el > 0 ? (double)bytes * 8 / el / 1e6 : 0,
+	    moved, failed);
+	printf("RESULT fwd_bytes=%" PRIu64 " fwd_mbit=%.1f fwd_sessions=%zu "
+	    "fwd_failed=%zu\n", bytes, el > 0 ? (double)bytes * 8 / el / 1e6 :
+	    0, moved, failed);
+	fflush(stdout);
+	if (moved != active || failed != 0)
+		ld->ok = false;
 }
 
 static void
@@ -971,8 +1114,8 @@ usage(void)
 	fprintf(stderr, "usage: rove-load gen -n N -k KEYS -p PEERS [-a RULE]\n"
 	    "       rove-load run -s ADDR:PORT -P PUBKEY -k KEYS [-n N] [-b ADDR] "
 	    "[-B B] [-C C]\n"
-	    "                 [-c SECS] [-i SECS] [-R PID] [-m M -t ADDR [-w W] "
-	    "[-S BYTES] [-T SECS]]\n"
+	    "                 [-c SECS] [-i SECS] [-R PID] [-m M (-t ADDR [-w W] "
+	    "[-S BYTES] | -F ADDR:PORT) [-T SECS]]\n"
 	    "                 [-r SECS] [-H SECS] [-v]\n");
 	exit(2);
 }
@@ -1098,7 +1241,7 @@ cmd_run(int argc, char **argv)
 	ld->pktsize = 1200;
 	ld->traffic_s = 5;
 	ld->ok = true;
-	while ((ch = getopt(argc, argv, "s:P:k:n:b:B:C:c:i:R:m:t:w:S:T:r:H:v")) != -1) {
+	while ((ch = getopt(argc, argv, "s:P:k:n:b:B:C:c:i:R:m:t:w:S:T:F:r:H:v")) != -1) {
 		switch (ch) {
 		case 's': server = optarg; break;
 		case 'P': pub = optarg; break;
@@ -1129,6 +1272,23 @@ cmd_run(int argc, char **argv)
 		case 'w': ld->window = (unsigned)num(optarg, 1, 1024); break;
 		case 'S': ld->pktsize = num(optarg, 28, 1380); break;
 		case 'T': ld->traffic_s = (unsigned)num(optarg, 1, 3600); break;
+		case 'F': {
+			struct sockaddr_storage ss;
+			socklen_t sslen;
+			char *colon = strrchr(optarg, ':');
+
+			if (addr_parse_sockaddr(optarg, &ss, &sslen) != 0 ||
+			    !test_network((struct sockaddr *)&ss) || colon == NULL ||
+			    (size_t)(colon - optarg) > PROTO_FWD_MAX_HOST) {
+				fprintf(stderr, "rove-load: -F %s: not a numeric "
+				    "ADDR:PORT of a test network\n", optarg);
+				exit(2);
+			}
+			ld->fwd.type = PROTO_FWD_CONNECT;
+			memcpy(ld->fwd.host, optarg, (size_t)(colon - optarg));
+			ld->fwd.port = (uint16_t)num(colon + 1, 1, 65535);
+			break;
+		}
 		case 'r': ld->restart_s = (unsigned)num(optarg, 1, 3600); break;
 		case 'H': ld->hold_s = (unsigned)num(optarg, 1, 3600); break;
 		case 'v': ld->verbose++; break;
@@ -1136,7 +1296,7 @@ cmd_run(int argc, char **argv)
 		}
 	}
 	if (server == NULL || pub == NULL || keys == NULL || optind != argc ||
-	    (ld->active > 0 && !ld->has_target))
+	    (ld->active > 0 && !ld->has_target && ld->fwd.port == 0))
 		usage();
 	if (key_decode(pub, ld->server_pub) != 0) {
 		fprintf(stderr, "rove-load: -P: not a public key\n");
