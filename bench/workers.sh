@@ -2,9 +2,11 @@
 # One roved process against two (Workers = 2), in one run: rove-load
 # connects WORKERS_N sessions (default 2,000) and then WORKERS_ACTIVE (50)
 # of them keep 8 ICMP echo requests of 1200 bytes each in flight through
-# the tunnel to roved's address for 5 s. Prints, for each setting, the
-# handshakes per second while connecting, the echo throughput (each way),
-# and the CPU seconds all roved processes used for each phase.
+# the tunnel to roved's address for 5 s; then WORKERS_ACTIVE new sessions
+# each keep a forward to a TCP sink beside roved full for 5 s. Prints, for
+# each setting, the handshakes per second while connecting, the echo
+# throughput (each way), the forwards' aggregate throughput, and the CPU
+# seconds all roved processes used for each phase.
 #
 # usage: bench/workers.sh BUILD_DIR
 # rove-load (the client side of every handshake and every echo) shares the
@@ -32,7 +34,8 @@ roved_cpu() {
 	awk -v t="$total" -v hz="$hz" 'BEGIN { printf "%.2f", t / hz }'
 }
 
-declare -A HS MBIT CPU_C CPU_D
+load_sink_start
+declare -A HS MBIT FWD CPU_C CPU_D
 for w in 1 2; do
 	sed "s/^\\[Server\\]$/[Server]\\nWorkers = $w/" "$WORK/one.conf" >"$LOAD_CONF"
 	rm -rf "$WORK/configs/state/roved-load"
@@ -48,9 +51,15 @@ for w in 1 2; do
 	MBIT[$w]=$(load_result "load-$w" echo_mbit)
 	CPU_C[$w]=$(awk -v a="$c0" -v b="$c1" 'BEGIN { printf "%.2f", b - a }')
 	CPU_D[$w]=$(awk -v a="$c1" -v b="$c2" 'BEGIN { printf "%.2f", b - a }')
-	log "workers $w: ${HS[$w]} handshakes/s, ${MBIT[$w]} Mbit/s"
 	stop_pid "$LOAD_PID"
 	forget_pid "$LOAD_PID"
+	load_run "fwd-$w" "$ACTIVE" -C "$ACTIVE" -c 30 -i 1 -m "$ACTIVE" \
+		-F "$LOAD_SINK:$LOAD_SINK_PORT" -T 5 -H 1
+	load_wait_line "fwd-$w" 60 "RESULT fwd_bytes" || die "rove-load's forwards did not finish ($w)"
+	FWD[$w]=$(load_result "fwd-$w" fwd_mbit)
+	stop_pid "$LOAD_PID"
+	forget_pid "$LOAD_PID"
+	log "workers $w: ${HS[$w]} handshakes/s, ${MBIT[$w]} Mbit/s echoes, ${FWD[$w]} Mbit/s forwards"
 	load_stop_roved
 	mv "$WORK/roved.log" "$WORK/roved-$w.log"
 done
@@ -59,10 +68,12 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0) printf "%.2f", b / a; else
 echo
 echo "Workers: roved as 1 and as 2 processes, rove-load with $N sessions," \
 	"$ACTIVE active ($(basename "$BUILD"); $(nproc) CPUs shared by all)"
-printf '  %-10s %16s %18s %22s\n' "" "handshakes/s" "echo Mbit/s each" "roved CPU s (conn/echo)"
+printf '  %-10s %14s %18s %18s %24s\n' "" "handshakes/s" "echo Mbit/s each" \
+	"forwards Mbit/s" "roved CPU s (conn/echo)"
 for w in 1 2; do
-	printf '  %-10s %16s %18s %22s\n' "workers $w" "${HS[$w]}" "${MBIT[$w]}" \
-		"${CPU_C[$w]} / ${CPU_D[$w]}"
+	printf '  %-10s %14s %18s %18s %24s\n' "workers $w" "${HS[$w]}" "${MBIT[$w]}" \
+		"${FWD[$w]}" "${CPU_C[$w]} / ${CPU_D[$w]}"
 done
-printf '  %-10s %16s %18s\n' "2 / 1" "$(ratio "${HS[1]}" "${HS[2]}")" "$(ratio "${MBIT[1]}" "${MBIT[2]}")"
+printf '  %-10s %14s %18s %18s\n' "2 / 1" "$(ratio "${HS[1]}" "${HS[2]}")" \
+	"$(ratio "${MBIT[1]}" "${MBIT[2]}")" "$(ratio "${FWD[1]}" "${FWD[2]}")"
 e2e_finish

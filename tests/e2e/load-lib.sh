@@ -32,6 +32,9 @@ LOAD_SRC_FIRST=198.18.16.1
 LOAD_PER_SRC=${LOAD_PER_SRC:-8}
 LOAD_TUN=198.19.0.1
 LOAD_PORT=4433
+# Every peer may forward to a TCP sink on roved's side (load_sink_start).
+LOAD_SINK=$LOAD_SRV
+LOAD_SINK_PORT=7001
 
 load_init() {
 	e2e_init "$@"
@@ -61,7 +64,8 @@ load_topo_up() {
 load_gen() {
 	local t0 t1
 	t0=$(date +%s%N)
-	"$BUILD/tests/rove-load" gen -n "$1" -k "$LOAD_KEYS" -p "$WORK/load-peers.conf" ||
+	"$BUILD/tests/rove-load" gen -n "$1" -k "$LOAD_KEYS" -p "$WORK/load-peers.conf" \
+		-a "$LOAD_SINK/32:$LOAD_SINK_PORT" ||
 		die "rove-load gen failed"
 	t1=$(date +%s%N)
 	LOAD_GEN_S=$(awk -v ns=$((t1 - t0)) 'BEGIN { printf "%.2f", ns / 1e9 }')
@@ -78,6 +82,30 @@ load_gen() {
 	IdleTimeout = 120
 	EOF
 	cat "$WORK/load-peers.conf" >>"$LOAD_CONF"
+}
+
+# load_sink_start: a TCP sink on $LOAD_SINK:$LOAD_SINK_PORT in roved's
+# namespace (tests/e2e/fwd-peer.py), one JSON line per connection in
+# $WORK/sink.json.
+load_sink_start() {
+	bg sink "$NS_SRV" "$PY" "$E2E_DIR/fwd-peer.py" serve \
+		"$LOAD_SINK:$LOAD_SINK_PORT" --results "$WORK/sink.json"
+	wait_for 10 "the sink" load_sink_listening || die "the sink does not listen"
+}
+
+load_sink_listening() {
+	nsx "$NS_SRV" ss -Htln "sport = :$LOAD_SINK_PORT" | grep -q .
+}
+
+# load_sink_totals: "CONNECTIONS BYTES" the sink received.
+load_sink_totals() {
+	"$PY" -c '
+import json, sys
+n = b = 0
+for line in open(sys.argv[1]):
+    n += 1
+    b += json.loads(line)["rx"]
+print(n, b)' "$WORK/sink.json"
 }
 
 # ms_since T0: milliseconds since T0 (date +%s%N).

@@ -76,6 +76,40 @@ read -r est1 drops1 <<<"$(worker_view "$SOCK1")"
 expect_eq "peers established after the restart" "$N" "$((est0 + est1))"
 stop_pid "$LOAD_PID"
 forget_pid "$LOAD_PID"
+
+# Forwards through both workers: 40 sessions each keep a forward to a TCP
+# sink beside roved full for 2 s. Each worker takes what its peers send
+# (acknowledged) and passes it on: the sink gets all of it but what the
+# relays still hold (one ForwardBuffer each, at most), and perhaps what
+# was in flight, unacknowledged, when the count was taken (rove-load keeps
+# at most 1 MiB a forward unacknowledged).
+load_sink_start
+load_run fwd 40 -C 40 -c 30 -i 1 -m 40 -F "$LOAD_SINK:$LOAD_SINK_PORT" -T 2
+wait_exit_load() { ! kill -0 "$LOAD_PID" 2>/dev/null; }
+wait_for 60 "rove-load's forwards" wait_exit_load || fail "rove-load did not finish"
+forget_pid "$LOAD_PID"
+log "$(grep '^forwards' "$WORK/fwd.log")"
+expect_eq "sessions whose forward moved data" 40 "$(load_result fwd fwd_sessions)"
+expect_eq "forwards failed" 0 "$(load_result fwd fwd_failed)"
+wait_for 10 "the sink's 40 connections" \
+	sh -c "[ \$(wc -l <'$WORK/sink.json' 2>/dev/null || echo 0) -ge 40 ]" ||
+	fail "the sink did not see 40 connections end"
+read -r conns rx <<<"$(load_sink_totals)"
+taken=$(load_result fwd fwd_bytes)
+buffer=$(nsx "$NS_SRV" "$BUILD/roved" -T -c "$LOAD_CONF" | sed -n 's/^ForwardBuffer = //p')
+log "sink: $conns connections, $rx bytes; roved took $taken"
+expect_eq "connections at the sink" 40 "$conns"
+sink_matches() {
+	[ "$rx" -le $((taken + 40 * 1048576)) ] &&
+		[ "$rx" -ge $((taken - 40 * buffer - 40 * 64)) ]
+}
+check "the sink got what roved took, within a ForwardBuffer less or 1 MiB more each" \
+	sink_matches
+est_fwd=$(status "$NS_SRV" "$SOCK1" | "$PY" -c '
+import json, sys
+print(sum(p["state"] == "established" for p in json.load(sys.stdin)["peers"]))')
+check "worker 1 served some of the forwarding sessions" [ "$est_fwd" -gt 0 ]
+
 # Worker 0 stops worker 1 with it.
 pid1=$(ip netns pids "$NS_SRV" | grep -vx "$ROVED_PID" | head -n1)
 load_stop_roved
