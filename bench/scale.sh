@@ -7,7 +7,8 @@
 #                   its RSS then
 #   status          rove status (text and --json) with none connected, all
 #                   SCALE_N connected and after the restart: milliseconds
-#                   and bytes; and --summary and --peer NAME
+#                   and bytes; and --summary and --peer NAME; one scrape
+#                   of /metrics (MetricsListen) with all connected
 #   connect         SCALE_N sessions, at most SCALE_CONC (128) handshakes
 #                   at once: time until all are up, handshakes/s, the
 #                   distribution of the time each took, roved's CPU per
@@ -55,6 +56,15 @@ cpu_s() {
 	awk -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); printf "%.2f", ($12 + $13) / hz }' \
 		"/proc/$1/stat"
 }
+# Prometheus metrics too (MetricsListen), scraped as a collector would.
+sed -i 's/^\[Server\]$/[Server]\nMetricsListen = 127.0.0.1:9105/' "$LOAD_CONF"
+# metrics_time: "MS KB" for one scrape of /metrics.
+metrics_time() {
+	local t0 bytes
+	t0=$(date +%s%N)
+	bytes=$(nsx "$NS_SRV" curl -sf http://127.0.0.1:9105/metrics | wc -c)
+	echo "$(ms_since "$t0") ms, $((bytes / 1024)) KB"
+}
 # status_time [--json]: "MS KB" for one rove status of roved.
 status_time() {
 	local t0 bytes
@@ -84,6 +94,7 @@ st_up_text=$(status_time)
 st_up_json=$(status_time --json)
 st_up_summary=$(status_time --json --summary)
 st_up_peer=$(status_time --json --peer load-00001)
+metrics_up=$(metrics_time)
 states_up=$(nsx "$NS_SRV" "$BUILD/rove" status -s "$ROVED_SOCK" --json --summary |
 	jget peer_states)
 
@@ -121,6 +132,7 @@ printf '  %-34s %s\n' \
 	"roved idle, $N connected" "$(r idle_cpu_pct)% of a core" \
 	"status, $N connected" "text $st_up_text; json $st_up_json" \
 	"status --summary / --peer" "$st_up_summary / $st_up_peer" \
+	"metrics scrape, $N connected" "$metrics_up" \
 	"peer states" "$states_up" \
 	"datagrams, $ACTIVE active" "$(r echo_mbit) Mbit/s each way, $(r echo_answered) answered, $(r echo_lost) lost" \
 	"restart: roved stop, start" "$stop_ms ms to exit (SIGTERM), $restart_start_ms ms to start" \
