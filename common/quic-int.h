@@ -81,7 +81,7 @@ struct quic_conn {
 	char id[QUIC_CONN_ID_STRLEN];
 	bool early_ready;      /* client: 0-RTT keys installed */
 	bool early_rx;         /* server: 0-RTT keys installed */
-	bool ticket_offered;   /* client: a ticket the server has not
+	bool ticket_offered;   /* client: resuming, and the server has not
 	                        * answered yet (cbs->ticket_spent) */
 	uint64_t last_rx;      /* clock_now() of the last packet read */
 	/* clock_now() when the peer last acknowledged something, or when

@@ -818,12 +818,7 @@ resume_session(struct quic_conn *qc, const struct quic_resume *r)
 	sess = wolfSSL_d2i_SSL_SESSION(NULL, &p, (long)r->sessionlen);
 	if (sess == NULL)
 		return;
-	if (wolfSSL_set_session(qc->ssl, sess) != WOLFSSL_SUCCESS) {
-		wolfSSL_SESSION_free(sess);
-		return;
-	}
-	qc->ticket_offered = true;
-	if (r->early_data &&
+	if (wolfSSL_set_session(qc->ssl, sess) == WOLFSSL_SUCCESS && r->early_data &&
 	    wolfSSL_SESSION_get_max_early_data(sess) == UINT32_MAX &&
 	    ngtcp2_conn_decode_and_set_0rtt_transport_params(qc->conn,
 	    r->params, r->paramslen) == 0) {
@@ -864,8 +859,12 @@ quic_conn_client_create(struct event_base *base, const struct quic_settings *qs,
 	}
 	qc->ssl = tls_session_create(ctx, TLS_ROLE_CLIENT, &qc->conn_ref);
 	ngtcp2_conn_set_tls_native_handle(qc->conn, qc->ssl);
-	if (resume != NULL)
+	/* Spent at the server's first answer, even if wolfSSL could not
+	 * use it (expired): the owner then drops it all the same. */
+	if (resume != NULL) {
+		qc->ticket_offered = true;
 		resume_session(qc, resume);
+	}
 	if (qs->keepalive_s > 0)
 		ngtcp2_conn_set_keep_alive_timeout(qc->conn,
 		    (uint64_t)qs->keepalive_s * NGTCP2_SECONDS);

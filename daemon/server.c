@@ -356,6 +356,9 @@ session_free(struct session *sess)
 	struct cid_entry *e, *next;
 
 	session_opened(sess);
+	/* Under MaxSessions too, a waiter may start now. */
+	if (srv->admit.nwaiting > 0 && srv->wait_ev != NULL)
+		event_active(srv->wait_ev, EV_TIMEOUT, 1);
 	for (e = sess->cids; e != NULL; e = next) {
 		next = e->sess_next;
 		cid_unlink(srv, e);
