@@ -25,6 +25,10 @@
 #                   session's time without one, connection attempts,
 #                   roved's CPU for it, and how long its stop took
 #
+# SCALE_WORKERS (default 1) sets roved's Workers; its RSS and CPU are then
+# worker 0's alone (rove-load reads one PID), everything else is the
+# whole server's.
+#
 # usage: bench/scale.sh BUILD_DIR
 # Both programs share the machine's CPUs: rove-load does the client side
 # of every handshake. Every phase is bounded (rove-load -c/-r, wait_for);
@@ -35,6 +39,7 @@ N=${SCALE_N:-2000}
 CONF_N=${SCALE_CONF_N:-10000}
 ACTIVE=${SCALE_ACTIVE:-50}
 CONC=${SCALE_CONC:-128}
+WORKERS=${SCALE_WORKERS:-1}
 [ "$CONF_N" -ge "$N" ] || CONF_N=$N
 [ "$ACTIVE" -le "$N" ] || ACTIVE=$N
 load_init "$1"
@@ -57,7 +62,7 @@ cpu_s() {
 		"/proc/$1/stat"
 }
 # Prometheus metrics too (MetricsListen), scraped as a collector would.
-sed -i 's/^\[Server\]$/[Server]\nMetricsListen = 127.0.0.1:9105/' "$LOAD_CONF"
+sed -i "s/^\\[Server\\]\$/[Server]\\nMetricsListen = 127.0.0.1:9105\\nWorkers = $WORKERS/" "$LOAD_CONF"
 # metrics_time: "MS KB" for one scrape of /metrics.
 metrics_time() {
 	local t0 bytes
@@ -119,7 +124,7 @@ forget_pid "$LOAD_PID"
 
 r() { load_result load "$1"; }
 echo
-echo "Scale: roved with $CONF_N configured peers, rove-load with $N sessions" \
+echo "Scale: roved with $CONF_N configured peers ($WORKERS worker(s)), rove-load with $N sessions" \
 	"($(basename "$BUILD"); $(nproc) CPUs shared by both)"
 printf '  %-34s %s\n' \
 	"keys and config ($CONF_N peers)" "${LOAD_GEN_S} s to generate" \
