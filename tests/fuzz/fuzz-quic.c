@@ -561,6 +561,7 @@ to_server_slot(struct end *e, const uint8_t *pkt, size_t len,
 			udp_batch_commit(&sbatch, retrylen, sa, from->locallen, 0);
 			return;
 		case ADMIT_DROP:
+		case ADMIT_WAIT: /* a line needs more than MAX_CONNS half-open */
 			return;
 		case ADMIT_ACCEPT:
 			break;
