@@ -283,18 +283,6 @@ tls_ctx_set_keylog(WOLFSSL_CTX *ctx, const char *path, char **cause)
  * compute the same RFC 5869 HKDF with wolfCrypt directly; a digest other
  * than TLS 1.3's two goes to wolfSSL's own.
  */
-int __real_wolfSSL_quic_hkdf_extract(uint8_t *, const WOLFSSL_EVP_MD *,
-    const uint8_t *, size_t, const uint8_t *, size_t);
-int __real_wolfSSL_quic_hkdf_expand(uint8_t *, size_t, const WOLFSSL_EVP_MD *,
-    const uint8_t *, size_t, const uint8_t *, size_t);
-int __real_wolfSSL_quic_hkdf(uint8_t *, size_t, const WOLFSSL_EVP_MD *,
-    const uint8_t *, size_t, const uint8_t *, size_t, const uint8_t *, size_t);
-int __wrap_wolfSSL_quic_hkdf_extract(uint8_t *, const WOLFSSL_EVP_MD *,
-    const uint8_t *, size_t, const uint8_t *, size_t);
-int __wrap_wolfSSL_quic_hkdf_expand(uint8_t *, size_t, const WOLFSSL_EVP_MD *,
-    const uint8_t *, size_t, const uint8_t *, size_t);
-int __wrap_wolfSSL_quic_hkdf(uint8_t *, size_t, const WOLFSSL_EVP_MD *,
-    const uint8_t *, size_t, const uint8_t *, size_t, const uint8_t *, size_t);
 
 /* wolfCrypt's hash type for `md`, or -1. */
 static int

@@ -46,4 +46,21 @@ int tls_ctx_set_keylog(WOLFSSL_CTX *, const char *path, char **cause);
  * the connect state entered). `conn_ref` becomes its app data. */
 WOLFSSL *tls_session_create(WOLFSSL_CTX *, enum tls_role, void *conn_ref);
 
+/* QUIC's HKDF: the linker sends ngtcp2's calls of wolfSSL_quic_hkdf*
+ * to the __wrap_ versions in tls.c (-Wl,--wrap in the Makefile), which
+ * use wolfCrypt's HKDF directly and leave other digests to wolfSSL's own
+ * (__real_). Same arguments and returns as wolfSSL's <wolfssl/quic.h>. */
+int __real_wolfSSL_quic_hkdf_extract(uint8_t *, const WOLFSSL_EVP_MD *,
+    const uint8_t *, size_t, const uint8_t *, size_t);
+int __real_wolfSSL_quic_hkdf_expand(uint8_t *, size_t, const WOLFSSL_EVP_MD *,
+    const uint8_t *, size_t, const uint8_t *, size_t);
+int __real_wolfSSL_quic_hkdf(uint8_t *, size_t, const WOLFSSL_EVP_MD *,
+    const uint8_t *, size_t, const uint8_t *, size_t, const uint8_t *, size_t);
+int __wrap_wolfSSL_quic_hkdf_extract(uint8_t *, const WOLFSSL_EVP_MD *,
+    const uint8_t *, size_t, const uint8_t *, size_t);
+int __wrap_wolfSSL_quic_hkdf_expand(uint8_t *, size_t, const WOLFSSL_EVP_MD *,
+    const uint8_t *, size_t, const uint8_t *, size_t);
+int __wrap_wolfSSL_quic_hkdf(uint8_t *, size_t, const WOLFSSL_EVP_MD *,
+    const uint8_t *, size_t, const uint8_t *, size_t, const uint8_t *, size_t);
+
 #endif

@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "quic-crypto.h"
+#include "tls.h"
 
 #define NONCE_LEN 12
 
@@ -201,13 +202,6 @@ test_chacha_not_fast(void **state)
 	assert_false(quic_crypto_hp_fast(&hp_ctx));
 	wolfSSL_EVP_CIPHER_CTX_free(hp_ctx.native_handle);
 }
-
-int __real_wolfSSL_quic_hkdf_extract(uint8_t *, const WOLFSSL_EVP_MD *,
-    const uint8_t *, size_t, const uint8_t *, size_t);
-int __real_wolfSSL_quic_hkdf_expand(uint8_t *, size_t, const WOLFSSL_EVP_MD *,
-    const uint8_t *, size_t, const uint8_t *, size_t);
-int __real_wolfSSL_quic_hkdf(uint8_t *, size_t, const WOLFSSL_EVP_MD *,
-    const uint8_t *, size_t, const uint8_t *, size_t, const uint8_t *, size_t);
 
 /* Extract, expand and both, for SHA-256 and SHA-384, with and without a
  * salt, at lengths up to a few blocks: the same bytes as wolfSSL's. */
