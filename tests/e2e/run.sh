@@ -55,6 +55,10 @@ for t in "${tests[@]}"; do
 		[ $rc -eq 124 ] && echo "$name: timed out after 300 s" >>"$logs/$name.log"
 		printf 'FAIL %-20s (%ds, exit %d)\n' "$name" "$secs" "$rc"
 		sed 's/^/    /' "$logs/$name.log"
+		# Again at the end: a long log may be cut in the middle where
+		# it is shown.
+		echo "    $name: failed checks:"
+		grep -E '(^|] )FAIL: |timed out after' "$logs/$name.log" | sed 's/^/      /'
 	fi
 done
 [ $failed -eq 0 ] || echo "failed: ${failures[*]} (logs in $logs)"

@@ -10,7 +10,11 @@
 #    (with a 0.1 s interval, 10 in a row means the two answered requests
 #    around them were sent 1.1 s apart, a gap over 1 s), and no two
 #    successive replies arrive more than 1.0 s apart (ping -D receive
-#    times), which also catches answers held up rather than lost;
+#    times), which also catches answers held up rather than lost. At 5%
+#    loss each way the bound on that gap is 2.0 s: there a tail of lost
+#    probes (PTOs of about 65, 130, 260 and 520 ms, each probe or its ACK
+#    lost with a chance of 1 in 10) can hold the datagram queue for close
+#    to a second, once in a few runs; a stall lasts far longer;
 #  - bulk data arrives in every 1-second interval in each direction,
 #    counted where it is received: roved's side of iperf3 for the client's
 #    upload, the client's side for its download. Only a last interval
@@ -54,10 +58,11 @@ print("    %s: %s, drops %s" % (sys.argv[1],
 ' "$1" || log "no status from $1"
 }
 
-# lossy_run TAG PORT [MAX_RUN]: one setting; MAX_RUN empty 1-second
-# intervals in a row are tolerated (default 0: none at all).
+# lossy_run TAG PORT [MAX_RUN [MAX_GAP]]: one setting; MAX_RUN empty
+# 1-second intervals in a row are tolerated (default 0: none at all), and
+# replies at most MAX_GAP seconds apart (default 1.0).
 lossy_run() {
-	local tag=$1 port=$2 max_run=${3:-0} srv ping_pid rc out what n empty
+	local tag=$1 port=$2 max_run=${3:-0} max_gap=${4:-1.0} srv ping_pid rc out what n empty
 	log "$tag: relay delay $ROAM_DELAY ms each way, loss $ROAM_LOSS% each way"
 	# A server of its own per setting: a run cut short cannot leave a
 	# half-finished test in the way of the next. -J on the server too:
@@ -163,7 +168,7 @@ lossy_run() {
 		"replies $(field ping_gap) s at +$(field ping_gap_at) s"
 	assert_cmp "$tag: echo requests sent" "$(field ping_sent)" -ge $((BULK_SECS * 10))
 	assert_cmp "$tag: longest run of unanswered echo requests" "$(field ping_run)" -le 9
-	assert_cmp "$tag: longest gap between echo replies (s)" "$(field ping_gap)" -le 1.0
+	assert_cmp "$tag: longest gap between echo replies (s)" "$(field ping_gap)" -le "$max_gap"
 	for what in up down; do
 		n=$(field ${what}_intervals)
 		empty=$(field ${what}_empty)
@@ -187,7 +192,7 @@ relay_counters "$WORK/delay-relay-1.log"
 wait_for 10 "the tunnel through the new relay" quiet_ping "$RNS_C" "$S_TUN" ||
 	die "the tunnel does not carry pings through the new relay"
 
-lossy_run "loss5-rtt20" 5202 1
+lossy_run "loss5-rtt20" 5202 1 2.0
 
 roam_stop_all
 stop_pid "$RELAY_PID"
