@@ -25,6 +25,10 @@
 #                   session's time without one, connection attempts,
 #                   roved's CPU for it, and how long its stop took
 #
+# SCALE_PERF=FILE records a system-wide perf profile (with call graphs)
+# from just before the restart until all sessions are back;
+# SCALE_PERF_ARGS replaces its options (default "-a -g"), for example
+# "-a -F 499 --call-graph dwarf" for user-space call graphs.
 # SCALE_WORKERS (default 1) sets roved's Workers; its RSS and CPU are then
 # worker 0's alone (rove-load reads one PID), everything else is the
 # whole server's.
@@ -104,15 +108,40 @@ states_up=$(nsx "$NS_SRV" "$BUILD/rove" status -s "$ROVED_SOCK" --json --summary
 	jget peer_states)
 
 log "restarting roved"
+perf_pid=
+if [ -n "${SCALE_PERF:-}" ]; then
+	# shellcheck disable=SC2086 # SCALE_PERF_ARGS is a list of options
+	perf record -q ${SCALE_PERF_ARGS:--a -g} -o "$SCALE_PERF" -- sleep 30 >/dev/null 2>&1 &
+	perf_pid=$!
+	sleep 0.5
+fi
+# udp_drops NS: datagrams the namespace's UDP sockets had no room for.
+udp_drops() { nsx "$1" nstat -az UdpRcvbufErrors | awk '$1 == "UdpRcvbufErrors" { print $2 }'; }
+drops_srv0=$(udp_drops "$NS_SRV")
+drops_load0=$(udp_drops "$NS_LOAD")
 t0=$(date +%s%N)
 load_stop_roved
 stop_ms=$(ms_since "$t0")
 mv "$WORK/roved.log" "$WORK/roved-1.log"
 load_start_roved
 restart_start_ms=$ROVED_START_MS
-load_wait_line load 100 "holding the sessions" ||
+# Polled every half second, not wait_for's tenth: rove-load times the
+# storm itself, and the poll's processes would take CPU from it.
+for ((i = 0; i < 200; i++)); do
+	grep -q "holding the sessions" "$WORK/load.log" && break
+	sleep 0.5
+done
+grep -q "holding the sessions" "$WORK/load.log" ||
 	fail "rove-load did not see every session back"
+[ -z "$perf_pid" ] || { kill -INT "$perf_pid"; wait "$perf_pid"; }
 storm_cpu=$(cpu_s "$ROVED_PID")
+drops_srv=$(($(udp_drops "$NS_SRV") - drops_srv0))
+drops_load=$(($(udp_drops "$NS_LOAD") - drops_load0))
+# Every worker's (worker 0's children), for the whole server's CPU.
+storm_cpu_all=$storm_cpu
+for w in $(pgrep -P "$ROVED_PID" -x roved); do
+	storm_cpu_all=$(awk -v a="$storm_cpu_all" -v b="$(cpu_s "$w")" 'BEGIN { printf "%.2f", a + b }')
+done
 storm_rss=$(rss_kb "$ROVED_PID")
 st_back_text=$(status_time)
 st_back_json=$(status_time --json)
@@ -144,7 +173,8 @@ printf '  %-34s %s\n' \
 	"restart: all back" "$(r back) of $(r lost) in $(r back_s) s after the first loss" \
 	"restart: 0-RTT" "$(r zero_rtt_accepted) accepted of $(r zero_rtt_attempted) attempted, $(r zero_rtt_rejected) rejected" \
 	"restart: connection attempts" "$(r attempts), at most $(r max_attempts) for one session" \
-	"restart: roved CPU, RSS" "$storm_cpu s from its start until all were back; RSS $((storm_rss / 1024)) MiB" \
+	"restart: UDP receive buffers full" "roved's side $drops_srv datagrams, rove-load's $drops_load" \
+	"restart: roved CPU, RSS" "$storm_cpu s (all workers $storm_cpu_all s) from its start until all were back; RSS $((storm_rss / 1024)) MiB" \
 	"status after the restart" "text $st_back_text; json $st_back_json" \
 	"peer states after" "$states_back" \
 	"admission after the restart" "$admission_back"

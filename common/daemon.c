@@ -135,6 +135,10 @@ daemon_log_libevent(void)
 	event_set_log_callback(libevent_log_cb);
 }
 
+/* At a fast exit (ops->exit) the program's memory points into its
+ * configuration: kept here, where a leak checker finds it. */
+static struct cfg kept_cfg;
+
 int
 daemon_main(int argc, char **argv, const struct daemon_ops *ops)
 {
@@ -252,6 +256,12 @@ daemon_main(int argc, char **argv, const struct daemon_ops *ops)
 	notify_free();
 	if (ops->exit_status != NULL)
 		status = ops->exit_status(prog);
+	if (ops->exit != NULL) {
+		ops->exit(prog);
+		kept_cfg = cfg;
+		free(opts);
+		return status;
+	}
 	ops->free(prog);
 	for (int i = 0; i < 3; i++)
 		event_free(sigs[i]);

@@ -31,6 +31,11 @@ struct daemon_ops {
 	    char **cause);
 	void (*shutdown)(void *);  /* on SIGINT/SIGTERM */
 	void (*free)(void *);
+	/* At the end of a run (may be NULL: free): undo only what outlives
+	 * the process and leave the memory to the kernel, still reachable
+	 * from the program's own globals (so a leak checker stays quiet).
+	 * The configuration is then kept too. */
+	void (*exit)(void *);
 	int (*exit_status)(const void *); /* NULL: 0 */
 	/* Set up and unprivileged, about to run the loop (may be NULL): a
 	 * server tells the service manager it is ready here; a client does

@@ -1050,6 +1050,12 @@ linger_cb(evutil_socket_t fd, short what, void *arg)
 	nlinger--;
 }
 
+bool
+quic_tcp_lingering(void)
+{
+	return nlinger > 0;
+}
+
 void
 quic_tcp_linger_clear(void)
 {

@@ -207,6 +207,9 @@ struct quic_conn *quic_tcp_server_create(struct event_base *,
 /* Close at once the sockets of finished TCP sessions that still wait
  * for their peer's FIN (at exit). */
 void quic_tcp_linger_clear(void);
+/* Whether a closed TCP-transport connection's socket is still draining
+ * (lingering); the event loop must run for it to finish. */
+bool quic_tcp_lingering(void);
 /* True for a session over TCP. */
 bool quic_conn_is_tcp(const struct quic_conn *);
 

@@ -240,7 +240,11 @@ admit_check(struct admit *a, const ngtcp2_pkt_hd *hd,
 		a->stats.rate_limited++;
 		return ADMIT_DROP;
 	}
-	if (half_open >= ADMIT_MAX_HALF_OPEN)
+	/* Behind those already waiting too, while there is room: slots free
+	 * up a batch at a time (server.c), and the line is first come,
+	 * first served. */
+	if (half_open >= ADMIT_MAX_HALF_OPEN ||
+	    (a->nwaiting > 0 && res->validated && a->nwaiting < ADMIT_WAIT_MAX))
 		return ADMIT_WAIT;
 	a->stats.accepted++;
 	if (res->validated)

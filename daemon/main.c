@@ -48,6 +48,12 @@ free_server(void *arg)
 	server_free(arg);
 }
 
+static void
+exit_server(void *arg)
+{
+	server_exit(arg);
+}
+
 static int
 reload(void *arg, const struct cfg *next)
 {
@@ -70,6 +76,7 @@ main(int argc, char **argv)
 		.create = create,
 		.shutdown = shutdown_server,
 		.free = free_server,
+		.exit = exit_server,
 		.started = started,
 		.reload = reload,
 		.exit_status = exit_status,

@@ -888,6 +888,9 @@ start_session(struct listener *l, const ngtcp2_pkt_hd *hd,
 	quic_conn_read(sess->qc, &l->sock, from, fromlen, pkt, len, ecn);
 }
 
+/* The next pass of start_waiting: after the sockets have been read. */
+static const struct timeval wait_next_pass = { 0, 0 };
+
 static void
 new_session(struct listener *l, const uint8_t *pkt, size_t len,
     const struct sockaddr *from, socklen_t fromlen, uint8_t ecn)
@@ -917,6 +920,10 @@ new_session(struct listener *l, const uint8_t *pkt, size_t len,
 	case ADMIT_WAIT:
 		admit_wait_push(&srv->admit, &hd, &adm, pkt, len, ecn, from,
 		    fromlen, l, clock_now());
+		/* Behind others while a slot is free: the next pass starts
+		 * it (one may already be due; adding again keeps one). */
+		if (srv->half_open < ADMIT_MAX_HALF_OPEN)
+			event_add(srv->wait_ev, &wait_next_pass);
 		return;
 	case ADMIT_ACCEPT:
 		break;
@@ -929,18 +936,32 @@ static void handle_packet(struct listener *, const uint8_t *, size_t,
 static void flush_all(struct server *);
 
 /* Starts the handshakes that waited for a half-open slot while slots are
- * free: returning clients first, each in the order they came. */
+ * free: returning clients first, each in the order they came. At most
+ * ADMIT_WAIT_BATCH per pass, the next pass after the sockets have been
+ * read: in a reconnect storm the Finished of handshakes under way then
+ * completes them (freeing their slots) between batches, so the clients
+ * work on one batch while roved starts the next, instead of both sides
+ * taking turns on a line of 256. */
 static void
 start_waiting(struct server *srv)
 {
 	struct admit_waiter *w;
 	uint64_t now = clock_now();
 	ngtcp2_pkt_hd hd;
+	unsigned started = 0;
 
 	while (!srv->shutting_down && srv->half_open < ADMIT_MAX_HALF_OPEN &&
-	    srv->nsessions < srv->max_sessions &&
-	    (w = admit_wait_pop(&srv->admit, now)) != NULL) {
-		struct listener *l = w->arg;
+	    srv->nsessions < srv->max_sessions) {
+		struct listener *l;
+
+		if (started++ == ADMIT_WAIT_BATCH) {
+			if (srv->admit.nwaiting > 0)
+				event_add(srv->wait_ev, &wait_next_pass);
+			break;
+		}
+		if ((w = admit_wait_pop(&srv->admit, now)) == NULL)
+			break;
+		l = w->arg;
 
 		if (ngtcp2_accept(&hd, w->pkts[0].data, w->pkts[0].len) == 0) {
 			start_session(l, &hd, &w->res, w->pkts[0].data,
@@ -2117,15 +2138,38 @@ server_shutdown(struct server *srv)
 {
 	struct timeval grace = { 0, 100000 };
 	struct session *sess, *next;
+	bool tcp = false;
 
 	srv->shutting_down = true;
 	workers_signal(srv->workers, SIGTERM);
 	for (sess = LIST_FIRST(&srv->sessions); sess != NULL; sess = next) {
 		next = LIST_NEXT(sess, entry);
+		tcp |= quic_conn_is_tcp(sess->qc);
 		quic_conn_close(sess->qc, 0, "server shutting down");
 	}
 	flush_all(srv);
-	event_base_loopexit(srv->base, &grace);
+	/* The UDP closes have left (sent synchronously); a TCP-transport
+	 * close may still sit in a socket the loop drains. Without one, exit
+	 * at once: after a restart, clients come back only once the new
+	 * roved has the port, so every millisecond here is theirs. */
+	event_base_loopexit(srv->base, tcp || quic_tcp_lingering() ? &grace : NULL);
+}
+
+void
+server_exit(struct server *srv)
+{
+	/* Freeing 10,000 sessions one by one takes a fifth of a second, and
+	 * a restarting server's clients wait for the port through all of
+	 * it. What outlives the process is undone here: the worker
+	 * processes, the control socket's path, packets still bound for the
+	 * TUN; the kernel takes the rest (descriptors, memory). The server
+	 * stays reachable from the_server. */
+	workers_free(srv->workers);
+	srv->workers = NULL;
+	control_free(srv->control);
+	srv->control = NULL;
+	if (srv->has_tun)
+		tunnel_flush(&srv->tun_out);
 }
 
 void

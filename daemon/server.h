@@ -27,12 +27,16 @@ void server_notify(struct server *);
  * peer, one outside the running subnet, an exhausted pool, a route that
  * cannot be added). NULL counts a refused reload. */
 int server_reload(struct server *, const struct cfg *next);
-/* Close every connection (CONNECTION_CLOSE sent), then stop the loop
- * shortly after, once those packets have left. */
+/* Close every connection (CONNECTION_CLOSE sent), then stop the loop:
+ * at once, or 100 ms later when a TCP-transport close still drains. */
 void server_shutdown(struct server *);
 /* 1 when a worker died and took the server down, else 0. */
 int server_exit_status(const struct server *);
 /* Release everything; the TUN device and its routes disappear. */
 void server_free(struct server *);
+/* At exit, after server_shutdown: stop the workers, remove the control
+ * socket, write what is queued for the TUN, and leave the rest to the
+ * process's end (the TUN device goes with its descriptor). */
+void server_exit(struct server *);
 
 #endif

@@ -173,11 +173,12 @@ workers_free(struct workers *ws)
 
 			if (ws->pid[w] <= 0)
 				continue;
-			/* 5 s to close their connections, then no more. */
-			for (int t = 0; t < 50; t++) {
+			/* 5 s to close their connections, then no more.
+			 * Polled finely: a restart waits for this exit. */
+			for (int t = 0; t < 2500; t++) {
 				if (waitpid(ws->pid[w], &st, WNOHANG) != 0)
 					break;
-				usleep(100000);
+				usleep(2000);
 			}
 			if (waitpid(ws->pid[w], &st, WNOHANG) == 0) {
 				kill(ws->pid[w], SIGKILL);

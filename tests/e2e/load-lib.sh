@@ -133,8 +133,16 @@ load_start_roved() {
 		die "roved did not come up"
 }
 
-# load_stop_roved: SIGTERM (it closes every connection) and wait.
+# load_stop_roved: SIGTERM (it closes every connection) and wait, polling
+# every 10 ms (not stop_pid's 100): a restart measures from the first
+# lost session, and the next roved starts when this one is gone.
 load_stop_roved() {
+	local i
+	kill -TERM "$ROVED_PID" 2>/dev/null
+	for ((i = 0; i < 1000; i++)); do
+		kill -0 "$ROVED_PID" 2>/dev/null || break
+		sleep 0.01
+	done
 	stop_pid "$ROVED_PID"
 	forget_pid "$ROVED_PID"
 }

@@ -168,6 +168,7 @@ struct load {
 	uint64_t t_all_up;
 	size_t lost, back;   /* restart phase */
 	uint64_t t_first_lost, t_all_back;
+	double cpu_first_lost; /* rove-load's own CPU then (seconds) */
 	uint64_t echo_sent, echo_recv, echo_lost, echo_bytes;
 	bool ok;
 };
@@ -629,8 +630,10 @@ closed_cb(struct quic_conn *qc, const struct quic_close_info *info, void *arg)
 		ld->up--;
 		if (ld->phase == PH_RESTART && s->t_lost == 0) {
 			s->t_lost = clock_now();
-			if (ld->lost++ == 0)
+			if (ld->lost++ == 0) {
 				ld->t_first_lost = s->t_lost;
+				ld->cpu_first_lost = self_cpu_s();
+			}
 		}
 	}
 	if (ld->phase == PH_DONE)
@@ -738,6 +741,8 @@ sess_prepare(struct load *ld, struct sess *s, const uint8_t priv[static KEY_LEN]
 	s->batch = xcalloc(1, sizeof *s->batch);
 	udp_batch_init(s->batch, &s->sock);
 	s->ev = event_new(ld->base, s->sock.fd, EV_READ | EV_PERSIST, udp_read_cb, s);
+	if (s->ev != NULL)
+		event_priority_set(s->ev, 0);
 	event_add(s->ev, NULL);
 	s->retry_ev = evtimer_new(ld->base, retry_cb, s);
 	s->qs = (struct quic_settings){
@@ -1051,6 +1056,32 @@ report_traffic(struct load *ld)
 		ld->ok = false;
 }
 
+/* How many sessions were back by each half second after the first loss:
+ * the shape of the storm (when the server answered, then its rate). */
+static void
+print_back_timeline(const struct load *ld)
+{
+	enum { STEP_MS = 100, STEPS = 200 };
+	size_t by[STEPS] = { 0 }, last = 0;
+
+	for (size_t i = 0; i < ld->n; i++) {
+		const struct sess *s = &ld->s[i];
+		uint64_t ms;
+
+		if (s->t_lost == 0 || s->t_back == 0)
+			continue;
+		ms = (s->t_back - ld->t_first_lost) / 1000000;
+		for (size_t j = ms / STEP_MS; j < STEPS; j++)
+			by[j]++;
+	}
+	printf("  back by 0.1 s step:");
+	for (size_t j = 0; j < STEPS && last < ld->back; j++) {
+		printf(" %zu", by[j]);
+		last = by[j];
+	}
+	printf("\n");
+}
+
 static void
 report_restart(struct load *ld)
 {
@@ -1089,6 +1120,9 @@ report_restart(struct load *ld)
 		    " of %" PRIu64 " attempted (%" PRIu64 " rejected)\n",
 		    ld->back, ld->lost, el, hs, acc, att, rej);
 		print_dist("time without a session", v, k);
+		print_back_timeline(ld);
+		printf("  rove-load's own CPU from the first loss: %.2f s\n",
+		    self_cpu_s() - ld->cpu_first_lost);
 		printf("  connection attempts: %" PRIu64 " in all, at most %u for "
 		    "one session\n", tries, most_tries);
 		if (slowest != NULL)
@@ -1329,7 +1363,13 @@ cmd_run(int argc, char **argv)
 			exit(1);
 		}
 	}
-	if ((ld->base = event_base_new()) == NULL)
+	/* Two priorities: what the server sent is handled before any timer
+	 * (retransmissions, new attempts) runs. One process plays thousands
+	 * of clients; run in the other order, it answers a server's flight
+	 * only after its own backlog of probes, which real clients, each
+	 * on its own device, would not make the server wait for. */
+	if ((ld->base = event_base_new()) == NULL ||
+	    event_base_priority_init(ld->base, 2) != 0)
 		fatalx("event_base_new failed");
 	quic_set_pin_check(pin_check);
 	quic_random(ld->reset_secret, sizeof ld->reset_secret);
