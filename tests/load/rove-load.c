@@ -741,8 +741,6 @@ sess_prepare(struct load *ld, struct sess *s, const uint8_t priv[static KEY_LEN]
 	s->batch = xcalloc(1, sizeof *s->batch);
 	udp_batch_init(s->batch, &s->sock);
 	s->ev = event_new(ld->base, s->sock.fd, EV_READ | EV_PERSIST, udp_read_cb, s);
-	if (s->ev != NULL)
-		event_priority_set(s->ev, 0);
 	event_add(s->ev, NULL);
 	s->retry_ev = evtimer_new(ld->base, retry_cb, s);
 	s->qs = (struct quic_settings){
@@ -1363,13 +1361,7 @@ cmd_run(int argc, char **argv)
 			exit(1);
 		}
 	}
-	/* Two priorities: what the server sent is handled before any timer
-	 * (retransmissions, new attempts) runs. One process plays thousands
-	 * of clients; run in the other order, it answers a server's flight
-	 * only after its own backlog of probes, which real clients, each
-	 * on its own device, would not make the server wait for. */
-	if ((ld->base = event_base_new()) == NULL ||
-	    event_base_priority_init(ld->base, 2) != 0)
+	if ((ld->base = event_base_new()) == NULL)
 		fatalx("event_base_new failed");
 	quic_set_pin_check(pin_check);
 	quic_random(ld->reset_secret, sizeof ld->reset_secret);
