@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <netlink/addr.h>
 #include <netlink/attr.h>
@@ -390,19 +391,42 @@ route_str(const struct route_spec *rs, char *buf, size_t len)
 		snprintf(buf, len, "%s/%u dev %s", dst, rs->dst_len, ifs);
 }
 
+/* The socket route_change keeps: a server with workers changes a route
+ * for every connection that comes and goes, and a socket of its own per
+ * change (made, bound, closed) cost more than the change itself. Kept
+ * per process: a forked worker opens its own, so that no answer goes to
+ * the wrong process. */
+static struct nl_req route_req;
+static pid_t route_req_pid;
+
+static int
+route_req_get(char **cause)
+{
+	if (route_req.sk != NULL && route_req_pid != getpid())
+		nl_req_close(&route_req);   /* the parent's: closed here only */
+	if (route_req.sk == NULL) {
+		if (nl_req_open(&route_req, cause) != 0)
+			return -1;
+		route_req_pid = getpid();
+	}
+	route_req.kernel_errno = 0;
+	route_req.extack[0] = '\0';
+	return 0;
+}
+
 /* Add (with `nlflags`) or delete one route in the main table. */
 static int
 route_change(bool add, const struct route_spec *rs, int nlflags,
     const char *what, char **cause)
 {
-	struct nl_req req;
+	struct nl_req *req = &route_req;
 	struct rtnl_route *route = NULL;
 	struct rtnl_nexthop *nh;
 	struct nl_addr *dst = NULL, *gw = NULL;
 	char desc[256];
 	int err, ret = -1;
 
-	if (nl_req_open(&req, cause) != 0)
+	if (route_req_get(cause) != 0)
 		return -1;
 
 	route = rtnl_route_alloc();
@@ -429,9 +453,9 @@ route_change(bool add, const struct route_spec *rs, int nlflags,
 		goto fail;
 
 	if (add)
-		err = rtnl_route_add(req.sk, route, nlflags);
+		err = rtnl_route_add(req->sk, route, nlflags);
 	else
-		err = rtnl_route_delete(req.sk, route, 0);
+		err = rtnl_route_delete(req->sk, route, 0);
 	if (err < 0)
 		goto fail;
 	ret = 0;
@@ -439,12 +463,16 @@ route_change(bool add, const struct route_spec *rs, int nlflags,
 
 fail:
 	route_str(rs, desc, sizeof desc);
-	nl_req_cause(&req, err, cause, "%s %s", what, desc);
+	nl_req_cause(req, err, cause, "%s %s", what, desc);
+	/* Without the kernel's refusal, the socket itself failed (or timed
+	 * out, an answer perhaps still to come): the next change gets a new
+	 * one. */
+	if (req->kernel_errno <= 0)
+		nl_req_close(req);
 out:
 	nl_addr_put(gw);
 	nl_addr_put(dst);
 	rtnl_route_put(route);
-	nl_req_close(&req);
 	return ret;
 }
 
