@@ -32,6 +32,10 @@ LOAD_SRC_FIRST=198.18.16.1
 LOAD_PER_SRC=${LOAD_PER_SRC:-8}
 LOAD_TUN=198.19.0.1
 LOAD_PORT=4433
+# roved's environment as its systemd unit sets it (the heap in huge
+# pages), so that what is measured is what is shipped.
+ROVED_TUNABLES=$(sed -n 's/^Environment=GLIBC_TUNABLES=//p' \
+	"$TOP/configs/systemd/roved.service.in")
 # Every peer may forward to a TCP sink on roved's side (load_sink_start).
 LOAD_SINK=$LOAD_SRV
 LOAD_SINK_PORT=7001
@@ -120,7 +124,7 @@ load_start_roved() {
 	sock=$(conf_path "$LOAD_CONF" ControlSocket)
 	rm -f "$sock"
 	t0=$(date +%s%N)
-	bg roved "$NS_SRV" "$BUILD/roved" -f -c "$LOAD_CONF" ${ROVE_VERBOSE:+-v}
+	GLIBC_TUNABLES=$ROVED_TUNABLES bg roved "$NS_SRV" "$BUILD/roved" -f -c "$LOAD_CONF" ${ROVE_VERBOSE:+-v}
 	ROVED_PID=$BG_PID
 	ROVED_SOCK=$sock
 	for ((i = 0; i < 3000; i++)); do
