@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,18 +41,36 @@ static bool unacked_all_blocked;
  * the first connection becomes dirty. */
 static struct event *flush_ev;
 
+static WC_RNG random_rng;
+static bool random_ready, random_forked;
+
+/* A forked child must not draw the numbers its parent draws (the same
+ * CIDs, the same tokens): it seeds a generator of its own. */
+static void
+random_atfork_child(void)
+{
+	random_forked = true;
+}
+
 void
 quic_random(uint8_t *buf, size_t len)
 {
-	static WC_RNG rng;
-	static bool ready;
-
-	if (!ready) {
-		if (wc_InitRng(&rng) != 0)
-			fatalx("cannot initialise the random number generator");
-		ready = true;
+	if (random_forked && random_ready) {
+		wc_FreeRng(&random_rng);
+		random_ready = false;
 	}
-	if (wc_RNG_GenerateBlock(&rng, buf, (word32)len) != 0)
+	random_forked = false;
+	if (!random_ready) {
+		static bool atfork;
+
+		if (!atfork && pthread_atfork(NULL, NULL, random_atfork_child) != 0)
+			fatalx("pthread_atfork failed");
+		atfork = true;
+		if (wc_InitRng(&random_rng) != 0)
+			fatalx("cannot initialise the random number generator");
+		random_ready = true;
+	}
+	if (wc_RNG_GenerateBlock(&random_rng, buf, (word32)len) != 0)
 		fatalx("random number generator failed");
 }
 

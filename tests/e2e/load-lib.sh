@@ -30,6 +30,8 @@ LOAD_CLI=198.18.0.2
 LOAD_SRC_NET=198.18.16.0/20
 LOAD_SRC_FIRST=198.18.16.1
 LOAD_PER_SRC=${LOAD_PER_SRC:-8}
+# rove-load -j: its processes (the clients' side of every handshake).
+LOAD_PROCS=${LOAD_PROCS:-$(nproc)}
 LOAD_TUN=198.19.0.1
 LOAD_PORT=4433
 # roved's environment as its systemd unit sets it (the heap in huge
@@ -156,7 +158,7 @@ load_stop_roved() {
 load_run() {
 	local name=$1 n=$2
 	shift 2
-	bg "$name" "$NS_LOAD" "$BUILD/tests/rove-load" run \
+	bg "$name" "$NS_LOAD" "$BUILD/tests/rove-load" run -j "$LOAD_PROCS" \
 		-s "$LOAD_SRV:$LOAD_PORT" -P "$SRV_PUB" -k "$LOAD_KEYS" -n "$n" \
 		-b "$LOAD_SRC_FIRST" -B "$LOAD_PER_SRC" -R "$ROVED_PID" "$@"
 	LOAD_PID=$BG_PID

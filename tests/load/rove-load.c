@@ -1,4 +1,5 @@
-/* rove-load: many rove peers in one process, for measuring roved at scale.
+/* rove-load: many rove peers in one program (one process, or a few: -j),
+ * for measuring roved at scale.
  *
  * usage: rove-load gen -n N -k KEYS -p PEERS [-a RULE]
  *        rove-load run -s ADDR:PORT -P PUBKEY -k KEYS [-n N] [options]
@@ -21,10 +22,16 @@
  *              (it must be local: a prefix on lo does; default: any)
  *   -B B       sessions per source address (default 8; roved admits 20
  *              handshakes at once from one address, then 10 a second)
- *   -C C       handshakes under way at once while connecting (default 128)
+ *   -C C       handshakes under way at once while connecting (default 128),
+ *              each begun as soon as one finishes
  *   -c SECS    time allowed for connecting all N (default 120)
  *   -i SECS    idle time after connecting, before roved's memory and CPU
  *              are read (default 2)
+ *   -j J       run as J processes (default 1), each with every J-th
+ *              session, so that the clients' half of the handshakes uses
+ *              J CPUs as real clients would use their own; the first
+ *              process ends the phases and prints every figure, its CPU
+ *              time being that of all J
  *   -R PID     roved's PID: report its RSS before and after (per session)
  *              and its CPU time while connecting and idle (/proc/PID)
  *   -m M       datagram mode: M sessions send ICMP echo requests from their
@@ -61,13 +68,17 @@
 #include <math.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <event2/event.h>
@@ -86,6 +97,7 @@
 #include "xmalloc.h"
 
 #define MAX_SESSIONS 20000
+#define MAX_PROCS 16
 /* The client's back-off (client/client.c): 250 ms doubling to 30 s, each
  * delay drawn from [d/2, d]. */
 #define BACKOFF_MIN_MS 250
@@ -94,8 +106,14 @@
 #define IDLE_TIMEOUT_S 120
 #define ECHO_LOST_MS 500     /* an echo unanswered this long is lost */
 #define TICK_MS 100
+#define FOLLOW_MS 5          /* how often a process looks for a new phase */
 
-enum phase { PH_CONNECT, PH_IDLE, PH_TRAFFIC, PH_RESTART, PH_HOLD, PH_DONE };
+/* PH_PREPARE: making keys and sockets. PH_TRAFFIC_END: the traffic
+ * stops and each process takes its sessions' figures. */
+enum phase {
+	PH_PREPARE, PH_CONNECT, PH_IDLE, PH_TRAFFIC, PH_TRAFFIC_END,
+	PH_RESTART, PH_HOLD, PH_DONE
+};
 
 struct sess {
 	struct load *ld;
@@ -128,6 +146,7 @@ struct sess {
 	uint64_t last_echo;  /* the last reply, or when the window was filled */
 	int64_t fwd_stream;  /* forward mode: its stream, or -1 */
 	uint64_t fwd_queued; /* bytes queued on it */
+	uint64_t fwd_bytes;  /* what roved acknowledged, at the end */
 	bool fwd_failed;     /* reset or closed before the end */
 	uint64_t zrtt_attempted, zrtt_accepted, zrtt_rejected;
 	uint64_t handshakes;
@@ -135,9 +154,45 @@ struct sess {
 	char failed[64];           /* why the last attempt that failed did */
 };
 
+/* With -j, rove-load runs as several processes, each owning the sessions
+ * whose index it is modulo their number (wolfSSL is built without locks:
+ * no threads). The sessions and these figures are in memory they share
+ * (MAP_SHARED); each process writes only its own sessions and its own
+ * `counts`, and the first process, which reads them all, decides when a
+ * phase ends (`shared.phase`) and prints every report. */
+struct counts {
+	atomic_int pid;
+	atomic_int seen;           /* the phase this process has entered */
+	atomic_bool ready;         /* its sessions are prepared */
+	atomic_bool all_started;   /* connect phase: it began every session */
+	atomic_size_t in_flight;   /* connect phase: begun, not yet up */
+	atomic_size_t up;          /* configured now */
+	atomic_size_t ever_up;     /* configured at least once */
+	atomic_size_t lost, back;  /* restart phase */
+	atomic_uint_least64_t t_first_lost;
+	atomic_uint_least64_t cpu_first_lost_us; /* its CPU then */
+	atomic_uint_least64_t echo_sent, echo_recv, echo_lost, echo_bytes;
+};
+
+struct shared {
+	atomic_int phase;
+	atomic_uint_least64_t phase_start;
+	struct counts c[MAX_PROCS];
+};
+
+/* The sum of every process's counts. */
+struct totals {
+	size_t in_flight, up, ever_up, lost, back;
+	uint64_t t_first_lost, echo_sent, echo_recv, echo_lost, echo_bytes;
+	bool all_started;
+};
+
 struct load {
 	struct event_base *base;
 	struct sess *s;
+	unsigned procs, me;  /* -j, and which of them this process is */
+	struct shared *sh;
+	struct counts *c;    /* this process's, in sh */
 	size_t n;
 	uint8_t server_pub[KEY_LEN];
 	/* For the stateless-reset tokens of the connection IDs we issue. */
@@ -158,18 +213,13 @@ struct load {
 	struct proto_fwd_header fwd; /* -F; port 0: echoes */
 	int verbose;
 
-	enum phase phase;
+	enum phase phase;    /* the phase this process is in */
 	uint64_t phase_start;
-	struct event *tick_ev;
-	size_t next_start;   /* connect phase: the next session to begin */
-	size_t in_flight;    /* connect phase: begun and not yet configured */
-	size_t up;           /* configured now */
-	size_t ever_up;      /* configured at least once */
-	uint64_t t_all_up;
-	size_t lost, back;   /* restart phase */
-	uint64_t t_first_lost, t_all_back;
-	double cpu_first_lost; /* rove-load's own CPU then (seconds) */
-	uint64_t echo_sent, echo_recv, echo_lost, echo_bytes;
+	struct event *tick_ev, *follow_ev, *more_ev;
+	size_t next_start;   /* connect phase: its next session to begin */
+	size_t conc_own;     /* its share of -C */
+	bool announced;      /* the first process printed the phase's line */
+	uint64_t t_all_up, traffic_ns, t_all_back;
 	bool ok;
 };
 
@@ -304,22 +354,18 @@ sess_up(struct sess *s)
 
 	s->configured = true;
 	s->failures = 0;
-	ld->up++;
+	ld->c->up++;
 	if (s->t_up == 0) {
 		s->t_up = now;
-		ld->ever_up++;
-		if (ld->phase == PH_CONNECT)
-			ld->in_flight--;
-		/* The second half's growth is the cost of a session alone:
-		 * the first may fill heap that roved's start freed. */
-		if (ld->roved > 0 && ld->ever_up == ld->n / 2 && ld->n >= 2) {
-			rss_half = proc_rss_kb(ld->roved);
-			up_at_half = ld->up;
+		ld->c->ever_up++;
+		if (ld->phase == PH_CONNECT) {
+			ld->c->in_flight--;
+			event_active(ld->more_ev, 0, 0);
 		}
 	}
 	if (ld->phase == PH_RESTART && s->t_lost != 0 && s->t_back == 0) {
 		s->t_back = now;
-		ld->back++;
+		ld->c->back++;
 	}
 }
 
@@ -419,7 +465,7 @@ send_echo(struct sess *s)
 	be16_put(icmp + 2, ippkt_checksum(icmp, len - 20, 0));
 	if (quic_conn_send_datagram(s->qc, buf, len + 1) >= 0) {
 		s->outstanding++;
-		ld->echo_sent++;
+		ld->c->echo_sent++;
 	}
 }
 
@@ -535,8 +581,8 @@ datagram_cb(struct quic_conn *qc, const uint8_t *data, size_t len, void *arg)
 	    pkt[9] != IPPROTO_ICMP || pktlen <= (size_t)(pkt[0] & 15) * 4 ||
 	    pkt[(pkt[0] & 15) * 4] != 0)
 		return;
-	ld->echo_recv++;
-	ld->echo_bytes += pktlen;
+	ld->c->echo_recv++;
+	ld->c->echo_bytes += pktlen;
 	s->echo_replies++;
 	if (s->outstanding > 0)
 		s->outstanding--;
@@ -627,13 +673,15 @@ closed_cb(struct quic_conn *qc, const struct quic_close_info *info, void *arg)
 	s->outstanding = 0;
 	if (s->configured) {
 		s->configured = false;
-		ld->up--;
+		ld->c->up--;
 		if (ld->phase == PH_RESTART && s->t_lost == 0) {
 			s->t_lost = clock_now();
-			if (ld->lost++ == 0) {
-				ld->t_first_lost = s->t_lost;
-				ld->cpu_first_lost = self_cpu_s();
+			if (ld->c->lost == 0) {
+				ld->c->t_first_lost = s->t_lost;
+				ld->c->cpu_first_lost_us =
+				    (uint64_t)(self_cpu_s() * 1e6);
 			}
+			ld->c->lost++;
 		}
 	}
 	if (ld->phase == PH_DONE)
@@ -645,7 +693,7 @@ closed_cb(struct quic_conn *qc, const struct quic_close_info *info, void *arg)
 		    s->idx, ci->reason);
 		s->refused = true;
 		if (ld->phase == PH_CONNECT && s->t_up == 0)
-			ld->in_flight--;
+			ld->c->in_flight--;
 		return;
 	}
 	log_debug("session %zu: connection lost: %s", s->idx, ci->reason);
@@ -793,31 +841,169 @@ sess_connect(struct sess *s)
 	udp_batch_flush(s->batch);
 }
 
-/* Connect phase: keep `conc` handshakes under way. */
+/* Connect phase: keep this process's share of `conc` handshakes under
+ * way, topped up as each finishes (sess_up), not only at the tick. */
 static void
 start_more(struct load *ld)
 {
 	while (ld->phase == PH_CONNECT && ld->next_start < ld->n &&
-	    ld->in_flight < ld->conc) {
-		struct sess *s = &ld->s[ld->next_start++];
+	    ld->c->in_flight < ld->conc_own) {
+		struct sess *s = &ld->s[ld->next_start];
 
-		ld->in_flight++;
+		ld->next_start += ld->procs;
+		ld->c->in_flight++;
 		sess_connect(s);
 	}
+	if (ld->next_start >= ld->n)
+		ld->c->all_started = true;
 }
 
 static void
-set_phase(struct load *ld, enum phase ph)
+more_cb(evutil_socket_t fd, short what, void *arg)
 {
-	ld->phase = ph;
-	ld->phase_start = clock_now();
+	(void)fd;
+	(void)what;
+	start_more(arg);
 }
 
-static void report_connect(struct load *);
-static void report_traffic(struct load *);
+static void
+totals(const struct load *ld, struct totals *t)
+{
+	memset(t, 0, sizeof *t);
+	t->all_started = true;
+	for (unsigned p = 0; p < ld->procs; p++) {
+		const struct counts *c = &ld->sh->c[p];
+		uint64_t fl = c->t_first_lost;
+
+		t->in_flight += c->in_flight;
+		t->up += c->up;
+		t->ever_up += c->ever_up;
+		t->lost += c->lost;
+		t->back += c->back;
+		t->echo_sent += c->echo_sent;
+		t->echo_recv += c->echo_recv;
+		t->echo_lost += c->echo_lost;
+		t->echo_bytes += c->echo_bytes;
+		if (fl != 0 && (t->t_first_lost == 0 || fl < t->t_first_lost))
+			t->t_first_lost = fl;
+		t->all_started = t->all_started && c->all_started;
+	}
+}
+
+/* Every process has entered the phase the first one set. */
+static bool
+all_seen(const struct load *ld)
+{
+	for (unsigned p = 0; p < ld->procs; p++) {
+		if (ld->sh->c[p].seen != (int)ld->phase)
+			return false;
+	}
+	return true;
+}
+
+/* The CPU time of every process of rove-load, in seconds. */
+static double
+load_cpu_s(const struct load *ld)
+{
+	double sum = self_cpu_s();
+
+	for (unsigned p = 1; p < ld->procs; p++) {
+		double v = proc_cpu_s(ld->sh->c[p].pid);
+
+		if (v > 0)
+			sum += v;
+	}
+	return sum;
+}
+
+/* What every process does on entering a phase, to its own sessions. */
+static void
+enter_phase(struct load *ld, enum phase ph)
+{
+	ld->phase = ph;
+	ld->phase_start = ld->sh->phase_start;
+	switch (ph) {
+	case PH_CONNECT:
+		start_more(ld);
+		break;
+	case PH_TRAFFIC:
+		ld->c->echo_sent = ld->c->echo_recv = 0;
+		ld->c->echo_lost = ld->c->echo_bytes = 0;
+		for (size_t i = ld->me; i < ld->active && i < ld->n;
+		    i += ld->procs) {
+			ld->s[i].echo_replies = 0;
+			if (ld->fwd.port != 0)
+				fwd_open(&ld->s[i]);
+			else
+				fill_window(&ld->s[i]);
+		}
+		quic_write_dirty();
+		break;
+	case PH_TRAFFIC_END:
+		/* Forward mode: what roved took of each forward; then the
+		 * forwards are reset (the target sees its connection end). */
+		for (size_t i = ld->me; ld->fwd.port != 0 && i < ld->active &&
+		    i < ld->n; i += ld->procs) {
+			struct sess *s = &ld->s[i];
+
+			s->fwd_bytes = fwd_acked(s);
+			if (s->fwd_stream >= 0 && s->qc != NULL)
+				quic_conn_stream_reset(s->qc, s->fwd_stream,
+				    PROTO_FWD_ERR_RESET);
+			s->fwd_stream = -1;
+		}
+		quic_write_dirty();
+		break;
+	case PH_RESTART:
+		for (size_t i = ld->me; i < ld->n; i += ld->procs) {
+			struct sess *s = &ld->s[i];
+
+			s->t_lost = s->t_back = 0;
+			s->zrtt_attempted = s->zrtt_accepted = 0;
+			s->zrtt_rejected = 0;
+			s->handshakes = 0;
+		}
+		ld->c->lost = ld->c->back = 0;
+		ld->c->t_first_lost = 0;
+		break;
+	case PH_DONE:
+		event_base_loopexit(ld->base, NULL);
+		break;
+	case PH_PREPARE:
+	case PH_IDLE:
+	case PH_HOLD:
+		break;
+	}
+	ld->c->seen = (int)ph;
+}
+
+/* The first process: every process moves to phase ph. */
+static void
+set_phase(struct load *ld, enum phase ph)
+{
+	ld->sh->phase_start = clock_now();
+	ld->sh->phase = (int)ph;
+	ld->announced = false;
+	enter_phase(ld, ph);
+}
+
+/* The other processes: follow the first one's phase. */
+static void
+follow_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct load *ld = arg;
+	int ph = ld->sh->phase;
+
+	(void)fd;
+	(void)what;
+	if (ph != (int)ld->phase)
+		enter_phase(ld, (enum phase)ph);
+}
+
+static void report_connect(struct load *, const struct totals *);
+static void report_traffic(struct load *, const struct totals *);
 static void report_forwards(struct load *);
-static void report_restart(struct load *);
-static void begin_traffic(struct load *);
+static void report_restart(struct load *, const struct totals *);
 
 static double cpu_connect_start, cpu_connect, cpu_idle_start, cpu_idle;
 static double self_cpu_connect_start, self_cpu_connect;
@@ -826,52 +1012,71 @@ static uint64_t idle_ns;
 static void
 finish_or_hold(struct load *ld)
 {
-	if (ld->hold_s > 0) {
-		set_phase(ld, PH_HOLD);
-		printf("holding the sessions for %u s\n", ld->hold_s);
-		fflush(stdout);
-		return;
-	}
-	set_phase(ld, PH_DONE);
-	event_base_loopexit(ld->base, NULL);
+	set_phase(ld, ld->hold_s > 0 ? PH_HOLD : PH_DONE);
 }
 
 static void
-begin_restart_or_done(struct load *ld)
+restart_or_done(struct load *ld)
 {
-	if (ld->restart_s > 0) {
-		for (size_t i = 0; i < ld->n; i++) {
-			struct sess *s = &ld->s[i];
-			s->t_lost = s->t_back = 0;
-			s->zrtt_attempted = s->zrtt_accepted = s->zrtt_rejected = 0;
-			s->handshakes = 0;
-		}
+	if (ld->restart_s > 0)
 		set_phase(ld, PH_RESTART);
-		printf("waiting for a server restart (up to %u s)\n", ld->restart_s);
-		fflush(stdout);
-		return;
-	}
-	finish_or_hold(ld);
+	else
+		finish_or_hold(ld);
 }
 
-static void
-tick_cb(evutil_socket_t fd, short what, void *arg)
+/* A process other than the first ended before the run did. */
+static bool
+lost_a_process(struct load *ld)
 {
-	struct load *ld = arg;
-	uint64_t now = clock_now(), el = now - ld->phase_start;
+	int status;
+	pid_t pid;
 
-	(void)fd;
-	(void)what;
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		for (unsigned p = 1; p < ld->procs; p++) {
+			if (ld->sh->c[p].pid == pid) {
+				fprintf(stderr, "rove-load: process %u (PID %d) "
+				    "ended during the run\n", p, (int)pid);
+				ld->sh->c[p].pid = 0;
+				ld->ok = false;
+				return true;
+			}
+		}
+	}
+	return false;
+}
+
+/* The first process: the end of each phase, and its report. One
+ * transition a tick, once every process is in the current phase. */
+static void
+coordinate(struct load *ld, uint64_t now, uint64_t el)
+{
+	struct totals t;
+
+	if (ld->procs > 1 && lost_a_process(ld)) {
+		set_phase(ld, PH_DONE);
+		return;
+	}
+	if (!all_seen(ld))
+		return;
+	totals(ld, &t);
 	switch (ld->phase) {
+	case PH_PREPARE:
+		break;
 	case PH_CONNECT:
-		start_more(ld);
-		if (ld->ever_up == ld->n || (ld->next_start == ld->n &&
-		    ld->in_flight == 0) || el >= ld->connect_s * NGTCP2_SECONDS) {
+		/* The second half's growth is the cost of a session alone:
+		 * the first may fill heap that roved's start freed. */
+		if (rss_half < 0 && ld->roved > 0 && ld->n >= 2 &&
+		    t.ever_up >= ld->n / 2) {
+			rss_half = proc_rss_kb(ld->roved);
+			up_at_half = t.up;
+		}
+		if (t.ever_up == ld->n || (t.all_started && t.in_flight == 0) ||
+		    el >= ld->connect_s * NGTCP2_SECONDS) {
 			ld->t_all_up = now;
 			if (ld->roved > 0)
 				cpu_connect = proc_cpu_s(ld->roved) - cpu_connect_start;
-			self_cpu_connect = self_cpu_s() - self_cpu_connect_start;
-			report_connect(ld);
+			self_cpu_connect = load_cpu_s(ld) - self_cpu_connect_start;
+			report_connect(ld, &t);
 			set_phase(ld, PH_IDLE);
 			if (ld->roved > 0)
 				cpu_idle_start = proc_cpu_s(ld->roved);
@@ -884,111 +1089,122 @@ tick_cb(evutil_socket_t fd, short what, void *arg)
 		if (ld->roved > 0) {
 			cpu_idle = proc_cpu_s(ld->roved) - cpu_idle_start;
 			rss_after = proc_rss_kb(ld->roved);
-			double per = ld->up > 0 ? (double)(rss_after -
-			    rss_before) / (double)ld->up : 0;
-			double half = rss_half >= 0 && ld->up > up_at_half ?
+			double per = t.up > 0 ? (double)(rss_after -
+			    rss_before) / (double)t.up : 0;
+			double half = rss_half >= 0 && t.up > up_at_half ?
 			    (double)(rss_after - rss_half) /
-			    (double)(ld->up - up_at_half) : 0;
+			    (double)(t.up - up_at_half) : 0;
 
 			printf("roved: RSS %.1f MiB before, %.1f MiB with %zu "
 			    "sessions up: %.1f KiB per session (%.1f KiB each "
 			    "for the second half); CPU %.2f s while connecting "
 			    "(%.2f ms per session), %.2f%% of a core idle over "
 			    "%.1f s\n", rss_before / 1024.0, rss_after / 1024.0,
-			    ld->up, per, half, cpu_connect, ld->ever_up > 0 ?
-			    cpu_connect * 1000 / (double)ld->ever_up : 0,
+			    t.up, per, half, cpu_connect, t.ever_up > 0 ?
+			    cpu_connect * 1000 / (double)t.ever_up : 0,
 			    100 * cpu_idle / secs(idle_ns), secs(idle_ns));
 			printf("RESULT rss_before_kb=%ld rss_after_kb=%ld "
 			    "rss_per_session_kb=%.1f rss_per_session_half_kb=%.1f "
 			    "cpu_per_handshake_ms=%.2f idle_cpu_pct=%.2f\n",
-			    rss_before, rss_after, per, half, ld->ever_up > 0 ?
-			    cpu_connect * 1000 / (double)ld->ever_up : 0,
+			    rss_before, rss_after, per, half, t.ever_up > 0 ?
+			    cpu_connect * 1000 / (double)t.ever_up : 0,
 			    100 * cpu_idle / secs(idle_ns));
 			fflush(stdout);
 		}
 		if (ld->active > 0)
-			begin_traffic(ld);
+			set_phase(ld, PH_TRAFFIC);
 		else
-			begin_restart_or_done(ld);
+			restart_or_done(ld);
 		break;
 	case PH_TRAFFIC:
-		for (size_t i = 0; ld->fwd.port == 0 && i < ld->active &&
-		    i < ld->n; i++) {
-			struct sess *s = &ld->s[i];
-			if (s->outstanding > 0 &&
-			    now - s->last_echo > ECHO_LOST_MS * NGTCP2_MILLISECONDS) {
-				ld->echo_lost += s->outstanding;
-				s->outstanding = 0;
-			}
-			if (s->outstanding == 0)
-				fill_window(s);
-		}
-		quic_write_dirty();
 		if (el >= ld->traffic_s * NGTCP2_SECONDS) {
-			if (ld->fwd.port != 0)
-				report_forwards(ld);
-			else
-				report_traffic(ld);
-			begin_restart_or_done(ld);
+			ld->traffic_ns = el;
+			set_phase(ld, PH_TRAFFIC_END);
 		}
 		break;
+	case PH_TRAFFIC_END:
+		if (ld->fwd.port != 0)
+			report_forwards(ld);
+		else
+			report_traffic(ld, &t);
+		restart_or_done(ld);
+		break;
 	case PH_RESTART:
-		if ((ld->lost > 0 && ld->back == ld->lost && ld->up == ld->ever_up) ||
+		if (!ld->announced) {
+			printf("waiting for a server restart (up to %u s)\n",
+			    ld->restart_s);
+			fflush(stdout);
+			ld->announced = true;
+		}
+		if ((t.lost > 0 && t.back == t.lost && t.up == t.ever_up) ||
 		    el >= ld->restart_s * NGTCP2_SECONDS) {
 			ld->t_all_back = now;
-			report_restart(ld);
+			report_restart(ld, &t);
 			finish_or_hold(ld);
 		}
 		break;
 	case PH_HOLD:
-		if (el >= ld->hold_s * NGTCP2_SECONDS) {
-			set_phase(ld, PH_DONE);
-			event_base_loopexit(ld->base, NULL);
+		if (!ld->announced) {
+			printf("holding the sessions for %u s\n", ld->hold_s);
+			fflush(stdout);
+			ld->announced = true;
 		}
+		if (el >= ld->hold_s * NGTCP2_SECONDS)
+			set_phase(ld, PH_DONE);
 		break;
 	case PH_DONE:
 		break;
 	}
 }
 
+/* Every process: its own sessions' work of the phase; the first process
+ * also ends phases. */
 static void
-begin_traffic(struct load *ld)
+tick_cb(evutil_socket_t fd, short what, void *arg)
 {
-	set_phase(ld, PH_TRAFFIC);
-	ld->echo_sent = ld->echo_recv = ld->echo_lost = ld->echo_bytes = 0;
-	for (size_t i = 0; i < ld->active && i < ld->n; i++) {
-		ld->s[i].echo_replies = 0;
-		if (ld->fwd.port != 0)
-			fwd_open(&ld->s[i]);
-		else
-			fill_window(&ld->s[i]);
+	struct load *ld = arg;
+	uint64_t now = clock_now(), el = now - ld->phase_start;
+
+	(void)fd;
+	(void)what;
+	if (ld->phase == PH_CONNECT)
+		start_more(ld);
+	if (ld->phase == PH_TRAFFIC && ld->fwd.port == 0) {
+		for (size_t i = ld->me; i < ld->active && i < ld->n;
+		    i += ld->procs) {
+			struct sess *s = &ld->s[i];
+
+			if (s->outstanding > 0 &&
+			    now - s->last_echo > ECHO_LOST_MS * NGTCP2_MILLISECONDS) {
+				ld->c->echo_lost += s->outstanding;
+				s->outstanding = 0;
+			}
+			if (s->outstanding == 0)
+				fill_window(s);
+		}
+		quic_write_dirty();
 	}
-	quic_write_dirty();
+	if (ld->me == 0)
+		coordinate(ld, now, el);
 }
 
-/* Forward mode's figures; the forwards are then reset (the target sees
- * its connection end). */
+/* Forward mode's figures (each process took its sessions' at
+ * PH_TRAFFIC_END). */
 static void
 report_forwards(struct load *ld)
 {
-	double el = secs(clock_now() - ld->phase_start);
+	double el = secs(ld->traffic_ns);
 	size_t active = ld->active < ld->n ? ld->active : ld->n;
 	size_t moved = 0, failed = 0;
 	uint64_t bytes = 0;
 
 	for (size_t i = 0; i < active; i++) {
 		struct sess *s = &ld->s[i];
-		uint64_t b = fwd_acked(s);
 
-		bytes += b;
-		moved += b > FWD_CHUNK;
+		bytes += s->fwd_bytes;
+		moved += s->fwd_bytes > FWD_CHUNK;
 		failed += s->fwd_failed;
-		if (s->fwd_stream >= 0 && s->qc != NULL)
-			quic_conn_stream_reset(s->qc, s->fwd_stream,
-			    PROTO_FWD_ERR_RESET);
-		s->fwd_stream = -1;
 	}
-	quic_write_dirty();
 	printf("forwards: %zu sessions, one forward each to %s:%u, %.1f s: "
 	    "%.1f MB taken by roved, %.1f Mbit/s in all; %zu moved data, "
 	    "%zu failed\n", active, ld->fwd.host, (unsigned)ld->fwd.port, el,
@@ -1003,7 +1219,7 @@ report_forwards(struct load *ld)
 }
 
 static void
-report_connect(struct load *ld)
+report_connect(struct load *ld, const struct totals *t)
 {
 	double *v = xcalloc(ld->n + 1, sizeof *v), el = secs(ld->t_all_up -
 	    ld->phase_start);
@@ -1015,26 +1231,27 @@ report_connect(struct load *ld)
 		refused += ld->s[i].refused;
 	}
 	printf("connect: %zu of %zu sessions up in %.3f s: %.0f handshakes/s "
-	    "(at most %zu at once; rove-load's own CPU %.2f s)\n", ld->ever_up,
-	    ld->n, el, el > 0 ? (double)ld->ever_up / el : 0, ld->conc,
-	    self_cpu_connect);
+	    "(at most %zu at once; rove-load's own CPU %.2f s in %u "
+	    "process%s)\n", t->ever_up, ld->n, el, el > 0 ?
+	    (double)t->ever_up / el : 0, ld->conc, self_cpu_connect, ld->procs,
+	    ld->procs > 1 ? "es" : "");
 	print_dist("time to connect (last attempt)", v, k);
 	if (refused > 0)
 		printf("  refused by the server: %zu\n", refused);
 	printf("RESULT connected=%zu sessions=%zu refused=%zu connect_s=%.3f "
-	    "handshakes_per_s=%.0f\n", ld->ever_up, ld->n, refused, el,
-	    el > 0 ? (double)ld->ever_up / el : 0);
+	    "handshakes_per_s=%.0f\n", t->ever_up, ld->n, refused, el,
+	    el > 0 ? (double)t->ever_up / el : 0);
 	fflush(stdout);
 	free(v);
-	if (ld->ever_up != ld->n)
+	if (t->ever_up != ld->n)
 		ld->ok = false;
 }
 
 static void
-report_traffic(struct load *ld)
+report_traffic(struct load *ld, const struct totals *t)
 {
-	double el = secs(clock_now() - ld->phase_start);
-	double mbit = el > 0 ? (double)ld->echo_bytes * 8 / el / 1e6 : 0;
+	double el = secs(ld->traffic_ns);
+	double mbit = el > 0 ? (double)t->echo_bytes * 8 / el / 1e6 : 0;
 	size_t answered = 0, active = ld->active < ld->n ? ld->active : ld->n;
 
 	for (size_t i = 0; i < active; i++)
@@ -1044,11 +1261,11 @@ report_traffic(struct load *ld)
 	    "outstanding each, %.1f s: %" PRIu64 " sent, %" PRIu64 " answered "
 	    "(%.0f/s, %.1f Mbit/s each way), %" PRIu64 " lost\n",
 	    ld->active < ld->n ? ld->active : ld->n, ld->window, ld->pktsize,
-	    el, ld->echo_sent, ld->echo_recv, el > 0 ?
-	    (double)ld->echo_recv / el : 0, mbit, ld->echo_lost);
+	    el, t->echo_sent, t->echo_recv, el > 0 ?
+	    (double)t->echo_recv / el : 0, mbit, t->echo_lost);
 	printf("RESULT echo_sent=%" PRIu64 " echo_answered=%" PRIu64
 	    " echo_lost=%" PRIu64 " echo_mbit=%.1f echo_sessions=%zu\n",
-	    ld->echo_sent, ld->echo_recv, ld->echo_lost, mbit, answered);
+	    t->echo_sent, t->echo_recv, t->echo_lost, mbit, answered);
 	fflush(stdout);
 	if (answered != active)
 		ld->ok = false;
@@ -1057,7 +1274,7 @@ report_traffic(struct load *ld)
 /* How many sessions were back by each half second after the first loss:
  * the shape of the storm (when the server answered, then its rate). */
 static void
-print_back_timeline(const struct load *ld)
+print_back_timeline(const struct load *ld, const struct totals *t)
 {
 	enum { STEP_MS = 100, STEPS = 200 };
 	size_t by[STEPS] = { 0 }, last = 0;
@@ -1068,20 +1285,36 @@ print_back_timeline(const struct load *ld)
 
 		if (s->t_lost == 0 || s->t_back == 0)
 			continue;
-		ms = (s->t_back - ld->t_first_lost) / 1000000;
+		ms = (s->t_back - t->t_first_lost) / 1000000;
 		for (size_t j = ms / STEP_MS; j < STEPS; j++)
 			by[j]++;
 	}
 	printf("  back by 0.1 s step:");
-	for (size_t j = 0; j < STEPS && last < ld->back; j++) {
+	for (size_t j = 0; j < STEPS && last < t->back; j++) {
 		printf(" %zu", by[j]);
 		last = by[j];
 	}
 	printf("\n");
 }
 
+/* CPU of every process of rove-load since its first lost session. */
+static double
+load_cpu_since_lost(const struct load *ld)
+{
+	double sum = 0;
+
+	for (unsigned p = 0; p < ld->procs; p++) {
+		const struct counts *c = &ld->sh->c[p];
+		double now = p == 0 ? self_cpu_s() : proc_cpu_s(c->pid);
+
+		if (c->lost > 0 && now > 0)
+			sum += now - (double)c->cpu_first_lost_us / 1e6;
+	}
+	return sum;
+}
+
 static void
-report_restart(struct load *ld)
+report_restart(struct load *ld, const struct totals *t)
 {
 	double *v = xcalloc(ld->n + 1, sizeof *v);
 	uint64_t att = 0, acc = 0, rej = 0, hs = 0, tries = 0;
@@ -1106,21 +1339,21 @@ report_restart(struct load *ld)
 				slowest = s;
 		}
 	}
-	if (ld->lost == 0) {
+	if (t->lost == 0) {
 		printf("restart: no session lost its connection within %u s\n",
 		    ld->restart_s);
 		ld->ok = false;
 	} else {
-		double el = secs(ld->t_all_back - ld->t_first_lost);
+		double el = secs(ld->t_all_back - t->t_first_lost);
 
 		printf("restart: %zu of %zu lost sessions back %.3f s after the "
 		    "first loss; %" PRIu64 " handshakes, 0-RTT accepted %" PRIu64
 		    " of %" PRIu64 " attempted (%" PRIu64 " rejected)\n",
-		    ld->back, ld->lost, el, hs, acc, att, rej);
+		    t->back, t->lost, el, hs, acc, att, rej);
 		print_dist("time without a session", v, k);
-		print_back_timeline(ld);
+		print_back_timeline(ld, t);
 		printf("  rove-load's own CPU from the first loss: %.2f s\n",
-		    self_cpu_s() - ld->cpu_first_lost);
+		    load_cpu_since_lost(ld));
 		printf("  connection attempts: %" PRIu64 " in all, at most %u for "
 		    "one session\n", tries, most_tries);
 		if (slowest != NULL)
@@ -1131,9 +1364,9 @@ report_restart(struct load *ld)
 		printf("RESULT lost=%zu back=%zu back_s=%.3f handshakes=%" PRIu64
 		    " zero_rtt_attempted=%" PRIu64 " zero_rtt_accepted=%" PRIu64
 		    " zero_rtt_rejected=%" PRIu64 " attempts=%" PRIu64
-		    " max_attempts=%u\n", ld->lost, ld->back, el, hs,
+		    " max_attempts=%u\n", t->lost, t->back, el, hs,
 		    att, acc, rej, tries, most_tries);
-		if (ld->back != ld->lost || ld->up != ld->ever_up)
+		if (t->back != t->lost || t->up != t->ever_up)
 			ld->ok = false;
 	}
 	fflush(stdout);
@@ -1146,7 +1379,7 @@ usage(void)
 	fprintf(stderr, "usage: rove-load gen -n N -k KEYS -p PEERS [-a RULE]\n"
 	    "       rove-load run -s ADDR:PORT -P PUBKEY -k KEYS [-n N] [-b ADDR] "
 	    "[-B B] [-C C]\n"
-	    "                 [-c SECS] [-i SECS] [-R PID] [-m M (-t ADDR [-w W] "
+	    "                 [-c SECS] [-i SECS] [-j J] [-R PID] [-m M (-t ADDR [-w W] "
 	    "[-S BYTES] | -F ADDR:PORT) [-T SECS]]\n"
 	    "                 [-r SECS] [-H SECS] [-v]\n");
 	exit(2);
@@ -1254,6 +1487,99 @@ static uint8_t (*read_keys(const char *path, size_t *n))[KEY_LEN]
 	return v;
 }
 
+/* -j: processes 1 .. procs-1, each of which returns here as itself. */
+static int
+start_procs(struct load *ld)
+{
+	pid_t parent = getpid();
+
+	ld->me = 0;
+	for (unsigned p = 1; p < ld->procs; p++) {
+		pid_t pid = fork();
+
+		if (pid == -1) {
+			fprintf(stderr, "rove-load: fork: %s\n", strerror(errno));
+			return -1;
+		}
+		if (pid == 0) {
+			ld->me = p;
+			(void)prctl(PR_SET_PDEATHSIG, SIGTERM);
+			/* The first process may have ended before that. */
+			if (getppid() != parent)
+				_exit(1);
+			break;
+		}
+		ld->sh->c[p].pid = pid;
+	}
+	ld->c = &ld->sh->c[ld->me];
+	ld->c->pid = getpid();
+	return 0;
+}
+
+/* The first process: until every other one has its sessions prepared
+ * (it runs its loop, in PH_PREPARE), or one of them failed to. */
+static int
+wait_procs_ready(struct load *ld)
+{
+	struct timespec ts = { 0, 10 * 1000 * 1000 };
+
+	for (unsigned p = 1; p < ld->procs; p++) {
+		while (!ld->sh->c[p].ready) {
+			if (lost_a_process(ld))
+				return -1;
+			nanosleep(&ts, NULL);
+		}
+	}
+	return 0;
+}
+
+/* The first process: wait for the others to end; false if one failed. */
+static bool
+wait_procs(struct load *ld)
+{
+	bool ok = true;
+
+	for (unsigned p = 1; p < ld->procs; p++) {
+		int status;
+		pid_t pid = ld->sh->c[p].pid;
+
+		if (pid <= 0) {
+			ok = false;
+			continue;
+		}
+		if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+		    WEXITSTATUS(status) != 0)
+			ok = false;
+	}
+	return ok;
+}
+
+/* Leave nothing behind on the server: close every connection of the
+ * process's own sessions. */
+static void
+sessions_close(struct load *ld)
+{
+	for (size_t i = ld->me; i < ld->n; i += ld->procs) {
+		struct sess *s = &ld->s[i];
+
+		if (s->qc != NULL)
+			quic_conn_close(s->qc, 0, "load generator done");
+		quic_conn_free(s->qc);
+		event_free(s->ev);
+		event_free(s->retry_ev);
+		udp_close(&s->sock);
+		free(s->batch);
+		free(s->session);
+		free(s->params);
+		wolfSSL_CTX_free(s->tls);
+	}
+	event_free(ld->tick_ev);
+	event_free(ld->more_ev);
+	if (ld->follow_ev != NULL)
+		event_free(ld->follow_ev);
+	event_base_free(ld->base);
+}
+
 static int
 cmd_run(int argc, char **argv)
 {
@@ -1273,7 +1599,8 @@ cmd_run(int argc, char **argv)
 	ld->pktsize = 1200;
 	ld->traffic_s = 5;
 	ld->ok = true;
-	while ((ch = getopt(argc, argv, "s:P:k:n:b:B:C:c:i:R:m:t:w:S:T:F:r:H:v")) != -1) {
+	ld->procs = 1;
+	while ((ch = getopt(argc, argv, "s:P:k:n:b:B:C:c:i:j:R:m:t:w:S:T:F:r:H:v")) != -1) {
 		switch (ch) {
 		case 's': server = optarg; break;
 		case 'P': pub = optarg; break;
@@ -1290,6 +1617,7 @@ cmd_run(int argc, char **argv)
 		case 'C': ld->conc = num(optarg, 1, MAX_SESSIONS); break;
 		case 'c': ld->connect_s = (unsigned)num(optarg, 1, 3600); break;
 		case 'i': ld->idle_s = (unsigned)num(optarg, 0, 3600); break;
+		case 'j': ld->procs = (unsigned)num(optarg, 1, MAX_PROCS); break;
 		case 'R': ld->roved = (pid_t)num(optarg, 1, INT32_MAX); break;
 		case 'm': ld->active = num(optarg, 0, MAX_SESSIONS); break;
 		case 't':
@@ -1361,13 +1689,24 @@ cmd_run(int argc, char **argv)
 			exit(1);
 		}
 	}
+	if (ld->procs > ld->n)
+		ld->procs = (unsigned)ld->n;
+	ld->sh = mmap(NULL, sizeof *ld->sh, PROT_READ | PROT_WRITE,
+	    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ld->s = mmap(NULL, ld->n * sizeof *ld->s, PROT_READ | PROT_WRITE,
+	    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (ld->sh == MAP_FAILED || ld->s == MAP_FAILED)
+		fatal("mmap");
+	/* Fork before anything draws random numbers: each process seeds
+	 * its own generators (quic_random, every TLS context's). */
+	if (start_procs(ld) != 0)
+		exit(1);
 	if ((ld->base = event_base_new()) == NULL)
 		fatalx("event_base_new failed");
 	quic_set_pin_check(pin_check);
 	quic_random(ld->reset_secret, sizeof ld->reset_secret);
-	ld->s = xcalloc(ld->n, sizeof *ld->s);
 	t0 = clock_now();
-	for (size_t i = 0; i < ld->n; i++) {
+	for (size_t i = ld->me; i < ld->n; i += ld->procs) {
 		ld->s[i].idx = i;
 		if (sess_prepare(ld, &ld->s[i], privs[i], &cause) != 0) {
 			fprintf(stderr, "rove-load: session %zu: %s\n", i, cause);
@@ -1376,6 +1715,22 @@ cmd_run(int argc, char **argv)
 	}
 	explicit_bzero(privs, ld->n * sizeof *privs);
 	free(privs);
+	ld->conc_own = (ld->conc + ld->procs - 1 - ld->me) / ld->procs;
+	ld->next_start = ld->me;
+	ld->more_ev = event_new(ld->base, -1, 0, more_cb, ld);
+	ld->tick_ev = event_new(ld->base, -1, EV_PERSIST, tick_cb, ld);
+	event_add(ld->tick_ev, &(struct timeval){ 0, TICK_MS * 1000 });
+	ld->c->seen = PH_PREPARE;
+	if (ld->me > 0) {
+		ld->follow_ev = event_new(ld->base, -1, EV_PERSIST, follow_cb, ld);
+		event_add(ld->follow_ev, &(struct timeval){ 0, FOLLOW_MS * 1000 });
+		ld->c->ready = true;
+		event_base_dispatch(ld->base);
+		sessions_close(ld);
+		_exit(0);
+	}
+	if (wait_procs_ready(ld) != 0)
+		exit(1);
 	printf("rove-load: %zu sessions to %s (%zu per source address%s), at "
 	    "most %zu handshakes at once; keys and sockets ready in %.2f s\n",
 	    ld->n, server, ld->per_src, ld->has_src ? "" : " (any)", ld->conc,
@@ -1391,31 +1746,13 @@ cmd_run(int argc, char **argv)
 			exit(1);
 		}
 	}
-	self_cpu_connect_start = self_cpu_s();
-	ld->tick_ev = event_new(ld->base, -1, EV_PERSIST, tick_cb, ld);
-	event_add(ld->tick_ev, &(struct timeval){ 0, TICK_MS * 1000 });
+	self_cpu_connect_start = load_cpu_s(ld);
 	set_phase(ld, PH_CONNECT);
-	start_more(ld);
 	event_base_dispatch(ld->base);
-
-	/* Leave nothing behind on the server: close every connection. */
-	for (size_t i = 0; i < ld->n; i++) {
-		struct sess *s = &ld->s[i];
-
-		if (s->qc != NULL)
-			quic_conn_close(s->qc, 0, "load generator done");
-		quic_conn_free(s->qc);
-		event_free(s->ev);
-		event_free(s->retry_ev);
-		udp_close(&s->sock);
-		free(s->batch);
-		free(s->session);
-		free(s->params);
-		wolfSSL_CTX_free(s->tls);
-	}
-	free(ld->s);
-	event_free(ld->tick_ev);
-	event_base_free(ld->base);
+	sessions_close(ld);
+	ld->ok = wait_procs(ld) && ld->ok;
+	munmap(ld->s, ld->n * sizeof *ld->s);
+	munmap(ld->sh, sizeof *ld->sh);
 	return ld->ok ? 0 : 1;
 }
 
