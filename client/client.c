@@ -1369,7 +1369,8 @@ monitor_cb(enum tun_monitor_event ev, void *arg)
 }
 
 static void
-status_cb(struct evbuffer *out, const char *request, void *arg)
+status_cb(struct evbuffer *out, const char *request, void *arg,
+    struct control_more *more)
 {
 	struct client *c = arg;
 	struct status_peer sp = {
@@ -1397,6 +1398,8 @@ status_cb(struct evbuffer *out, const char *request, void *arg)
 		.reloads_refused = c->reloads_refused,
 	};
 	struct status_request rq;
+
+	(void)more;
 
 	struct dns_status ds;
 	struct status_dns sd;
@@ -1443,7 +1446,7 @@ status_cb(struct evbuffer *out, const char *request, void *arg)
 static void
 metrics_cb(struct evbuffer *out, void *arg)
 {
-	status_cb(out, "metrics", arg);
+	status_cb(out, "metrics", arg, NULL);
 }
 
 /* Sessions are remembered per server address and key. */

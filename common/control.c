@@ -30,7 +30,8 @@
 struct control_client {
 	struct control *ctl;
 	struct bufferevent *bev;
-	bool answered;          /* answer queued; close once it is written */
+	bool answered;          /* answer begun; close once it is written */
+	struct control_more more; /* the rest of the answer, if any */
 	TAILQ_ENTRY(control_client) entry;
 };
 
@@ -84,6 +85,8 @@ control_client_free(struct control_client *c)
 			break;
 		drained += (size_t)n;
 	}
+	if (c->more.done != NULL)
+		c->more.done(c->more.arg);
 	/* The socket is ours, not the bufferevent's: libevent would close it
 	 * only when the loop next runs, and control_free must close now. */
 	bufferevent_free(c->bev);
@@ -95,12 +98,41 @@ control_client_free(struct control_client *c)
 	control_update_accept(ctl);
 }
 
-/* The answer (or error) is queued: stop reading, close once written. */
+/* The next part of a long answer, while the output is short of
+ * CONTROL_MORE_LOW: one part per call, so that the loop runs between
+ * parts. Each is made in a buffer of its own and moved over whole:
+ * every addition to the bufferevent's own output runs its callbacks, and
+ * a server's answer about thousands of peers is millions of them. */
+static void
+control_client_more(struct control_client *c)
+{
+	struct evbuffer *out = bufferevent_get_output(c->bev), *part;
+	bool go;
+
+	if (c->more.next == NULL || evbuffer_get_length(out) > CONTROL_MORE_LOW)
+		return;
+	if ((part = evbuffer_new()) == NULL)
+		fatalx("%s: out of memory", __func__);
+	go = c->more.next(part, c->more.arg);
+	evbuffer_add_buffer(out, part);
+	evbuffer_free(part);
+	if (!go) {
+		if (c->more.done != NULL)
+			c->more.done(c->more.arg);
+		c->more = (struct control_more){ NULL, NULL, NULL };
+	}
+}
+
+/* The answer (or error) is begun: stop reading, close once written. */
 static void
 control_client_finish(struct control_client *c)
 {
 	c->answered = true;
 	bufferevent_disable(c->bev, EV_READ);
+	/* Nothing to write would mean no write callback to go on from. */
+	while (c->more.next != NULL &&
+	    evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
+		control_client_more(c);
 	if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
 		control_client_free(c);
 }
@@ -132,12 +164,10 @@ control_client_line(struct control_client *c, char *line, size_t len)
 			return;
 		}
 	}
-	/* Written into a buffer of its own, then moved over whole: every
-	 * addition to the bufferevent's own output runs its callbacks, and
-	 * a server's answer about thousands of peers is millions of them. */
+	/* Made in a buffer of its own, as control_client_more's parts. */
 	if ((answer = evbuffer_new()) == NULL)
 		fatalx("%s: out of memory", __func__);
-	c->ctl->cb(answer, line, c->ctl->arg);
+	c->ctl->cb(answer, line, c->ctl->arg, &c->more);
 	evbuffer_add_buffer(bufferevent_get_output(c->bev), answer);
 	evbuffer_free(answer);
 	control_client_finish(c);
@@ -179,6 +209,7 @@ control_write_cb(struct bufferevent *bev, void *arg)
 {
 	struct control_client *c = arg;
 
+	control_client_more(c);
 	if (c->answered && evbuffer_get_length(bufferevent_get_output(bev)) == 0)
 		control_client_free(c);
 }
@@ -229,6 +260,9 @@ control_client_new(struct control *ctl, int fd)
 	    control_event_cb, c);
 	/* Stop reading once a request cannot be valid any more. */
 	bufferevent_setwatermark(c->bev, EV_READ, 0, CONTROL_MAX_REQUEST + 2);
+	/* Called back for a long answer's next part at this, not at 0, so
+	 * that the socket need not wait for it. */
+	bufferevent_setwatermark(c->bev, EV_WRITE, CONTROL_MORE_LOW, 0);
 	bufferevent_set_timeouts(c->bev, &ctl->timeout, &ctl->timeout);
 	bufferevent_enable(c->bev, EV_READ);
 }

@@ -3,6 +3,7 @@
 #ifndef ROVE_CONTROL_H
 #define ROVE_CONTROL_H
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <sys/types.h>
 
@@ -16,14 +17,32 @@ struct evbuffer;
 /* Default inactivity timeout of either side, in milliseconds. */
 #define CONTROL_TIMEOUT_MS 5000
 
+/* A long answer is made in parts, so that no part keeps the event loop
+ * from everything else for long: the next part is asked for each time
+ * the connection has no more than this many bytes left to write. */
+#define CONTROL_MORE_LOW 65536
+
+/*
+ * The rest of an answer: `next` adds its next part to `out` and returns
+ * whether more will follow; `done` (may be NULL) frees `arg` once the
+ * answer is complete or the connection ended first. `next` runs from the
+ * event loop, so what it reads may have changed since the last part.
+ */
+struct control_more {
+	bool (*next)(struct evbuffer *out, void *arg);
+	void (*done)(void *arg);
+	void *arg;
+};
+
 /*
  * Fill `out` with the answer to `request`: a NUL-terminated line of 1 to
  * CONTROL_MAX_REQUEST printable ASCII characters (0x20-0x7e), newline
  * removed, for example "status" or "status json". Unknown requests are the
- * callback's to answer. It must not free the control.
+ * callback's to answer. An answer that goes on sets `more` (zeroed before
+ * the call); `out` is its first part. It must not free the control.
  */
 typedef void (*control_cb)(struct evbuffer *out, const char *request,
-    void *arg);
+    void *arg, struct control_more *more);
 
 struct control;
 

@@ -120,209 +120,202 @@ json_dns(struct json *j, const struct status_dns *d)
 }
 
 static void
-render_json(struct evbuffer *out, const struct status *st)
+json_head(struct json *j, const struct status *st)
 {
-	char buf[ADDR_STRLEN], key[KEY_B64_LEN + 1];
-	struct json j;
-
-	json_init(&j, out);
-	json_begin_object(&j);
-	json_key(&j, "role");
-	json_string(&j, st->role);
-	json_key(&j, "tun");
-	json_string(&j, st->tun);
-	json_key(&j, "mtu");
-	json_uint(&j, st->mtu);
-	json_key(&j, "datagram_mtu");
-	json_uint(&j, st->datagram_mtu);
+	json_begin_object(j);
+	json_key(j, "role");
+	json_string(j, st->role);
+	json_key(j, "tun");
+	json_string(j, st->tun);
+	json_key(j, "mtu");
+	json_uint(j, st->mtu);
+	json_key(j, "datagram_mtu");
+	json_uint(j, st->datagram_mtu);
 	if (st->addrs != NULL)
-		json_prefixes(&j, "address", st->addrs, st->naddrs);
-	json_key(&j, "rx_packets");
-	json_uint(&j, st->counters->rx_packets);
-	json_key(&j, "tx_packets");
-	json_uint(&j, st->counters->tx_packets);
-	json_key(&j, "offload");
-	json_begin_object(&j);
-	json_key(&j, "csum");
-	json_bool(&j, (st->offloads & OFFLOAD_F_CSUM) != 0);
-	json_key(&j, "tso");
-	json_bool(&j, (st->offloads & OFFLOAD_F_TSO) != 0);
-	json_key(&j, "uso");
-	json_bool(&j, (st->offloads & OFFLOAD_F_USO) != 0);
+		json_prefixes(j, "address", st->addrs, st->naddrs);
+	json_key(j, "rx_packets");
+	json_uint(j, st->counters->rx_packets);
+	json_key(j, "tx_packets");
+	json_uint(j, st->counters->tx_packets);
+	json_key(j, "offload");
+	json_begin_object(j);
+	json_key(j, "csum");
+	json_bool(j, (st->offloads & OFFLOAD_F_CSUM) != 0);
+	json_key(j, "tso");
+	json_bool(j, (st->offloads & OFFLOAD_F_TSO) != 0);
+	json_key(j, "uso");
+	json_bool(j, (st->offloads & OFFLOAD_F_USO) != 0);
 	/* Super-packets: read from the TUN and split, coalesced and
 	 * written; rx/tx_packets count their segments. */
-	json_key(&j, "gso_read");
-	json_uint(&j, st->counters->gso_read);
-	json_key(&j, "gso_written");
-	json_uint(&j, st->counters->gso_written);
-	json_end_object(&j);
-	json_drops(&j, st->counters);
+	json_key(j, "gso_read");
+	json_uint(j, st->counters->gso_read);
+	json_key(j, "gso_written");
+	json_uint(j, st->counters->gso_written);
+	json_end_object(j);
+	json_drops(j, st->counters);
 	if (st->dns != NULL)
-		json_dns(&j, st->dns);
-	json_key(&j, "reloads");
-	json_begin_object(&j);
-	json_key(&j, "applied");
-	json_uint(&j, st->reloads);
-	json_key(&j, "refused");
-	json_uint(&j, st->reloads_refused);
-	json_end_object(&j);
+		json_dns(j, st->dns);
+	json_key(j, "reloads");
+	json_begin_object(j);
+	json_key(j, "applied");
+	json_uint(j, st->reloads);
+	json_key(j, "refused");
+	json_uint(j, st->reloads_refused);
+	json_end_object(j);
 	if (st->tickets != NULL) {
-		json_key(&j, "tickets");
-		json_begin_object(&j);
-		json_key(&j, "issued");
-		json_uint(&j, st->tickets->issued);
-		json_key(&j, "resumed");
-		json_uint(&j, st->tickets->resumed);
-		json_key(&j, "replayed");
-		json_uint(&j, st->tickets->replayed);
-		json_key(&j, "group_resumed");
-		json_uint(&j, st->tickets->group_resumed);
-		json_key(&j, "unknown");
-		json_uint(&j, st->tickets->unknown);
-		json_end_object(&j);
+		json_key(j, "tickets");
+		json_begin_object(j);
+		json_key(j, "issued");
+		json_uint(j, st->tickets->issued);
+		json_key(j, "resumed");
+		json_uint(j, st->tickets->resumed);
+		json_key(j, "replayed");
+		json_uint(j, st->tickets->replayed);
+		json_key(j, "group_resumed");
+		json_uint(j, st->tickets->group_resumed);
+		json_key(j, "unknown");
+		json_uint(j, st->tickets->unknown);
+		json_end_object(j);
 	}
 	if (st->admission != NULL) {
 		const struct status_admission *a = st->admission;
 
-		json_key(&j, "admission");
-		json_begin_object(&j);
-		json_key(&j, "half_open");
-		json_uint(&j, a->half_open);
-		json_key(&j, "accepted");
-		json_uint(&j, a->accepted);
-		json_key(&j, "validated");
-		json_uint(&j, a->validated);
-		json_key(&j, "retries");
-		json_uint(&j, a->retries);
-		json_key(&j, "bad_tokens");
-		json_uint(&j, a->bad_tokens);
-		json_key(&j, "rate_limited");
-		json_uint(&j, a->rate_limited);
-		json_key(&j, "half_open_full");
-		json_uint(&j, a->half_open_full);
-		json_key(&j, "waiting");
-		json_uint(&j, a->waiting);
-		json_key(&j, "waited");
-		json_uint(&j, a->waited);
-		json_key(&j, "wait_dups");
-		json_uint(&j, a->wait_dups);
-		json_key(&j, "wait_expired");
-		json_uint(&j, a->wait_expired);
-		json_end_object(&j);
+		json_key(j, "admission");
+		json_begin_object(j);
+		json_key(j, "half_open");
+		json_uint(j, a->half_open);
+		json_key(j, "accepted");
+		json_uint(j, a->accepted);
+		json_key(j, "validated");
+		json_uint(j, a->validated);
+		json_key(j, "retries");
+		json_uint(j, a->retries);
+		json_key(j, "bad_tokens");
+		json_uint(j, a->bad_tokens);
+		json_key(j, "rate_limited");
+		json_uint(j, a->rate_limited);
+		json_key(j, "half_open_full");
+		json_uint(j, a->half_open_full);
+		json_key(j, "waiting");
+		json_uint(j, a->waiting);
+		json_key(j, "waited");
+		json_uint(j, a->waited);
+		json_key(j, "wait_dups");
+		json_uint(j, a->wait_dups);
+		json_key(j, "wait_expired");
+		json_uint(j, a->wait_expired);
+		json_end_object(j);
 	}
 	if (st->peer_counts != NULL) {
 		const struct status_peer_counts *c = st->peer_counts;
 
-		json_key(&j, "peer_states");
-		json_begin_object(&j);
-		json_key(&j, "configured");
-		json_uint(&j, c->configured);
-		json_key(&j, "established");
-		json_uint(&j, c->established);
-		json_key(&j, "handshaking");
-		json_uint(&j, c->handshaking);
-		json_key(&j, "closed");
-		json_uint(&j, c->closed);
-		json_end_object(&j);
+		json_key(j, "peer_states");
+		json_begin_object(j);
+		json_key(j, "configured");
+		json_uint(j, c->configured);
+		json_key(j, "established");
+		json_uint(j, c->established);
+		json_key(j, "handshaking");
+		json_uint(j, c->handshaking);
+		json_key(j, "closed");
+		json_uint(j, c->closed);
+		json_end_object(j);
 	}
-	if (st->summary) {
-		json_end_object(&j);
-		evbuffer_add(out, "\n", 1);
-		return;
+	if (!st->summary) {
+		json_key(j, "peers");
+		json_begin_array(j);
 	}
-	json_key(&j, "peers");
-	json_begin_array(&j);
-	for (size_t i = 0; i < st->npeers; i++) {
-		const struct status_peer *p = &st->peers[i];
+}
 
-		json_begin_object(&j);
-		json_key(&j, "name");
-		json_string(&j, p->name);
-		json_key(&j, "public_key");
-		key_encode(p->public_key, key);
-		json_string(&j, key);
-		json_key(&j, "state");
-		json_string(&j, p->state);
-		/* quic or tcp (TLS over TCP); null without a session */
-		json_key(&j, "transport");
-		json_string(&j, !p->has_quic ? NULL : p->quic.tcp ? "tcp" : "quic");
-		json_key(&j, "connection_id");
-		json_string(&j, p->connection_id);
-		json_prefixes(&j, "addresses", p->addrs, p->naddrs);
-		json_prefixes(&j, "allowed_ips", p->allowed, p->nallowed);
-		json_key(&j, "remote");
-		json_string(&j, p->remote != NULL ? addr_sockaddr_str(p->remote, buf) : NULL);
-		json_key(&j, "local");
-		json_string(&j, p->local != NULL ? addr_sockaddr_str(p->local, buf) : NULL);
-		json_key(&j, "path_validations");
-		json_uint(&j, p->has_quic ? p->quic.path_validated : 0);
-		json_key(&j, "path_validation_failures");
-		json_uint(&j, p->has_quic ? p->quic.path_failed : 0);
-		json_key(&j, "path_validations_aborted");
-		json_uint(&j, p->has_quic ? p->quic.path_aborted : 0);
-		json_key(&j, "migrations");
-		json_uint(&j, p->roam.migrations);
-		json_key(&j, "rebinds");
-		json_uint(&j, p->roam.rebinds);
-		json_key(&j, "reconnects");
-		json_uint(&j, p->roam.reconnects);
-		json_key(&j, "stateless_resets");
-		json_uint(&j, p->roam.stateless_resets);
-		json_key(&j, "zero_rtt");
-		json_begin_object(&j);
-		json_key(&j, "attempted");
-		json_uint(&j, p->roam.zero_rtt_attempted);
-		json_key(&j, "accepted");
-		json_uint(&j, p->roam.zero_rtt_accepted);
-		json_key(&j, "rejected");
-		json_uint(&j, p->roam.zero_rtt_rejected);
-		json_end_object(&j);
-		json_key(&j, "tcp_fallbacks");
-		json_uint(&j, p->roam.tcp_fallbacks);
-		json_key(&j, "quic_returns");
-		json_uint(&j, p->roam.quic_returns);
-		json_key(&j, "rx_bytes");
-		json_uint(&j, p->counters->rx_bytes);
-		json_key(&j, "tx_bytes");
-		json_uint(&j, p->counters->tx_bytes);
-		json_key(&j, "rx_packets");
-		json_uint(&j, p->counters->rx_packets);
-		json_key(&j, "tx_packets");
-		json_uint(&j, p->counters->tx_packets);
-		json_key(&j, "rtt_ms");
-		if (p->has_quic)
-			json_double(&j, p->quic.rtt_ms, 3);
-		else
-			json_null(&j);
-		json_key(&j, "min_rtt_ms");
-		if (p->has_quic)
-			json_double(&j, p->quic.min_rtt_ms, 3);
-		else
-			json_null(&j);
-		json_key(&j, "cwnd");
-		json_uint(&j, p->has_quic ? p->quic.cwnd : 0);
-		json_key(&j, "bytes_in_flight");
-		json_uint(&j, p->has_quic ? p->quic.bytes_in_flight : 0);
-		json_key(&j, "stream_unacked");
-		json_uint(&j, p->has_quic ? p->quic.stream_unacked : 0);
-		json_key(&j, "datagrams_lost");
-		json_uint(&j, p->has_quic ? p->quic.dgram_lost : 0);
-		/* Dropped before sending: the queue was full, or they waited
-		 * longer than a round trip for the congestion window. */
-		json_key(&j, "datagrams_queue_full");
-		json_uint(&j, p->has_quic ? p->quic.dgram_queue_full : 0);
-		json_key(&j, "datagrams_stale");
-		json_uint(&j, p->has_quic ? p->quic.dgram_stale : 0);
-		json_key(&j, "handshakes");
-		json_uint(&j, p->handshakes);
-		json_drops(&j, p->counters);
-		if (p->fwd_counters != NULL)
-			fwd_status_json(p->fwds, p->fwd_counters, &j);
-		json_end_object(&j);
-	}
-	json_end_array(&j);
-	json_end_object(&j);
-	evbuffer_add(out, "\n", 1);
+static void
+json_peer(struct json *j, const struct status_peer *p)
+{
+	char buf[ADDR_STRLEN], key[KEY_B64_LEN + 1];
+
+	json_begin_object(j);
+	json_key(j, "name");
+	json_string(j, p->name);
+	json_key(j, "public_key");
+	key_encode(p->public_key, key);
+	json_string(j, key);
+	json_key(j, "state");
+	json_string(j, p->state);
+	/* quic or tcp (TLS over TCP); null without a session */
+	json_key(j, "transport");
+	json_string(j, !p->has_quic ? NULL : p->quic.tcp ? "tcp" : "quic");
+	json_key(j, "connection_id");
+	json_string(j, p->connection_id);
+	json_prefixes(j, "addresses", p->addrs, p->naddrs);
+	json_prefixes(j, "allowed_ips", p->allowed, p->nallowed);
+	json_key(j, "remote");
+	json_string(j, p->remote != NULL ? addr_sockaddr_str(p->remote, buf) : NULL);
+	json_key(j, "local");
+	json_string(j, p->local != NULL ? addr_sockaddr_str(p->local, buf) : NULL);
+	json_key(j, "path_validations");
+	json_uint(j, p->has_quic ? p->quic.path_validated : 0);
+	json_key(j, "path_validation_failures");
+	json_uint(j, p->has_quic ? p->quic.path_failed : 0);
+	json_key(j, "path_validations_aborted");
+	json_uint(j, p->has_quic ? p->quic.path_aborted : 0);
+	json_key(j, "migrations");
+	json_uint(j, p->roam.migrations);
+	json_key(j, "rebinds");
+	json_uint(j, p->roam.rebinds);
+	json_key(j, "reconnects");
+	json_uint(j, p->roam.reconnects);
+	json_key(j, "stateless_resets");
+	json_uint(j, p->roam.stateless_resets);
+	json_key(j, "zero_rtt");
+	json_begin_object(j);
+	json_key(j, "attempted");
+	json_uint(j, p->roam.zero_rtt_attempted);
+	json_key(j, "accepted");
+	json_uint(j, p->roam.zero_rtt_accepted);
+	json_key(j, "rejected");
+	json_uint(j, p->roam.zero_rtt_rejected);
+	json_end_object(j);
+	json_key(j, "tcp_fallbacks");
+	json_uint(j, p->roam.tcp_fallbacks);
+	json_key(j, "quic_returns");
+	json_uint(j, p->roam.quic_returns);
+	json_key(j, "rx_bytes");
+	json_uint(j, p->counters->rx_bytes);
+	json_key(j, "tx_bytes");
+	json_uint(j, p->counters->tx_bytes);
+	json_key(j, "rx_packets");
+	json_uint(j, p->counters->rx_packets);
+	json_key(j, "tx_packets");
+	json_uint(j, p->counters->tx_packets);
+	json_key(j, "rtt_ms");
+	if (p->has_quic)
+		json_double(j, p->quic.rtt_ms, 3);
+	else
+		json_null(j);
+	json_key(j, "min_rtt_ms");
+	if (p->has_quic)
+		json_double(j, p->quic.min_rtt_ms, 3);
+	else
+		json_null(j);
+	json_key(j, "cwnd");
+	json_uint(j, p->has_quic ? p->quic.cwnd : 0);
+	json_key(j, "bytes_in_flight");
+	json_uint(j, p->has_quic ? p->quic.bytes_in_flight : 0);
+	json_key(j, "stream_unacked");
+	json_uint(j, p->has_quic ? p->quic.stream_unacked : 0);
+	json_key(j, "datagrams_lost");
+	json_uint(j, p->has_quic ? p->quic.dgram_lost : 0);
+	/* Dropped before sending: the queue was full, or they waited
+	 * longer than a round trip for the congestion window. */
+	json_key(j, "datagrams_queue_full");
+	json_uint(j, p->has_quic ? p->quic.dgram_queue_full : 0);
+	json_key(j, "datagrams_stale");
+	json_uint(j, p->has_quic ? p->quic.dgram_stale : 0);
+	json_key(j, "handshakes");
+	json_uint(j, p->handshakes);
+	json_drops(j, p->counters);
+	if (p->fwd_counters != NULL)
+		fwd_status_json(p->fwds, p->fwd_counters, j);
+	json_end_object(j);
 }
 
 /* Text output is for a terminal: every string in it goes through
@@ -364,11 +357,9 @@ text_drops(struct evbuffer *out, const char *indent, const struct tunnel_counter
 }
 
 static void
-render_text(struct evbuffer *out, const struct status *st)
+text_head(struct evbuffer *out, const struct status *st)
 {
-	char buf[ADDR_STRLEN], key[KEY_B64_LEN + 1];
-	char role[TEXT_STRLEN], tun[TEXT_STRLEN], name[TEXT_STRLEN];
-	char state[TEXT_STRLEN];
+	char buf[ADDR_STRLEN], role[TEXT_STRLEN], tun[TEXT_STRLEN];
 
 	evbuffer_add_printf(out, "%s: interface %s, mtu %u (datagram fits %zu)\n",
 	    text_str(role, st->role), st->tun != NULL ? text_str(tun, st->tun) :
@@ -415,72 +406,115 @@ render_text(struct evbuffer *out, const struct status *st)
 		    "%zu handshaking, %zu closed\n", st->peer_counts->configured,
 		    st->peer_counts->established, st->peer_counts->handshaking,
 		    st->peer_counts->closed);
-	if (st->summary)
-		return;
-	for (size_t i = 0; i < st->npeers; i++) {
-		const struct status_peer *p = &st->peers[i];
+}
 
-		key_encode(p->public_key, key);
-		evbuffer_add_printf(out, "\npeer %s (%s)\n  state: %s\n",
-		    text_str(name, p->name), key, text_str(state, p->state));
-		if (p->connection_id != NULL)
-			evbuffer_add_printf(out, "  connection: %s\n",
-			    p->connection_id);
-		if (p->remote != NULL)
-			evbuffer_add_printf(out, "  endpoint: %s\n",
-			    addr_sockaddr_str(p->remote, buf));
-		if (p->has_quic)
-			evbuffer_add_printf(out, "  transport: %s (%llu moves to "
-			    "TCP, %llu back to QUIC)\n",
-			    p->quic.tcp ? "TLS over TCP" : "QUIC",
-			    (unsigned long long)p->roam.tcp_fallbacks,
-			    (unsigned long long)p->roam.quic_returns);
-		if (p->local != NULL)
-			evbuffer_add_printf(out, "  local: %s\n",
-			    addr_sockaddr_str(p->local, buf));
-		evbuffer_add_printf(out, "  roaming: %llu migrations, %llu rebinds, "
-		    "%llu reconnects, 0-RTT %llu/%llu accepted\n",
-		    (unsigned long long)p->roam.migrations,
-		    (unsigned long long)p->roam.rebinds,
-		    (unsigned long long)p->roam.reconnects,
-		    (unsigned long long)p->roam.zero_rtt_accepted,
-		    (unsigned long long)p->roam.zero_rtt_attempted);
-		evbuffer_add_printf(out, "  addresses: ");
-		text_prefixes(out, p->addrs, p->naddrs);
-		evbuffer_add_printf(out, "\n  allowed ips: ");
-		text_prefixes(out, p->allowed, p->nallowed);
-		evbuffer_add_printf(out, "\n  transfer: %llu B (%llu packets) received, "
-		    "%llu B (%llu packets) sent\n",
-		    (unsigned long long)p->counters->rx_bytes,
-		    (unsigned long long)p->counters->rx_packets,
-		    (unsigned long long)p->counters->tx_bytes,
-		    (unsigned long long)p->counters->tx_packets);
-		if (p->has_quic) {
-			evbuffer_add_printf(out, "  rtt: %.3f ms, cwnd: %llu B, "
-			    "in flight: %llu B, stream data unacknowledged: "
-			    "%llu B\n", p->quic.rtt_ms,
-			    (unsigned long long)p->quic.cwnd,
-			    (unsigned long long)p->quic.bytes_in_flight,
-			    (unsigned long long)p->quic.stream_unacked);
-			evbuffer_add_printf(out, "  datagrams: %llu lost, %llu dropped "
-			    "(queue full), %llu dropped (stale)\n",
-			    (unsigned long long)p->quic.dgram_lost,
-			    (unsigned long long)p->quic.dgram_queue_full,
-			    (unsigned long long)p->quic.dgram_stale);
-		}
-		evbuffer_add_printf(out, "  handshakes: %llu\n",
-		    (unsigned long long)p->handshakes);
-		text_drops(out, "  ", p->counters);
-		if (p->fwd_counters != NULL)
-			fwd_status_text(p->fwds, p->fwd_counters, out);
+static void
+text_peer(struct evbuffer *out, const struct status_peer *p)
+{
+	char buf[ADDR_STRLEN], key[KEY_B64_LEN + 1], name[TEXT_STRLEN];
+	char state[TEXT_STRLEN];
+
+	key_encode(p->public_key, key);
+	evbuffer_add_printf(out, "\npeer %s (%s)\n  state: %s\n",
+	    text_str(name, p->name), key, text_str(state, p->state));
+	if (p->connection_id != NULL)
+		evbuffer_add_printf(out, "  connection: %s\n",
+		    p->connection_id);
+	if (p->remote != NULL)
+		evbuffer_add_printf(out, "  endpoint: %s\n",
+		    addr_sockaddr_str(p->remote, buf));
+	if (p->has_quic)
+		evbuffer_add_printf(out, "  transport: %s (%llu moves to "
+		    "TCP, %llu back to QUIC)\n",
+		    p->quic.tcp ? "TLS over TCP" : "QUIC",
+		    (unsigned long long)p->roam.tcp_fallbacks,
+		    (unsigned long long)p->roam.quic_returns);
+	if (p->local != NULL)
+		evbuffer_add_printf(out, "  local: %s\n",
+		    addr_sockaddr_str(p->local, buf));
+	evbuffer_add_printf(out, "  roaming: %llu migrations, %llu rebinds, "
+	    "%llu reconnects, 0-RTT %llu/%llu accepted\n",
+	    (unsigned long long)p->roam.migrations,
+	    (unsigned long long)p->roam.rebinds,
+	    (unsigned long long)p->roam.reconnects,
+	    (unsigned long long)p->roam.zero_rtt_accepted,
+	    (unsigned long long)p->roam.zero_rtt_attempted);
+	evbuffer_add_printf(out, "  addresses: ");
+	text_prefixes(out, p->addrs, p->naddrs);
+	evbuffer_add_printf(out, "\n  allowed ips: ");
+	text_prefixes(out, p->allowed, p->nallowed);
+	evbuffer_add_printf(out, "\n  transfer: %llu B (%llu packets) received, "
+	    "%llu B (%llu packets) sent\n",
+	    (unsigned long long)p->counters->rx_bytes,
+	    (unsigned long long)p->counters->rx_packets,
+	    (unsigned long long)p->counters->tx_bytes,
+	    (unsigned long long)p->counters->tx_packets);
+	if (p->has_quic) {
+		evbuffer_add_printf(out, "  rtt: %.3f ms, cwnd: %llu B, "
+		    "in flight: %llu B, stream data unacknowledged: "
+		    "%llu B\n", p->quic.rtt_ms,
+		    (unsigned long long)p->quic.cwnd,
+		    (unsigned long long)p->quic.bytes_in_flight,
+		    (unsigned long long)p->quic.stream_unacked);
+		evbuffer_add_printf(out, "  datagrams: %llu lost, %llu dropped "
+		    "(queue full), %llu dropped (stale)\n",
+		    (unsigned long long)p->quic.dgram_lost,
+		    (unsigned long long)p->quic.dgram_queue_full,
+		    (unsigned long long)p->quic.dgram_stale);
 	}
+	evbuffer_add_printf(out, "  handshakes: %llu\n",
+	    (unsigned long long)p->handshakes);
+	text_drops(out, "  ", p->counters);
+	if (p->fwd_counters != NULL)
+		fwd_status_text(p->fwds, p->fwd_counters, out);
+}
+
+void
+status_render_head(struct status_renderer *r, struct evbuffer *out,
+    const struct status *st, bool json)
+{
+	r->json = json;
+	r->summary = st->summary;
+	if (json) {
+		json_init(&r->j, out);
+		json_head(&r->j, st);
+	} else
+		text_head(out, st);
+}
+
+void
+status_render_peers(struct status_renderer *r, struct evbuffer *out,
+    const struct status_peer *peers, size_t n)
+{
+	if (r->summary)
+		return;
+	r->j.out = out;
+	for (size_t i = 0; i < n; i++) {
+		if (r->json)
+			json_peer(&r->j, &peers[i]);
+		else
+			text_peer(out, &peers[i]);
+	}
+}
+
+void
+status_render_end(struct status_renderer *r, struct evbuffer *out)
+{
+	if (!r->json)
+		return;
+	r->j.out = out;
+	if (!r->summary)
+		json_end_array(&r->j);
+	json_end_object(&r->j);
+	evbuffer_add(out, "\n", 1);
 }
 
 void
 status_render(struct evbuffer *out, const struct status *st, bool json)
 {
-	if (json)
-		render_json(out, st);
-	else
-		render_text(out, st);
+	struct status_renderer r;
+
+	status_render_head(&r, out, st, json);
+	status_render_peers(&r, out, st->peers, st->npeers);
+	status_render_end(&r, out);
 }

@@ -8,6 +8,7 @@
 
 #include "addr.h"
 #include "fwd.h"
+#include "json.h"
 #include "quic.h"
 #include "tunnel.h"
 
@@ -111,6 +112,19 @@ bool status_request_wants(const struct status_request *, const char *name);
 
 /* Render `st` into `out` as JSON when `json`, else as text. */
 void status_render(struct evbuffer *out, const struct status *st, bool json);
+
+/* The same in parts, for a list of peers too long to render at once:
+ * the head (all but the peers; st->peers is not read), the peers in any
+ * number of calls, then the end. Each part may go to another buffer. */
+struct status_renderer {
+	bool json, summary;
+	struct json j;
+};
+void status_render_head(struct status_renderer *, struct evbuffer *out,
+    const struct status *st, bool json);
+void status_render_peers(struct status_renderer *, struct evbuffer *out,
+    const struct status_peer *peers, size_t n);
+void status_render_end(struct status_renderer *, struct evbuffer *out);
 
 /* Peer state names for status. */
 const char *status_state_name(const struct quic_conn *qc);

@@ -1523,19 +1523,89 @@ server_notify(struct server *srv)
 	notify_ready(status);
 }
 
+/* One peer as status and metrics show it. */
 static void
-status_cb(struct evbuffer *out, const char *request, void *arg)
+status_peer_fill(struct status_peer *sp, const struct peer *p, const char *state)
+{
+	struct quic_conn *qc = p->sess != NULL ? p->sess->qc : NULL;
+	socklen_t len;
+
+	*sp = (struct status_peer){
+		.name = p->cfg->name,
+		.public_key = p->cfg->pubkey,
+		.state = state,
+		.addrs = p->addrs,
+		.naddrs = p->naddrs,
+		.allowed = p->cfg->allowed_ips.v,
+		.nallowed = p->cfg->allowed_ips.n,
+		.counters = &p->counters,
+		.handshakes = p->handshakes,
+		.connection_id = qc != NULL ? quic_conn_id(qc) : NULL,
+		.fwd_counters = &p->fwd_counters,
+		.fwds = p->sess != NULL ? &p->sess->fwds : NULL,
+		.roam.rebinds = p->rebinds,
+		.roam.zero_rtt_accepted = p->zero_rtt,
+	};
+	if (qc != NULL) {
+		sp->remote = quic_conn_remote(qc, &len);
+		sp->local = quic_conn_local(qc, &len);
+		sp->has_quic = true;
+		quic_conn_get_stats(qc, &sp->quic);
+	}
+}
+
+/* A status answer's list of peers, STATUS_PAGE at a time (control_more):
+ * with thousands of peers the whole list would keep the loop from the
+ * tunnels for a tenth of a second. Each part reads the peers as they are
+ * then; after a reload the list goes on from the same position in the
+ * new configuration. */
+#define STATUS_PAGE 64
+struct status_stream {
+	struct server *srv;
+	struct status_request rq;
+	struct status_renderer r;
+	size_t next;          /* index in srv->peers of the next to look at */
+};
+
+static bool
+status_more(struct evbuffer *out, void *arg)
+{
+	struct status_stream *ss = arg;
+	struct server *srv = ss->srv;
+	struct status_peer sp[STATUS_PAGE];
+	size_t n = 0, looked = 0;
+
+	/* A filter that matches few peers still looks at a bounded number
+	 * of them a part. */
+	while (ss->next < srv->npeers && n < STATUS_PAGE &&
+	    looked++ < 16 * STATUS_PAGE) {
+		const struct peer *p = srv->peers[ss->next++];
+
+		if (status_request_wants(&ss->rq, p->cfg->name))
+			status_peer_fill(&sp[n++], p, status_state_name(
+			    p->sess != NULL ? p->sess->qc : NULL));
+	}
+	status_render_peers(&ss->r, out, sp, n);
+	if (ss->next < srv->npeers)
+		return true;
+	status_render_end(&ss->r, out);
+	return false;
+}
+
+/* Status (the control socket; `more` is NULL for metrics_cb): the
+ * figures of the server and the counts of peers by state now, then the
+ * peers by status_more; metrics: all at once. */
+static void
+status_cb(struct evbuffer *out, const char *request, void *arg,
+    struct control_more *more)
 {
 	struct server *srv = arg;
-	struct status_peer *sp = xcalloc(srv->npeers ? srv->npeers : 1, sizeof *sp);
 	struct status st = {
 		.role = "server",
 		.tun = srv->has_tun ? srv->tun.name : NULL,
 		.mtu = srv->cfg->mtu,
 		.offloads = srv->has_tun ? srv->tun.offloads : 0,
 		.counters = &srv->counters,
-		.peers = sp,
-		.npeers = srv->npeers,
 		.reloads = srv->reloads,
 		.reloads_refused = srv->reloads_refused,
 	};
@@ -1554,10 +1624,10 @@ status_cb(struct evbuffer *out, const char *request, void *arg)
 		.wait_expired = as->wait_expired,
 	};
 	struct status_peer_counts counts = { .configured = srv->npeers };
+	struct status_peer *sp = NULL;
 	struct status_request rq;
+	struct status_stream *ss;
 	struct state_stats tickets;
-	socklen_t len;
-	size_t n = 0;
 
 	status_request_parse(request, &rq);
 	state_server_stats(srv->state, &tickets);
@@ -1565,11 +1635,13 @@ status_cb(struct evbuffer *out, const char *request, void *arg)
 	st.admission = &adm;
 	st.peer_counts = &counts;
 	st.summary = rq.summary;
+	/* Metrics are never cut short, nor made in parts (yet). */
+	if (rq.metrics || more == NULL)
+		sp = xcalloc(srv->npeers ? srv->npeers : 1, sizeof *sp);
 	for (size_t k = 0; k < srv->npeers; k++) {
 		struct peer *p = srv->peers[k];
 		struct quic_conn *qc = p->sess != NULL ? p->sess->qc : NULL;
 		const char *state = status_state_name(qc);
-		size_t i = n;
 
 		if (strcmp(state, "established") == 0)
 			counts.established++;
@@ -1580,44 +1652,32 @@ status_cb(struct evbuffer *out, const char *request, void *arg)
 		if (qc != NULL && (st.datagram_mtu == 0 ||
 		    tunnel_inner_mtu(qc) < st.datagram_mtu))
 			st.datagram_mtu = tunnel_inner_mtu(qc);
-		/* Metrics are never cut short. */
-		if (!rq.metrics && !status_request_wants(&rq, p->cfg->name))
-			continue;
-		n++;
-		sp[i].name = p->cfg->name;
-		sp[i].public_key = p->cfg->pubkey;
-		sp[i].state = state;
-		sp[i].addrs = p->addrs;
-		sp[i].naddrs = p->naddrs;
-		sp[i].allowed = p->cfg->allowed_ips.v;
-		sp[i].nallowed = p->cfg->allowed_ips.n;
-		sp[i].counters = &p->counters;
-		sp[i].handshakes = p->handshakes;
-		sp[i].connection_id = qc != NULL ? quic_conn_id(qc) : NULL;
-		sp[i].fwd_counters = &p->fwd_counters;
-		sp[i].fwds = p->sess != NULL ? &p->sess->fwds : NULL;
-		sp[i].roam.rebinds = p->rebinds;
-		sp[i].roam.zero_rtt_accepted = p->zero_rtt;
-		if (qc != NULL) {
-			sp[i].remote = quic_conn_remote(qc, &len);
-			sp[i].local = quic_conn_local(qc, &len);
-			sp[i].has_quic = true;
-			quic_conn_get_stats(qc, &sp[i].quic);
-		}
+		if (sp != NULL)
+			status_peer_fill(&sp[st.npeers++], p, state);
 	}
-	st.npeers = n;
 	/* "metrics": the same figures for Prometheus (MetricsListen). */
-	if (rq.metrics)
+	if (sp != NULL) {
+		st.peers = sp;
 		metrics_render(out, &st);
-	else
-		status_render(out, &st, rq.json);
-	free(sp);
+		free(sp);
+		return;
+	}
+	ss = xcalloc(1, sizeof *ss);
+	ss->srv = srv;
+	ss->rq = rq;
+	status_render_head(&ss->r, out, &st, rq.json);
+	if (rq.summary) {
+		status_render_end(&ss->r, out);
+		free(ss);
+		return;
+	}
+	*more = (struct control_more){ status_more, free, ss };
 }
 
 static void
 metrics_cb(struct evbuffer *out, void *arg)
 {
-	status_cb(out, "metrics", arg);
+	status_cb(out, "metrics", arg, NULL);
 }
 
 /* Worker 0: another worker died; the kernel's steering no longer matches

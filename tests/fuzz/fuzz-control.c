@@ -38,9 +38,11 @@ static unsigned calls;
 static char last[CONTROL_MAX_REQUEST + 1];
 
 static void
-answer_cb(struct evbuffer *out, const char *request, void *arg)
+answer_cb(struct evbuffer *out, const char *request, void *arg,
+    struct control_more *more)
 {
 	(void)arg;
+	(void)more;
 	calls++;
 	assert(strlen(request) <= CONTROL_MAX_REQUEST);
 	snprintf(last, sizeof last, "%s", request);

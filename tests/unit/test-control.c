@@ -34,6 +34,7 @@ struct fixture {
 	struct control *ctl;
 	unsigned calls;
 	char last[CONTROL_MAX_REQUEST + 1];
+	unsigned parts, dones;  /* "parts": made after the first, finished */
 };
 
 /* One client, run in its own thread while the main thread runs the loop. */
@@ -67,9 +68,44 @@ now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Answer "you said: <request>", or a large answer for "big". */
+/* "parts": PARTS parts after the first, each a line "part N" padded
+ * with dots to PART_LEN bytes. */
+#define PARTS 400
+#define PART_LEN 4000
+
 static void
-echo_cb(struct evbuffer *out, const char *request, void *arg)
+part_line(struct evbuffer *out, unsigned n)
+{
+	char line[PART_LEN];
+	int len = snprintf(line, sizeof line, "part %u ", n);
+
+	memset(line + len, '.', sizeof line - (size_t)len - 1);
+	line[sizeof line - 1] = '\n';
+	evbuffer_add(out, line, sizeof line);
+}
+
+static bool
+parts_next(struct evbuffer *out, void *arg)
+{
+	struct fixture *f = arg;
+
+	part_line(out, ++f->parts);
+	return f->parts < PARTS;
+}
+
+static void
+parts_done(void *arg)
+{
+	struct fixture *f = arg;
+
+	f->dones++;
+}
+
+/* Answer "you said: <request>", a large answer for "big", or one in
+ * parts for "parts". */
+static void
+echo_cb(struct evbuffer *out, const char *request, void *arg,
+    struct control_more *more)
 {
 	struct fixture *f = arg;
 
@@ -84,6 +120,11 @@ echo_cb(struct evbuffer *out, const char *request, void *arg)
 			evbuffer_add(out, chunk, BIG_ANSWER - n < sizeof chunk ?
 			    BIG_ANSWER - n : sizeof chunk);
 		}
+		return;
+	}
+	if (strcmp(request, "parts") == 0) {
+		part_line(out, 0);
+		*more = (struct control_more){ parts_next, parts_done, f };
 		return;
 	}
 	evbuffer_add_printf(out, "you said: %s\n", request);
@@ -431,6 +472,81 @@ test_big_answer(void **state)
 			fail_msg("byte %zu differs", i);
 	}
 	job_clear(&j);
+}
+
+/* An answer in parts arrives whole and in order, each part made once,
+ * and the answer's state is freed once. */
+static void
+test_answer_in_parts(void **state)
+{
+	struct fixture *f = *state;
+	struct job j = request_job("parts");
+	struct evbuffer *want = evbuffer_new();
+
+	for (unsigned n = 0; n <= PARTS; n++)
+		part_line(want, n);
+	run_jobs(f, &j, 1);
+	assert_int_equal(j.rc, 0);
+	assert_int_equal(j.output_len, evbuffer_get_length(want));
+	assert_memory_equal(j.output, evbuffer_pullup(want, -1), j.output_len);
+	assert_int_equal(f->parts, PARTS);
+	assert_int_equal(f->dones, 1);
+	evbuffer_free(want);
+	job_clear(&j);
+}
+
+/* A client that leaves in the middle of an answer in parts: no more
+ * parts are made, the answer's state is freed once, and the next client
+ * is answered. */
+static void
+test_answer_in_parts_abandoned(void **state)
+{
+	struct fixture *f = *state;
+	struct timeval tick = { 0, 20000 };
+	struct job j = request_job("status");
+	char buf[PART_LEN];
+	int fd = connect_path(f->path);
+
+	assert_int_equal(write(fd, "parts\n", 6), 6);
+	/* Read a little of it, then go. */
+	for (int i = 0; i < 100 && f->parts == 0; i++) {
+		event_base_loopexit(f->base, &tick);
+		event_base_dispatch(f->base);
+	}
+	assert_true(read(fd, buf, sizeof buf) > 0);
+	close(fd);
+	for (int i = 0; i < 100 && f->dones == 0; i++) {
+		event_base_loopexit(f->base, &tick);
+		event_base_dispatch(f->base);
+	}
+	assert_int_equal(f->dones, 1);
+	assert_true(f->parts > 0 && f->parts < PARTS);
+	run_jobs(f, &j, 1);
+	assert_int_equal(j.rc, 0);
+	assert_string_equal(j.output, "you said: status\n");
+	assert_int_equal(f->dones, 1);
+	job_clear(&j);
+}
+
+/* Freeing the control in the middle of an answer in parts frees the
+ * answer's state too. */
+static void
+test_free_in_parts(void **state)
+{
+	struct fixture *f = *state;
+	struct timeval tick = { 0, 20000 };
+	int fd = connect_path(f->path);
+
+	assert_int_equal(write(fd, "parts\n", 6), 6);
+	for (int i = 0; i < 100 && f->parts == 0; i++) {
+		event_base_loopexit(f->base, &tick);
+		event_base_dispatch(f->base);
+	}
+	assert_true(f->parts > 0 && f->parts < PARTS);
+	control_free(f->ctl);
+	f->ctl = NULL;
+	assert_int_equal(f->dones, 1);
+	close(fd);
 }
 
 static void
@@ -937,6 +1053,10 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_bad_requests, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_longest_request, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_big_answer, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_answer_in_parts, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_answer_in_parts_abandoned,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_free_in_parts, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_many_clients, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_idle_clients_limit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_server_timeout, setup, teardown),

@@ -171,6 +171,61 @@ test_summary(void **state)
 	free(json);
 }
 
+/* The head, the peers in parts (each into a buffer of its own), then
+ * the end: the same bytes as all at once, as JSON and as text, with and
+ * without peers. */
+static void
+test_render_in_parts(void **state)
+{
+	static const uint8_t pub[KEY_LEN] = { 1, 2, 3 };
+	struct tunnel_counters global = { .rx_packets = 7 }, counters[5];
+	struct status_peer peers[5];
+	struct status st = {
+		.role = "server",
+		.tun = "rove0",
+		.mtu = 1380,
+		.counters = &global,
+		.peers = peers,
+	};
+	static const char *const names[5] = { "a", "b", "c", "d", "e" };
+
+	(void)state;
+	for (size_t i = 0; i < 5; i++) {
+		counters[i] = (struct tunnel_counters){ .rx_bytes = 100 * i };
+		peers[i] = (struct status_peer){
+			.name = names[i], .public_key = pub, .state = "closed",
+			.counters = &counters[i],
+		};
+	}
+	for (size_t npeers = 0; npeers <= 5; npeers += 5) {
+		for (int json = 0; json <= 1; json++) {
+			struct status_renderer r;
+			struct evbuffer *whole = evbuffer_new(), *parts = evbuffer_new();
+			char *all;
+
+			st.npeers = npeers;
+			all = render(&st, json);
+			status_render_head(&r, parts, &st, json);
+			for (size_t i = 0; i < npeers; i += 2) {
+				struct evbuffer *part = evbuffer_new();
+
+				status_render_peers(&r, part, peers + i,
+				    npeers - i < 2 ? npeers - i : 2);
+				evbuffer_add_buffer(parts, part);
+				evbuffer_free(part);
+			}
+			status_render_end(&r, whole);
+			evbuffer_add_buffer(parts, whole);
+			assert_int_equal(evbuffer_get_length(parts), strlen(all));
+			assert_memory_equal(evbuffer_pullup(parts, -1), all,
+			    strlen(all));
+			free(all);
+			evbuffer_free(whole);
+			evbuffer_free(parts);
+		}
+	}
+}
+
 int
 main(void)
 {
@@ -178,6 +233,7 @@ main(void)
 		cmocka_unit_test(test_text_escapes_strings),
 		cmocka_unit_test(test_request_parse),
 		cmocka_unit_test(test_summary),
+		cmocka_unit_test(test_render_in_parts),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
