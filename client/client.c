@@ -1368,12 +1368,18 @@ monitor_cb(enum tun_monitor_event ev, void *arg)
 	evtimer_add(c->path_ev, &settle);
 }
 
+/* The client's status now; `cs` holds every part `cs->st` points to. */
+struct client_status {
+	struct status st;
+	struct status_peer sp;
+	struct status_dns sd;
+	struct dns_status ds;
+};
+
 static void
-status_cb(struct evbuffer *out, const char *request, void *arg,
-    struct control_more *more)
+client_status(struct client *c, struct client_status *cs)
 {
-	struct client *c = arg;
-	struct status_peer sp = {
+	cs->sp = (struct status_peer){
 		.name = "server",
 		.public_key = c->cfg->server_pubkey,
 		.state = c->qc != NULL && !c->configured &&
@@ -1385,68 +1391,76 @@ status_cb(struct evbuffer *out, const char *request, void *arg,
 		.counters = &c->counters,
 		.handshakes = c->handshakes,
 		.connection_id = c->qc != NULL ? quic_conn_id(c->qc) : NULL,
+		.fwd_counters = forward_counters(c->fwd),
+		.roam = c->roam,
+		.fwds = forward_set(c->fwd),
 	};
-	struct status st = {
+	cs->st = (struct status){
 		.role = "client",
 		.tun = c->tun_open ? c->tun.name : NULL,
 		.addrs = c->addrs,
 		.naddrs = c->naddrs,
 		.counters = &c->counters,
-		.peers = &sp,
+		.peers = &cs->sp,
 		.npeers = 1,
 		.reloads = c->reloads,
 		.reloads_refused = c->reloads_refused,
+		.dns = &cs->sd,
 	};
-	struct status_request rq;
-
-	(void)more;
-
-	struct dns_status ds;
-	struct status_dns sd;
-
-	dns_get_status(c->dns, &ds);
-	sd = (struct status_dns){
-		.state = dns_state_name(ds.state),
-		.backend = ds.state == DNS_STATE_APPLIED ?
-		    dns_backend_name(ds.backend) : NULL,
-		.servers = ds.conf != NULL ? ds.conf->servers : NULL,
-		.nservers = ds.conf != NULL ? ds.conf->nservers : 0,
-		.search = ds.conf != NULL ? ds.conf->search : NULL,
-		.nsearch = ds.conf != NULL ? ds.conf->nsearch : 0,
-		.error = ds.error,
+	dns_get_status(c->dns, &cs->ds);
+	cs->sd = (struct status_dns){
+		.state = dns_state_name(cs->ds.state),
+		.backend = cs->ds.state == DNS_STATE_APPLIED ?
+		    dns_backend_name(cs->ds.backend) : NULL,
+		.servers = cs->ds.conf != NULL ? cs->ds.conf->servers : NULL,
+		.nservers = cs->ds.conf != NULL ? cs->ds.conf->nservers : 0,
+		.search = cs->ds.conf != NULL ? cs->ds.conf->search : NULL,
+		.nsearch = cs->ds.conf != NULL ? cs->ds.conf->nsearch : 0,
+		.error = cs->ds.error,
 	};
-	st.dns = &sd;
-	sp.fwd_counters = forward_counters(c->fwd);
-	sp.roam = c->roam;
-	sp.fwds = forward_set(c->fwd);
 	if (c->qc != NULL) {
 		socklen_t len;
 
-		sp.local = quic_conn_local(c->qc, &len);
-		sp.has_quic = true;
-		quic_conn_get_stats(c->qc, &sp.quic);
-		st.datagram_mtu = tunnel_inner_mtu(c->qc);
+		cs->sp.local = quic_conn_local(c->qc, &len);
+		cs->sp.has_quic = true;
+		quic_conn_get_stats(c->qc, &cs->sp.quic);
+		cs->st.datagram_mtu = tunnel_inner_mtu(c->qc);
 	}
 	if (c->tun_open) {
 		/* The MTU the server gave, as configured on the device. */
-		st.mtu = (unsigned)c->tun_mtu;
-		st.offloads = c->tun.offloads;
+		cs->st.mtu = (unsigned)c->tun_mtu;
+		cs->st.offloads = c->tun.offloads;
 	}
-	status_request_parse(request, &rq);
-	if (!rq.metrics && !status_request_wants(&rq, sp.name))
-		st.npeers = 0;
-	st.summary = rq.summary;
-	/* "metrics": the same figures for Prometheus (MetricsListen). */
-	if (rq.metrics)
-		metrics_render(out, &st);
-	else
-		status_render(out, &st, rq.json);
 }
 
+/* One peer (the server): every answer is short enough to make at once. */
 static void
-metrics_cb(struct evbuffer *out, void *arg)
+status_cb(struct evbuffer *out, const char *request, void *arg,
+    struct control_more *more)
 {
-	status_cb(out, "metrics", arg, NULL);
+	struct client_status cs;
+	struct status_request rq;
+
+	(void)more;
+	client_status(arg, &cs);
+	status_request_parse(request, &rq);
+	if (!rq.metrics && !status_request_wants(&rq, cs.sp.name))
+		cs.st.npeers = 0;
+	cs.st.summary = rq.summary;
+	/* "metrics": the same figures for Prometheus (MetricsListen). */
+	if (rq.metrics)
+		metrics_render(out, &cs.st);
+	else
+		status_render(out, &cs.st, rq.json);
+}
+
+static struct metrics_scrape *
+metrics_cb(void *arg)
+{
+	struct client_status cs;
+
+	client_status(arg, &cs);
+	return metrics_scrape_new(&cs.st);
 }
 
 /* Sessions are remembered per server address and key. */

@@ -3,6 +3,7 @@
 #include <event2/http.h>
 
 #include <dirent.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 
 #include "addr.h"
 #include "fwd.h"
+#include "log.h"
 #include "metrics.h"
 #include "proto-fwd.h"
 #include "tunnel.h"
@@ -21,11 +23,40 @@
  * and one that stalls is dropped rather than held. */
 #define METRICS_MAX_HEADERS 8192
 #define METRICS_TIMEOUT_S 10
+/* Scrapes being sent at once; each holds a copy of every peer's figures
+ * (about 600 bytes a peer). More are answered 503. */
+#define METRICS_MAX_SCRAPES 4
+/* Peers' lines of one family in one part of a scrape. */
+#define METRICS_PAGE 256
+
+/* One peer's figures, by value: a scrape of thousands of peers is sent in
+ * parts, between which the peers may change, go, or be reloaded away. */
+struct metrics_peer {
+	char name[STATUS_NAME_MAX + 1];
+	bool connected;
+	struct tunnel_counters counters;
+	bool has_quic;
+	struct quic_conn_stats quic;
+	uint64_t handshakes;
+	struct status_roam roam;
+	size_t fwd_open;
+	bool has_fwd;
+	struct fwd_counters fwd;
+};
+
+struct metrics_scrape {
+	struct evbuffer *head;       /* the figures that are not per peer */
+	struct metrics_peer *peers;
+	size_t npeers;
+	size_t family;               /* the per-peer family being sent */
+	size_t next;                 /* its next peer */
+};
 
 struct metrics {
 	struct evhttp *http;
-	void (*fill)(struct evbuffer *, void *);
+	struct metrics_scrape *(*scrape)(void *);
 	void *arg;
+	unsigned sending;            /* scrapes under way */
 };
 
 static void
@@ -60,24 +91,13 @@ peer_u64(struct evbuffer *out, const char *name, const char *peer,
 	evbuffer_add_printf(out, "\"} %llu\n", (unsigned long long)v);
 }
 
-/* One family with a value per peer, from `get`. */
-static void
-per_peer(struct evbuffer *out, const struct status *st, const char *name,
-    const char *type, const char *help,
-    uint64_t (*get)(const struct status_peer *))
-{
-	family(out, name, type, help);
-	for (size_t i = 0; i < st->npeers; i++)
-		peer_u64(out, name, st->peers[i].name, get(&st->peers[i]));
-}
-
 #define GETTER(fn, expr) \
-	static uint64_t fn(const struct status_peer *p) { return (expr); }
-GETTER(get_rx_bytes, p->counters->rx_bytes)
-GETTER(get_tx_bytes, p->counters->tx_bytes)
-GETTER(get_rx_packets, p->counters->rx_packets)
-GETTER(get_tx_packets, p->counters->tx_packets)
-GETTER(get_connected, strcmp(p->state, "established") == 0)
+	static uint64_t fn(const struct metrics_peer *p) { return (expr); }
+GETTER(get_rx_bytes, p->counters.rx_bytes)
+GETTER(get_tx_bytes, p->counters.tx_bytes)
+GETTER(get_rx_packets, p->counters.rx_packets)
+GETTER(get_tx_packets, p->counters.tx_packets)
+GETTER(get_connected, p->connected)
 GETTER(get_cwnd, p->has_quic ? p->quic.cwnd : 0)
 GETTER(get_inflight, p->has_quic ? p->quic.bytes_in_flight : 0)
 GETTER(get_unacked, p->has_quic ? p->quic.stream_unacked : 0)
@@ -92,65 +112,103 @@ GETTER(get_resets, p->roam.stateless_resets)
 GETTER(get_0rtt_attempted, p->roam.zero_rtt_attempted)
 GETTER(get_0rtt_accepted, p->roam.zero_rtt_accepted)
 GETTER(get_0rtt_rejected, p->roam.zero_rtt_rejected)
-GETTER(get_fwd_open, p->fwds != NULL ? p->fwds->n : 0)
+GETTER(get_fwd_open, p->fwd_open)
 #undef GETTER
 
-/* The per-peer families with one integer each, in the order printed
- * around the RTT (a float, printed by itself). */
-struct peer_family {
-	const char *name, *type, *help;
-	uint64_t (*get)(const struct status_peer *);
-};
-static const struct peer_family peer_families_head[] = {
-	{ "rove_peer_connected", "gauge",
-	    "1 while the peer's connection is established.", get_connected },
-	{ "rove_peer_rx_bytes_total", "counter",
-	    "IP bytes received from the peer and written to the TUN.", get_rx_bytes },
-	{ "rove_peer_tx_bytes_total", "counter",
-	    "IP bytes read from the TUN and sent to the peer.", get_tx_bytes },
-	{ "rove_peer_rx_packets_total", "counter",
-	    "IP packets received from the peer.", get_rx_packets },
-	{ "rove_peer_tx_packets_total", "counter",
-	    "IP packets sent to the peer.", get_tx_packets },
-};
-static const struct peer_family peer_families_tail[] = {
-	{ "rove_peer_cwnd_bytes", "gauge",
-	    "Congestion window of the peer's connection.", get_cwnd },
-	{ "rove_peer_bytes_in_flight", "gauge",
-	    "Bytes sent and not yet acknowledged or lost.", get_inflight },
-	{ "rove_peer_stream_unacked_bytes", "gauge",
-	    "Forwarded bytes held until the peer acknowledges them.", get_unacked },
-	{ "rove_peer_datagrams_lost_total", "counter",
-	    "DATAGRAM frames (IP packets) declared lost.", get_lost },
-	{ "rove_peer_datagrams_queue_full_total", "counter",
-	    "IP packets dropped before sending: the queue was full.", get_queue_full },
-	{ "rove_peer_datagrams_stale_total", "counter",
-	    "IP packets dropped before sending: they waited too long.", get_stale },
-	{ "rove_peer_handshakes_total", "counter",
-	    "Connections established.", get_handshakes },
-	{ "rove_peer_migrations_total", "counter",
-	    "Client: migrations to a new local address.", get_migrations },
-	{ "rove_peer_rebinds_total", "counter",
-	    "Server: new peer addresses validated (NAT rebinding, roaming).", get_rebinds },
-	{ "rove_peer_reconnects_total", "counter",
-	    "Client: new connections after one was lost.", get_reconnects },
-	{ "rove_peer_stateless_resets_total", "counter",
-	    "Client: stateless resets received.", get_resets },
-	{ "rove_peer_zero_rtt_attempted_total", "counter",
-	    "Connections that tried 0-RTT.", get_0rtt_attempted },
-	{ "rove_peer_zero_rtt_accepted_total", "counter",
-	    "Connections whose 0-RTT was accepted.", get_0rtt_accepted },
-	{ "rove_peer_zero_rtt_rejected_total", "counter",
-	    "Connections whose 0-RTT was rejected.", get_0rtt_rejected },
-};
+/* The families that are not one integer a peer: their lines for one. */
+static void
+lines_rtt(struct evbuffer *out, const struct metrics_peer *p)
+{
+	evbuffer_add_printf(out, "rove_peer_rtt_seconds{peer=\"");
+	label_value(out, p->name);
+	evbuffer_add_printf(out, "\"} %.6f\n",
+	    p->has_quic ? p->quic.rtt_ms / 1000.0 : 0.0);
+}
 
 static void
-per_peer_all(struct evbuffer *out, const struct status *st,
-    const struct peer_family *f, size_t n)
+lines_drops(struct evbuffer *out, const struct metrics_peer *p)
 {
-	for (size_t i = 0; i < n; i++)
-		per_peer(out, st, f[i].name, f[i].type, f[i].help, f[i].get);
+	for (int r = 0; r < TUNNEL_DROP_COUNT; r++) {
+		evbuffer_add_printf(out, "rove_peer_drops_total{peer=\"");
+		label_value(out, p->name);
+		evbuffer_add_printf(out, "\",reason=\"%s\"} %llu\n",
+		    tunnel_drop_names[r], (unsigned long long)p->counters.drops[r]);
+	}
 }
+
+static void
+lines_forwards(struct evbuffer *out, const struct metrics_peer *p)
+{
+	if (!p->has_fwd)
+		return;
+	evbuffer_add_printf(out, "rove_peer_forwards_total{peer=\"");
+	label_value(out, p->name);
+	evbuffer_add_printf(out, "\",outcome=\"completed\"} %llu\n",
+	    (unsigned long long)p->fwd.completed);
+	for (uint64_t e = 1; e < PROTO_FWD_ERR_COUNT; e++) {
+		evbuffer_add_printf(out, "rove_peer_forwards_total{peer=\"");
+		label_value(out, p->name);
+		evbuffer_add_printf(out, "\",outcome=\"%s\"} %llu\n",
+		    proto_fwd_error_name(e), (unsigned long long)p->fwd.failed[e]);
+	}
+}
+
+/* The per-peer families, in the order sent: one integer a peer from
+ * `get`, or the peer's lines from `lines`. */
+struct peer_family {
+	const char *name, *type, *help;
+	uint64_t (*get)(const struct metrics_peer *);
+	void (*lines)(struct evbuffer *, const struct metrics_peer *);
+};
+static const struct peer_family peer_families[] = {
+	{ "rove_peer_connected", "gauge",
+	    "1 while the peer's connection is established.", get_connected, NULL },
+	{ "rove_peer_rx_bytes_total", "counter",
+	    "IP bytes received from the peer and written to the TUN.", get_rx_bytes, NULL },
+	{ "rove_peer_tx_bytes_total", "counter",
+	    "IP bytes read from the TUN and sent to the peer.", get_tx_bytes, NULL },
+	{ "rove_peer_rx_packets_total", "counter",
+	    "IP packets received from the peer.", get_rx_packets, NULL },
+	{ "rove_peer_tx_packets_total", "counter",
+	    "IP packets sent to the peer.", get_tx_packets, NULL },
+	{ "rove_peer_rtt_seconds", "gauge",
+	    "Smoothed round-trip time of the peer's connection.", NULL, lines_rtt },
+	{ "rove_peer_cwnd_bytes", "gauge",
+	    "Congestion window of the peer's connection.", get_cwnd, NULL },
+	{ "rove_peer_bytes_in_flight", "gauge",
+	    "Bytes sent and not yet acknowledged or lost.", get_inflight, NULL },
+	{ "rove_peer_stream_unacked_bytes", "gauge",
+	    "Forwarded bytes held until the peer acknowledges them.", get_unacked, NULL },
+	{ "rove_peer_datagrams_lost_total", "counter",
+	    "DATAGRAM frames (IP packets) declared lost.", get_lost, NULL },
+	{ "rove_peer_datagrams_queue_full_total", "counter",
+	    "IP packets dropped before sending: the queue was full.", get_queue_full, NULL },
+	{ "rove_peer_datagrams_stale_total", "counter",
+	    "IP packets dropped before sending: they waited too long.", get_stale, NULL },
+	{ "rove_peer_handshakes_total", "counter",
+	    "Connections established.", get_handshakes, NULL },
+	{ "rove_peer_migrations_total", "counter",
+	    "Client: migrations to a new local address.", get_migrations, NULL },
+	{ "rove_peer_rebinds_total", "counter",
+	    "Server: new peer addresses validated (NAT rebinding, roaming).", get_rebinds, NULL },
+	{ "rove_peer_reconnects_total", "counter",
+	    "Client: new connections after one was lost.", get_reconnects, NULL },
+	{ "rove_peer_stateless_resets_total", "counter",
+	    "Client: stateless resets received.", get_resets, NULL },
+	{ "rove_peer_zero_rtt_attempted_total", "counter",
+	    "Connections that tried 0-RTT.", get_0rtt_attempted, NULL },
+	{ "rove_peer_zero_rtt_accepted_total", "counter",
+	    "Connections whose 0-RTT was accepted.", get_0rtt_accepted, NULL },
+	{ "rove_peer_zero_rtt_rejected_total", "counter",
+	    "Connections whose 0-RTT was rejected.", get_0rtt_rejected, NULL },
+	{ "rove_peer_drops_total", "counter",
+	    "IP packets of the peer dropped, by reason.", NULL, lines_drops },
+	{ "rove_peer_forwards_open", "gauge",
+	    "Forwarded TCP connections open now.", get_fwd_open, NULL },
+	{ "rove_peer_forwards_total", "counter",
+	    "Forwarded TCP connections that ended, by outcome.", NULL, lines_forwards },
+};
+#define PEER_FAMILIES (sizeof peer_families / sizeof peer_families[0])
 
 static void
 process_figures(struct evbuffer *out)
@@ -191,8 +249,9 @@ process_figures(struct evbuffer *out)
 	}
 }
 
-void
-metrics_render(struct evbuffer *out, const struct status *st)
+/* The figures that are not per peer. */
+static void
+render_head(struct evbuffer *out, const struct status *st)
 {
 	family(out, "rove_info", "gauge", "Which program this is.");
 	evbuffer_add_printf(out, "rove_info{role=\"%s\"} 1\n", st->role);
@@ -226,79 +285,190 @@ metrics_render(struct evbuffer *out, const struct status *st)
 		    (unsigned long long)a->rate_limited,
 		    (unsigned long long)a->half_open_full);
 	}
-	per_peer_all(out, st, peer_families_head,
-	    sizeof peer_families_head / sizeof peer_families_head[0]);
-	family(out, "rove_peer_rtt_seconds", "gauge",
-	    "Smoothed round-trip time of the peer's connection.");
-	for (size_t i = 0; i < st->npeers; i++) {
-		const struct status_peer *p = &st->peers[i];
+}
 
-		evbuffer_add_printf(out, "rove_peer_rtt_seconds{peer=\"");
-		label_value(out, p->name);
-		evbuffer_add_printf(out, "\"} %.6f\n",
-		    p->has_quic ? p->quic.rtt_ms / 1000.0 : 0.0);
-	}
-	per_peer_all(out, st, peer_families_tail,
-	    sizeof peer_families_tail / sizeof peer_families_tail[0]);
-	family(out, "rove_peer_drops_total", "counter",
-	    "IP packets of the peer dropped, by reason.");
-	for (size_t i = 0; i < st->npeers; i++) {
-		for (int r = 0; r < TUNNEL_DROP_COUNT; r++) {
-			evbuffer_add_printf(out, "rove_peer_drops_total{peer=\"");
-			label_value(out, st->peers[i].name);
-			evbuffer_add_printf(out, "\",reason=\"%s\"} %llu\n",
-			    tunnel_drop_names[r], (unsigned long long)
-			    st->peers[i].counters->drops[r]);
-		}
-	}
-	per_peer(out, st, "rove_peer_forwards_open", "gauge",
-	    "Forwarded TCP connections open now.", get_fwd_open);
-	family(out, "rove_peer_forwards_total", "counter",
-	    "Forwarded TCP connections that ended, by outcome.");
-	for (size_t i = 0; i < st->npeers; i++) {
-		const struct fwd_counters *c = st->peers[i].fwd_counters;
+struct metrics_scrape *
+metrics_scrape_new(const struct status *st)
+{
+	struct metrics_scrape *ms = xcalloc(1, sizeof *ms);
 
-		if (c == NULL)
-			continue;
-		evbuffer_add_printf(out, "rove_peer_forwards_total{peer=\"");
-		label_value(out, st->peers[i].name);
-		evbuffer_add_printf(out, "\",outcome=\"completed\"} %llu\n",
-		    (unsigned long long)c->completed);
-		for (uint64_t e = 1; e < PROTO_FWD_ERR_COUNT; e++) {
-			evbuffer_add_printf(out, "rove_peer_forwards_total{peer=\"");
-			label_value(out, st->peers[i].name);
-			evbuffer_add_printf(out, "\",outcome=\"%s\"} %llu\n",
-			    proto_fwd_error_name(e),
-			    (unsigned long long)c->failed[e]);
-		}
+	if ((ms->head = evbuffer_new()) == NULL)
+		fatalx("%s: out of memory", __func__);
+	render_head(ms->head, st);
+	ms->npeers = st->npeers;
+	ms->peers = xcalloc(st->npeers ? st->npeers : 1, sizeof *ms->peers);
+	for (size_t i = 0; i < st->npeers; i++) {
+		const struct status_peer *sp = &st->peers[i];
+		struct metrics_peer *p = &ms->peers[i];
+
+		snprintf(p->name, sizeof p->name, "%s", sp->name);
+		p->connected = strcmp(sp->state, "established") == 0;
+		p->counters = *sp->counters;
+		p->has_quic = sp->has_quic;
+		p->quic = sp->quic;
+		p->handshakes = sp->handshakes;
+		p->roam = sp->roam;
+		p->fwd_open = sp->fwds != NULL ? sp->fwds->n : 0;
+		p->has_fwd = sp->fwd_counters != NULL;
+		if (p->has_fwd)
+			p->fwd = *sp->fwd_counters;
 	}
-	process_figures(out);
+	return ms;
+}
+
+bool
+metrics_scrape_next(struct metrics_scrape *ms, struct evbuffer *out)
+{
+	const struct peer_family *f;
+	size_t end;
+
+	if (ms->head != NULL) {
+		evbuffer_add_buffer(out, ms->head);
+		evbuffer_free(ms->head);
+		ms->head = NULL;
+		return true;
+	}
+	if (ms->family == PEER_FAMILIES) {
+		process_figures(out);
+		return false;
+	}
+	f = &peer_families[ms->family];
+	if (ms->next == 0)
+		family(out, f->name, f->type, f->help);
+	end = ms->npeers - ms->next < METRICS_PAGE ? ms->npeers :
+	    ms->next + METRICS_PAGE;
+	for (; ms->next < end; ms->next++) {
+		const struct metrics_peer *p = &ms->peers[ms->next];
+
+		if (f->get != NULL)
+			peer_u64(out, f->name, p->name, f->get(p));
+		else
+			f->lines(out, p);
+	}
+	if (ms->next == ms->npeers) {
+		ms->family++;
+		ms->next = 0;
+	}
+	return true;
+}
+
+void
+metrics_scrape_free(struct metrics_scrape *ms)
+{
+	if (ms == NULL)
+		return;
+	if (ms->head != NULL)
+		evbuffer_free(ms->head);
+	free(ms->peers);
+	free(ms);
+}
+
+void
+metrics_render(struct evbuffer *out, const struct status *st)
+{
+	struct metrics_scrape *ms = metrics_scrape_new(st);
+
+	while (metrics_scrape_next(ms, out))
+		;
+	metrics_scrape_free(ms);
+}
+
+/* A scrape under way over HTTP: a chunk at a time, the next made when
+ * the last is written. */
+struct metrics_send {
+	struct metrics *m;
+	struct evhttp_request *req;
+	struct evhttp_connection *evcon;
+	struct metrics_scrape *ms;
+};
+
+static void
+send_free(struct metrics_send *s)
+{
+	s->m->sending--;
+	metrics_scrape_free(s->ms);
+	free(s);
+}
+
+static void send_chunk_cb(struct evhttp_connection *, void *);
+
+static void
+send_next(struct metrics_send *s)
+{
+	struct evbuffer *part = evbuffer_new();
+	bool more;
+
+	if (part == NULL)
+		fatalx("%s: out of memory", __func__);
+	/* An empty chunk would end the body: a part with no lines (a
+	 * family no peer has) goes on to the next. */
+	do
+		more = metrics_scrape_next(s->ms, part);
+	while (more && evbuffer_get_length(part) == 0);
+	if (!more) {
+		if (evbuffer_get_length(part) > 0)
+			evhttp_send_reply_chunk(s->req, part);
+		evbuffer_free(part);
+		evhttp_connection_set_closecb(s->evcon, NULL, NULL);
+		evhttp_send_reply_end(s->req);
+		send_free(s);
+		return;
+	}
+	evhttp_send_reply_chunk_with_cb(s->req, part, send_chunk_cb, s);
+	evbuffer_free(part);
+}
+
+static void
+send_chunk_cb(struct evhttp_connection *evcon, void *arg)
+{
+	(void)evcon;
+	send_next(arg);
+}
+
+/* The connection went (the scraper left, timed out, or the server is
+ * being freed) before the last chunk. A request the connection gave up
+ * is ours to free; one it still holds, it frees. */
+static void
+send_close_cb(struct evhttp_connection *evcon, void *arg)
+{
+	struct metrics_send *s = arg;
+
+	(void)evcon;
+	if (evhttp_request_get_connection(s->req) == NULL)
+		evhttp_request_free(s->req);
+	send_free(s);
 }
 
 static void
 request_cb(struct evhttp_request *req, void *arg)
 {
 	struct metrics *m = arg;
-	struct evbuffer *out;
+	struct metrics_send *s;
 
 	if (evhttp_request_get_command(req) != EVHTTP_REQ_GET) {
 		evhttp_send_error(req, 405, NULL);
 		return;
 	}
-	if ((out = evbuffer_new()) == NULL) {
-		evhttp_send_error(req, 500, NULL);
+	if (m->sending >= METRICS_MAX_SCRAPES) {
+		evhttp_send_error(req, 503, NULL);
 		return;
 	}
-	m->fill(out, m->arg);
+	s = xcalloc(1, sizeof *s);
+	s->m = m;
+	s->req = req;
+	s->evcon = evhttp_request_get_connection(req);
+	s->ms = m->scrape(m->arg);
+	m->sending++;
+	evhttp_connection_set_closecb(s->evcon, send_close_cb, s);
 	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
 	    "text/plain; version=0.0.4; charset=utf-8");
-	evhttp_send_reply(req, 200, "OK", out);
-	evbuffer_free(out);
+	evhttp_send_reply_start(req, 200, "OK");
+	send_next(s);
 }
 
 struct metrics *
 metrics_create(struct event_base *base, const struct sockaddr *addr,
-    socklen_t addrlen, void (*fill)(struct evbuffer *, void *), void *arg,
+    socklen_t addrlen, struct metrics_scrape *(*scrape)(void *), void *arg,
     char **cause)
 {
 	struct metrics *m = xcalloc(1, sizeof *m);
@@ -307,7 +477,7 @@ metrics_create(struct event_base *base, const struct sockaddr *addr,
 	uint16_t port;
 
 	(void)addrlen;
-	m->fill = fill;
+	m->scrape = scrape;
 	m->arg = arg;
 	if (addr_from_sockaddr(addr, &ip, &port) != 0) {
 		xasprintf(cause, "MetricsListen: not an IP address");

@@ -3,6 +3,7 @@
 #ifndef ROVE_METRICS_H
 #define ROVE_METRICS_H
 
+#include <stdbool.h>
 #include <sys/socket.h>
 
 #include "status.h"
@@ -16,11 +17,21 @@ struct metrics;
  * labelled peer="NAME". */
 void metrics_render(struct evbuffer *out, const struct status *st);
 
-/* Serve GET /metrics on `addr`; `fill` writes the current exposition into
- * `out` (metrics_render with the owner's status). Returns NULL with
+/* The same in parts, so that thousands of peers do not keep the event
+ * loop from everything else: metrics_scrape_new copies what it needs of
+ * `st` (which may then change or go), and each metrics_scrape_next adds
+ * a part of at most a few hundred lines to `out`, returning false after
+ * the last. */
+struct metrics_scrape;
+struct metrics_scrape *metrics_scrape_new(const struct status *st);
+bool metrics_scrape_next(struct metrics_scrape *, struct evbuffer *out);
+void metrics_scrape_free(struct metrics_scrape *);
+
+/* Serve GET /metrics on `addr`, in chunks (chunked transfer encoding);
+ * `scrape` makes the scrape of the owner's status now. Returns NULL with
  * *cause set. */
 struct metrics *metrics_create(struct event_base *, const struct sockaddr *addr,
-    socklen_t addrlen, void (*fill)(struct evbuffer *out, void *arg),
+    socklen_t addrlen, struct metrics_scrape *(*scrape)(void *arg),
     void *arg, char **cause);
 void metrics_free(struct metrics *);
 

@@ -1592,25 +1592,35 @@ status_more(struct evbuffer *out, void *arg)
 	return false;
 }
 
-/* Status (the control socket; `more` is NULL for metrics_cb): the
- * figures of the server and the counts of peers by state now, then the
- * peers by status_more; metrics: all at once. */
+/* The server's status now; `now` holds every part `now->st` points to.
+ * With `peers` (room for srv->npeers), every peer is in it too. */
+struct server_status {
+	struct status st;
+	struct status_admission adm;
+	struct status_peer_counts counts;
+	struct state_stats tickets;
+};
+
 static void
-status_cb(struct evbuffer *out, const char *request, void *arg,
-    struct control_more *more)
+server_status(struct server *srv, struct server_status *now,
+    struct status_peer *peers)
 {
-	struct server *srv = arg;
-	struct status st = {
+	const struct admit_stats *as = &srv->admit.stats;
+
+	now->st = (struct status){
 		.role = "server",
 		.tun = srv->has_tun ? srv->tun.name : NULL,
 		.mtu = srv->cfg->mtu,
 		.offloads = srv->has_tun ? srv->tun.offloads : 0,
 		.counters = &srv->counters,
+		.peers = peers,
 		.reloads = srv->reloads,
 		.reloads_refused = srv->reloads_refused,
+		.tickets = &now->tickets,
+		.admission = &now->adm,
+		.peer_counts = &now->counts,
 	};
-	const struct admit_stats *as = &srv->admit.stats;
-	struct status_admission adm = {
+	now->adm = (struct status_admission){
 		.half_open = srv->half_open,
 		.accepted = as->accepted,
 		.validated = as->validated,
@@ -1623,61 +1633,84 @@ status_cb(struct evbuffer *out, const char *request, void *arg,
 		.wait_dups = as->wait_dups,
 		.wait_expired = as->wait_expired,
 	};
-	struct status_peer_counts counts = { .configured = srv->npeers };
-	struct status_peer *sp = NULL;
-	struct status_request rq;
-	struct status_stream *ss;
-	struct state_stats tickets;
-
-	status_request_parse(request, &rq);
-	state_server_stats(srv->state, &tickets);
-	st.tickets = &tickets;
-	st.admission = &adm;
-	st.peer_counts = &counts;
-	st.summary = rq.summary;
-	/* Metrics are never cut short, nor made in parts (yet). */
-	if (rq.metrics || more == NULL)
-		sp = xcalloc(srv->npeers ? srv->npeers : 1, sizeof *sp);
+	now->counts = (struct status_peer_counts){ .configured = srv->npeers };
+	state_server_stats(srv->state, &now->tickets);
 	for (size_t k = 0; k < srv->npeers; k++) {
 		struct peer *p = srv->peers[k];
 		struct quic_conn *qc = p->sess != NULL ? p->sess->qc : NULL;
 		const char *state = status_state_name(qc);
 
 		if (strcmp(state, "established") == 0)
-			counts.established++;
+			now->counts.established++;
 		else if (strcmp(state, "handshaking") == 0)
-			counts.handshaking++;
+			now->counts.handshaking++;
 		else
-			counts.closed++;
-		if (qc != NULL && (st.datagram_mtu == 0 ||
-		    tunnel_inner_mtu(qc) < st.datagram_mtu))
-			st.datagram_mtu = tunnel_inner_mtu(qc);
-		if (sp != NULL)
-			status_peer_fill(&sp[st.npeers++], p, state);
+			now->counts.closed++;
+		if (qc != NULL && (now->st.datagram_mtu == 0 ||
+		    tunnel_inner_mtu(qc) < now->st.datagram_mtu))
+			now->st.datagram_mtu = tunnel_inner_mtu(qc);
+		if (peers != NULL)
+			status_peer_fill(&peers[now->st.npeers++], p, state);
 	}
-	/* "metrics": the same figures for Prometheus (MetricsListen). */
-	if (sp != NULL) {
-		st.peers = sp;
-		metrics_render(out, &st);
-		free(sp);
+}
+
+/* Metrics (MetricsListen, and "metrics" on the control socket): every
+ * peer's figures copied now, sent in parts. */
+static struct metrics_scrape *
+server_scrape(void *arg)
+{
+	struct server *srv = arg;
+	struct status_peer *sp = xcalloc(srv->npeers ? srv->npeers : 1, sizeof *sp);
+	struct server_status now;
+	struct metrics_scrape *ms;
+
+	server_status(srv, &now, sp);
+	ms = metrics_scrape_new(&now.st);
+	free(sp);
+	return ms;
+}
+
+static bool
+scrape_more(struct evbuffer *out, void *arg)
+{
+	return metrics_scrape_next(arg, out);
+}
+
+static void
+scrape_done(void *arg)
+{
+	metrics_scrape_free(arg);
+}
+
+/* Status (the control socket): the figures of the server and the counts
+ * of peers by state now, then the peers by status_more. */
+static void
+status_cb(struct evbuffer *out, const char *request, void *arg,
+    struct control_more *more)
+{
+	struct server *srv = arg;
+	struct server_status now;
+	struct status_request rq;
+	struct status_stream *ss;
+
+	status_request_parse(request, &rq);
+	if (rq.metrics) {
+		*more = (struct control_more){ scrape_more, scrape_done,
+		    server_scrape(srv) };
 		return;
 	}
+	server_status(srv, &now, NULL);
+	now.st.summary = rq.summary;
 	ss = xcalloc(1, sizeof *ss);
 	ss->srv = srv;
 	ss->rq = rq;
-	status_render_head(&ss->r, out, &st, rq.json);
+	status_render_head(&ss->r, out, &now.st, rq.json);
 	if (rq.summary) {
 		status_render_end(&ss->r, out);
 		free(ss);
 		return;
 	}
 	*more = (struct control_more){ status_more, free, ss };
-}
-
-static void
-metrics_cb(struct evbuffer *out, void *arg)
-{
-	status_cb(out, "metrics", arg, NULL);
 }
 
 /* Worker 0: another worker died; the kernel's steering no longer matches
@@ -1807,7 +1840,7 @@ server_create(struct event_base *base, const struct cfg *cfg, int verbose,
 	if (srv->worker == 0 && cfg->metrics_listen_len != 0 &&
 	    (srv->metrics = metrics_create(base,
 	    (const struct sockaddr *)&cfg->metrics_listen,
-	    cfg->metrics_listen_len, metrics_cb, srv, cause)) == NULL)
+	    cfg->metrics_listen_len, server_scrape, srv, cause)) == NULL)
 		goto fail;
 	return srv;
 fail:
