@@ -312,6 +312,10 @@ json_peer(struct json *j, const struct status_peer *p)
 	json_uint(j, p->has_quic ? p->quic.dgram_stale : 0);
 	json_key(j, "handshakes");
 	json_uint(j, p->handshakes);
+	if (p->has_worker) {
+		json_key(j, "worker");
+		json_uint(j, p->worker);
+	}
 	json_drops(j, p->counters);
 	if (p->fwd_counters != NULL)
 		fwd_status_json(p->fwds, p->fwd_counters, j);
@@ -464,6 +468,8 @@ text_peer(struct evbuffer *out, const struct status_peer *p)
 	}
 	evbuffer_add_printf(out, "  handshakes: %llu\n",
 	    (unsigned long long)p->handshakes);
+	if (p->has_worker)
+		evbuffer_add_printf(out, "  worker: %u\n", p->worker);
 	text_drops(out, "  ", p->counters);
 	if (p->fwd_counters != NULL)
 		fwd_status_text(p->fwds, p->fwd_counters, out);

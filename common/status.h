@@ -45,6 +45,9 @@ struct status_peer {
 	const char *connection_id;     /* quic_conn_id; NULL when not connected */
 	const struct fwd_set *fwds;              /* NULL when not connected */
 	const struct fwd_counters *fwd_counters; /* NULL: no forwarding */
+	/* A server with workers: the worker holding its session, if any. */
+	bool has_worker;
+	unsigned worker;
 };
 
 /* Server: how new connections were admitted (see daemon/admit.h). */

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "admit.h"
+#include "board.h"
 #include "cfg-diff.h"
 #include "cfg-table.h"
 #include "clock.h"
@@ -81,6 +82,7 @@ struct peer {
 	uint64_t rebinds;        /* its address changed under a connection */
 	uint64_t zero_rtt;       /* connections whose 0-RTT was accepted */
 	const char *gone;        /* a reload removed it: why, for its sessions */
+	size_t idx;              /* in server.peers: its slot on the board */
 };
 
 struct cid_entry {
@@ -129,6 +131,7 @@ struct session {
 	bool half_open;             /* counted in server.half_open */
 	size_t ctl_requests;        /* REMOTE_FORWARD requests so far */
 	uint64_t features;          /* PROTO_FEATURE_* agreed in the hello */
+	uint64_t since;             /* the handshake completed (clock_now) */
 };
 
 struct unknown_log {
@@ -185,6 +188,10 @@ struct server {
 	struct cid_server_id sid;
 	unsigned worker;
 	struct workers *workers;
+	/* With workers: what the others hold, for worker 0's status, and
+	 * (workers 1..N-1) the timer that shows it what this one holds. */
+	struct board *board;
+	struct event *board_ev;
 	char *control_path;         /* ControlSocket, per worker */
 };
 
@@ -372,6 +379,7 @@ session_free(struct session *sess)
 	if (sess->peer != NULL && sess->peer->sess == sess) {
 		sess->peer->sess = NULL;
 		srv->nconnected--;
+		board_drop(srv->board, sess->peer->idx, srv->worker, sess->since);
 		if (!srv->shutting_down)
 			peer_routes(srv, sess->peer, false);
 	}
@@ -462,6 +470,79 @@ session_fwds_init(struct session *sess, struct peer *peer)
 	    &session_fwd_ops, sess, &peer->fwd_counters, peer->cfg->name);
 }
 
+/* Workers 1..N-1: show worker 0 (the board) a peer whose session this
+ * worker holds, as it is now. */
+static void
+board_show_peer(struct server *srv, const struct peer *p)
+{
+	struct board_peer bp = {
+		.worker = srv->worker,
+		.since = p->sess->since,
+		.counters = p->counters,
+		.handshakes = p->handshakes,
+		.rebinds = p->rebinds,
+		.zero_rtt = p->zero_rtt,
+		.fwd = p->fwd_counters,
+		.fwd_open = p->sess->fwds.n,
+	};
+	const struct sockaddr *sa;
+	socklen_t len;
+
+	if (srv->board == NULL || srv->worker == 0)
+		return;
+	memcpy(bp.key, p->cfg->pubkey, BOARD_KEY);
+	quic_conn_get_stats(p->sess->qc, &bp.quic);
+	if ((sa = quic_conn_remote(p->sess->qc, &len)) != NULL &&
+	    len <= sizeof bp.remote)
+		memcpy(&bp.remote, sa, len);
+	if ((sa = quic_conn_local(p->sess->qc, &len)) != NULL &&
+	    len <= sizeof bp.local)
+		memcpy(&bp.local, sa, len);
+	snprintf(bp.connection_id, sizeof bp.connection_id, "%s",
+	    quic_conn_id(p->sess->qc));
+	board_put(srv->board, p->idx, &bp);
+}
+
+/* How this worker admitted new connections, for status. */
+static void
+admission_now(const struct server *srv, struct status_admission *a)
+{
+	const struct admit_stats *as = &srv->admit.stats;
+
+	*a = (struct status_admission){
+		.half_open = srv->half_open,
+		.accepted = as->accepted,
+		.validated = as->validated,
+		.retries = as->retries,
+		.bad_tokens = as->bad_tokens,
+		.rate_limited = as->rate_limited,
+		.half_open_full = as->half_open_full,
+		.waiting = srv->admit.nwaiting,
+		.waited = as->waited,
+		.wait_dups = as->wait_dups,
+		.wait_expired = as->wait_expired,
+	};
+}
+
+/* Workers 1..N-1, every BOARD_REFRESH_MS: all this worker holds, and its
+ * totals. */
+static void
+board_refresh_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct server *srv = arg;
+	struct board_worker bw = { .counters = srv->counters };
+
+	(void)fd;
+	(void)what;
+	admission_now(srv, &bw.admission);
+	for (size_t k = 0; k < srv->npeers; k++) {
+		if (srv->peers[k]->sess != NULL)
+			board_show_peer(srv, srv->peers[k]);
+	}
+	state_server_stats(srv->state, &bw.tickets);
+	board_put_worker(srv->board, srv->worker, &bw);
+}
+
 /* May forward streams arriving before the handshake's end be served?
  * They came in 0-RTT, which anyone who saw the client's first flight can
  * send again. They are served only when this handshake spent a ticket
@@ -504,6 +585,7 @@ handshake_done_cb(struct quic_conn *qc, void *arg)
 	} else if (peer->sess == NULL)
 		sess->srv->nconnected++;
 	sess->peer = peer;
+	sess->since = clock_now();
 	peer->sess = sess;
 	peer->handshakes++;
 	peer_routes(sess->srv, peer, true);
@@ -514,6 +596,7 @@ handshake_done_cb(struct quic_conn *qc, void *arg)
 			peer->zero_rtt++;
 	}
 	session_fwds_init(sess, peer);
+	board_show_peer(sess->srv, peer);
 	remote = quic_conn_remote(qc, &len);
 	/* Its next connection from this address skips the Retry that a
 	 * server under load asks of unknown addresses. */
@@ -1386,8 +1469,10 @@ index_peers(struct server *srv)
 {
 	keyidx_clear(&srv->keys);
 	keyidx_init(&srv->keys, srv->npeers);
-	for (size_t i = 0; i < srv->npeers; i++)
+	for (size_t i = 0; i < srv->npeers; i++) {
 		keyidx_add(&srv->keys, srv->peers[i]->cfg->pubkey, i);
+		srv->peers[i]->idx = i;
+	}
 	keyidx_sort(&srv->keys);
 	srv->max_sessions = 2 * srv->npeers + ADMIT_MAX_HALF_OPEN;
 	if (srv->max_sessions < MIN_SESSIONS)
@@ -1523,13 +1608,39 @@ server_notify(struct server *srv)
 	notify_ready(status);
 }
 
-/* One peer as status and metrics show it. */
+/* One peer as status and metrics show it: from `bp` when another worker
+ * holds its session (bp points into what the caller keeps). */
 static void
-status_peer_fill(struct status_peer *sp, const struct peer *p, const char *state)
+status_peer_fill(const struct server *srv, struct status_peer *sp,
+    const struct peer *p, const char *state, const struct board_peer *bp)
 {
 	struct quic_conn *qc = p->sess != NULL ? p->sess->qc : NULL;
 	socklen_t len;
 
+	if (bp != NULL) {
+		*sp = (struct status_peer){
+			.name = p->cfg->name,
+			.public_key = p->cfg->pubkey,
+			.state = state,
+			.addrs = p->addrs,
+			.naddrs = p->naddrs,
+			.allowed = p->cfg->allowed_ips.v,
+			.nallowed = p->cfg->allowed_ips.n,
+			.counters = &bp->counters,
+			.handshakes = bp->handshakes,
+			.connection_id = bp->connection_id,
+			.fwd_counters = &bp->fwd,
+			.roam.rebinds = bp->rebinds,
+			.roam.zero_rtt_accepted = bp->zero_rtt,
+			.remote = (const struct sockaddr *)&bp->remote,
+			.local = (const struct sockaddr *)&bp->local,
+			.has_quic = true,
+			.quic = bp->quic,
+			.has_worker = true,
+			.worker = bp->worker,
+		};
+		return;
+	}
 	*sp = (struct status_peer){
 		.name = p->cfg->name,
 		.public_key = p->cfg->pubkey,
@@ -1545,6 +1656,8 @@ status_peer_fill(struct status_peer *sp, const struct peer *p, const char *state
 		.fwds = p->sess != NULL ? &p->sess->fwds : NULL,
 		.roam.rebinds = p->rebinds,
 		.roam.zero_rtt_accepted = p->zero_rtt,
+		.has_worker = srv->board != NULL && qc != NULL,
+		.worker = srv->worker,
 	};
 	if (qc != NULL) {
 		sp->remote = quic_conn_remote(qc, &len);
@@ -1552,6 +1665,63 @@ status_peer_fill(struct status_peer *sp, const struct peer *p, const char *state
 		sp->has_quic = true;
 		quic_conn_get_stats(qc, &sp->quic);
 	}
+}
+
+struct server_status {
+	struct status st;
+	struct tunnel_counters counters;
+	struct status_admission adm;
+	struct status_peer_counts counts;
+	struct state_stats tickets;
+	struct board_peer other;   /* room for a peer another worker holds */
+};
+
+/* Worker 0 with workers: add the others' totals (as of their last
+ * refresh) to its own. */
+static void
+server_status_add_workers(struct server *srv, struct server_status *now)
+{
+	struct board_worker bw;
+
+	for (unsigned w = 1; srv->board != NULL && w < srv->cfg->workers; w++) {
+		if (!board_get_worker(srv->board, w, &bw))
+			continue;
+		now->counters.rx_packets += bw.counters.rx_packets;
+		now->counters.rx_bytes += bw.counters.rx_bytes;
+		now->counters.tx_packets += bw.counters.tx_packets;
+		now->counters.tx_bytes += bw.counters.tx_bytes;
+		now->counters.gso_read += bw.counters.gso_read;
+		now->counters.gso_written += bw.counters.gso_written;
+		for (int i = 0; i < TUNNEL_DROP_COUNT; i++)
+			now->counters.drops[i] += bw.counters.drops[i];
+		now->adm.half_open += bw.admission.half_open;
+		now->adm.accepted += bw.admission.accepted;
+		now->adm.validated += bw.admission.validated;
+		now->adm.retries += bw.admission.retries;
+		now->adm.bad_tokens += bw.admission.bad_tokens;
+		now->adm.rate_limited += bw.admission.rate_limited;
+		now->adm.half_open_full += bw.admission.half_open_full;
+		now->adm.waiting += bw.admission.waiting;
+		now->adm.waited += bw.admission.waited;
+		now->adm.wait_dups += bw.admission.wait_dups;
+		now->adm.wait_expired += bw.admission.wait_expired;
+		now->tickets.issued += bw.tickets.issued;
+		now->tickets.resumed += bw.tickets.resumed;
+		now->tickets.replayed += bw.tickets.replayed;
+		now->tickets.unknown += bw.tickets.unknown;
+		now->tickets.group_resumed += bw.tickets.group_resumed;
+	}
+}
+
+/* Worker 0 with workers: is `p`'s live session in another worker (newer
+ * than one here, if any)? Then `bp` holds it as that worker showed it. */
+static bool
+peer_elsewhere(struct server *srv, const struct peer *p, struct board_peer *bp)
+{
+	if (srv->board == NULL || srv->worker != 0)
+		return false;
+	return board_get(srv->board, p->idx, p->cfg->pubkey, 0,
+	    p->sess != NULL ? p->sess->since : 0, bp);
 }
 
 /* A status answer's list of peers, STATUS_PAGE at a time (control_more):
@@ -1565,6 +1735,7 @@ struct status_stream {
 	struct status_request rq;
 	struct status_renderer r;
 	size_t next;          /* index in srv->peers of the next to look at */
+	struct board_peer other[STATUS_PAGE]; /* peers other workers hold */
 };
 
 static bool
@@ -1580,10 +1751,15 @@ status_more(struct evbuffer *out, void *arg)
 	while (ss->next < srv->npeers && n < STATUS_PAGE &&
 	    looked++ < 16 * STATUS_PAGE) {
 		const struct peer *p = srv->peers[ss->next++];
+		struct board_peer *bp = &ss->other[n];
 
-		if (status_request_wants(&ss->rq, p->cfg->name))
-			status_peer_fill(&sp[n++], p, status_state_name(
-			    p->sess != NULL ? p->sess->qc : NULL));
+		if (!status_request_wants(&ss->rq, p->cfg->name))
+			continue;
+		if (peer_elsewhere(srv, p, bp))
+			status_peer_fill(srv, &sp[n++], p, "established", bp);
+		else
+			status_peer_fill(srv, &sp[n++], p, status_state_name(
+			    p->sess != NULL ? p->sess->qc : NULL), NULL);
 	}
 	status_render_peers(&ss->r, out, sp, n);
 	if (ss->next < srv->npeers)
@@ -1594,25 +1770,18 @@ status_more(struct evbuffer *out, void *arg)
 
 /* The server's status now; `now` holds every part `now->st` points to.
  * With `peers` (room for srv->npeers), every peer is in it too. */
-struct server_status {
-	struct status st;
-	struct status_admission adm;
-	struct status_peer_counts counts;
-	struct state_stats tickets;
-};
-
 static void
 server_status(struct server *srv, struct server_status *now,
-    struct status_peer *peers)
+    struct status_peer *peers, struct board_peer *others)
 {
-	const struct admit_stats *as = &srv->admit.stats;
-
+	now->counters = srv->counters;
+	admission_now(srv, &now->adm);
 	now->st = (struct status){
 		.role = "server",
 		.tun = srv->has_tun ? srv->tun.name : NULL,
 		.mtu = srv->cfg->mtu,
 		.offloads = srv->has_tun ? srv->tun.offloads : 0,
-		.counters = &srv->counters,
+		.counters = &now->counters,
 		.peers = peers,
 		.reloads = srv->reloads,
 		.reloads_refused = srv->reloads_refused,
@@ -1620,37 +1789,30 @@ server_status(struct server *srv, struct server_status *now,
 		.admission = &now->adm,
 		.peer_counts = &now->counts,
 	};
-	now->adm = (struct status_admission){
-		.half_open = srv->half_open,
-		.accepted = as->accepted,
-		.validated = as->validated,
-		.retries = as->retries,
-		.bad_tokens = as->bad_tokens,
-		.rate_limited = as->rate_limited,
-		.half_open_full = as->half_open_full,
-		.waiting = srv->admit.nwaiting,
-		.waited = as->waited,
-		.wait_dups = as->wait_dups,
-		.wait_expired = as->wait_expired,
-	};
 	now->counts = (struct status_peer_counts){ .configured = srv->npeers };
 	state_server_stats(srv->state, &now->tickets);
+	server_status_add_workers(srv, now);
 	for (size_t k = 0; k < srv->npeers; k++) {
 		struct peer *p = srv->peers[k];
 		struct quic_conn *qc = p->sess != NULL ? p->sess->qc : NULL;
 		const char *state = status_state_name(qc);
+		struct board_peer *bp = others != NULL ? &others[k] : &now->other;
 
+		if (peer_elsewhere(srv, p, bp))
+			state = "established";
+		else
+			bp = NULL;
 		if (strcmp(state, "established") == 0)
 			now->counts.established++;
 		else if (strcmp(state, "handshaking") == 0)
 			now->counts.handshaking++;
 		else
 			now->counts.closed++;
-		if (qc != NULL && (now->st.datagram_mtu == 0 ||
+		if (qc != NULL && bp == NULL && (now->st.datagram_mtu == 0 ||
 		    tunnel_inner_mtu(qc) < now->st.datagram_mtu))
 			now->st.datagram_mtu = tunnel_inner_mtu(qc);
 		if (peers != NULL)
-			status_peer_fill(&peers[now->st.npeers++], p, state);
+			status_peer_fill(srv, &peers[now->st.npeers++], p, state, bp);
 	}
 }
 
@@ -1661,11 +1823,14 @@ server_scrape(void *arg)
 {
 	struct server *srv = arg;
 	struct status_peer *sp = xcalloc(srv->npeers ? srv->npeers : 1, sizeof *sp);
+	struct board_peer *others = srv->board == NULL || srv->worker != 0 ? NULL :
+	    xcalloc(srv->npeers ? srv->npeers : 1, sizeof *others);
 	struct server_status now;
 	struct metrics_scrape *ms;
 
-	server_status(srv, &now, sp);
+	server_status(srv, &now, sp, others);
 	ms = metrics_scrape_new(&now.st);
+	free(others);
 	free(sp);
 	return ms;
 }
@@ -1699,7 +1864,7 @@ status_cb(struct evbuffer *out, const char *request, void *arg,
 		    server_scrape(srv) };
 		return;
 	}
-	server_status(srv, &now, NULL);
+	server_status(srv, &now, NULL, NULL);
 	now.st.summary = rq.summary;
 	ss = xcalloc(1, sizeof *ss);
 	ss->srv = srv;
@@ -1746,6 +1911,13 @@ server_create(struct event_base *base, const struct cfg *cfg, int verbose,
 		int w;
 
 		srv->sid.workers = (uint8_t)cfg->workers;
+		/* Shared by all workers, so made before they fork; room for
+		 * peers a reload adds. */
+		if ((srv->board = board_create(2 * cfg->npeers + 64,
+		    cfg->workers)) == NULL) {
+			*cause = xstrdup("cannot make the workers' board");
+			goto fail;
+		}
 		if ((w = workers_start(base, cfg, &srv->sid, listen_est,
 		    listen_hs, &srv->workers, cause)) == -1)
 			goto fail;
@@ -1782,6 +1954,12 @@ server_create(struct event_base *base, const struct cfg *cfg, int verbose,
 	admit_init(&srv->admit, cfg->retry_threshold, clock_now(), srv->state);
 	srv->admit.server_id = &srv->sid;
 	srv->wait_ev = event_new(srv->base, -1, 0, wait_cb, srv);
+	if (srv->board != NULL && srv->worker > 0) {
+		srv->board_ev = event_new(srv->base, -1, EV_PERSIST,
+		    board_refresh_cb, srv);
+		event_add(srv->board_ev, &(struct timeval){
+		    BOARD_REFRESH_MS / 1000, BOARD_REFRESH_MS % 1000 * 1000 });
+	}
 	srv->reset_rl = (struct log_ratelimit)LOG_RATELIMIT_INIT(1000, 200);
 	srv->qs = (struct quic_settings){
 		.role = QUIC_ROLE_SERVER,
@@ -2278,6 +2456,9 @@ server_free(struct server *srv)
 	quic_tcp_linger_clear();
 	if (srv->wait_ev != NULL)
 		event_free(srv->wait_ev);
+	if (srv->board_ev != NULL)
+		event_free(srv->board_ev);
+	board_free(srv->board);
 	admit_clear(&srv->admit);
 	control_free(srv->control);
 	free(srv->control_path);

@@ -37,25 +37,46 @@ expect_eq "sessions connected" "$N" "$(load_result load connected)"
 expect_eq "sessions answered through the tunnel" "$N" "$(load_result load echo_sessions)"
 log "echoes: $(grep '^RESULT echo' "$WORK/load.log")"
 
-# worker_view SOCKET: "established DROPS" of one worker: its established
-# peers (listed in a file), and the packets it dropped.
+# worker_view SOCKET W: "established DROPS" of worker W as SOCKET tells:
+# the peers it says worker W holds (listed in a file), and the packets
+# it dropped. Worker 0's socket answers for the whole server: every
+# established peer, with the worker holding it, and all drops.
 worker_view() {
 	status "$NS_SRV" "$1" | "$PY" -c '
 import json, sys
 d = json.load(sys.stdin)
-est = [p["name"] for p in d["peers"] if p["state"] == "established"]
+w = int(sys.argv[2])
+est = [p["name"] for p in d["peers"]
+       if p["state"] == "established" and p["worker"] == w]
 print(len(est), sum(d["drops"].values()))
-open(sys.argv[1], "w").write("\n".join(sorted(est)) + "\n")' "$WORK/est-$(basename "$1")"
+open(sys.argv[1], "w").write("\n".join(sorted(est)) + "\n")' "$2" "$3"
 }
-read -r est0 drops0 <<<"$(worker_view "$SOCK0")"
-read -r est1 drops1 <<<"$(worker_view "$SOCK1")"
+# all_view: "established configured" as worker 0 tells, and its
+# peer_states.
+all_view() {
+	status "$NS_SRV" "$SOCK0" | "$PY" -c '
+import json, sys
+d = json.load(sys.stdin)
+est = sum(p["state"] == "established" for p in d["peers"])
+s = d["peer_states"]
+print(est, len(d["peers"]), s["established"], s["closed"])'
+}
+read -r est0 drops0 <<<"$(worker_view "$SOCK0" "$WORK/est-0" 0)"
+read -r est1 drops1 <<<"$(worker_view "$SOCK1" "$WORK/est-1" 1)"
 log "worker 0 holds $est0 peers, worker 1 $est1"
 check "worker 0 holds sessions" [ "$est0" -gt 0 ]
 check "worker 1 holds sessions" [ "$est1" -gt 0 ]
 expect_eq "peers established, both workers together" "$N" "$((est0 + est1))"
 expect_eq "peers established in both workers" "" \
-	"$(comm -12 "$WORK/est-$(basename "$SOCK0")" "$WORK/est-$(basename "$SOCK1")" | grep -v '^$')"
-expect_eq "packets dropped (worker 0, 1)" "0 0" "$drops0 $drops1"
+	"$(comm -12 "$WORK/est-0" "$WORK/est-1" | grep -v '^$')"
+expect_eq "packets dropped (worker 1, all)" "0 0" "$drops1 $drops0"
+# Worker 0 speaks for both: each peer once, established, with the
+# worker that holds it as that worker says (board.h).
+expect_eq "worker 0's view: established, listed, peer_states established, closed" \
+	"$N $((N + EXTRA)) $N $EXTRA" "$(all_view)"
+worker_view "$SOCK0" "$WORK/est-0-says-1" 1 >/dev/null
+expect_eq "worker 0's list of worker 1's peers" "" \
+	"$(diff "$WORK/est-0-says-1" "$WORK/est-1")"
 # Every echo answered but those still in flight at the end (2 a session).
 expect_eq "echoes lost" 0 "$(load_result load echo_lost)"
 check "echoes unanswered at most those in flight" \
@@ -71,9 +92,11 @@ expect_eq "0-RTT accepted after the restart" "$N" "$(load_result load zero_rtt_a
 expect_eq "0-RTT rejected after the restart" 0 "$(load_result load zero_rtt_rejected)"
 wait_for 10 "worker 1's control socket" status_ok "$NS_SRV" "$SOCK1" ||
 	fail "worker 1 did not come back"
-read -r est0 drops0 <<<"$(worker_view "$SOCK0")"
-read -r est1 drops1 <<<"$(worker_view "$SOCK1")"
+read -r est0 drops0 <<<"$(worker_view "$SOCK0" "$WORK/est-0" 0)"
+read -r est1 drops1 <<<"$(worker_view "$SOCK1" "$WORK/est-1" 1)"
 expect_eq "peers established after the restart" "$N" "$((est0 + est1))"
+expect_eq "worker 0's view after the restart" "$N $((N + EXTRA)) $N $EXTRA" \
+	"$(all_view)"
 stop_pid "$LOAD_PID"
 forget_pid "$LOAD_PID"
 
