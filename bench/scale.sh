@@ -18,6 +18,9 @@
 #   datagrams       SCALE_ACTIVE (50) sessions each keeping 8 ICMP echo
 #                   requests of 1200 bytes in flight through the tunnel to
 #                   roved's TUN address for 5 s: Mbit/s each way, lost
+#   reload          SIGHUP with all SCALE_N connected, the file unchanged
+#                   and then with a peer added: the milliseconds worker 0
+#                   logs for each, and how many are established after
 #   restart         roved stopped (SIGTERM: it closes every connection)
 #                   and started again with the same StateDir: time from
 #                   the first lost session until all are back, 0-RTT
@@ -107,6 +110,32 @@ metrics_up=$(metrics_time)
 states_up=$(nsx "$NS_SRV" "$BUILD/rove" status -s "$ROVED_SOCK" --json --summary |
 	jget peer_states)
 
+# Reload (SIGHUP) with every session up: the file unchanged, then with a
+# peer added. Worker 0 logs how long it took; the sessions must not
+# notice (the same number established after).
+# reload_ms: SIGHUP, then worker 0's "reload done in MS ms".
+reload_ms() {
+	local before i
+	before=$(grep -c '^roved: reload done in' "$WORK/roved.log")
+	kill -HUP "$ROVED_PID"
+	for ((i = 0; i < 1000; i++)); do
+		[ "$(grep -c '^roved: reload done in' "$WORK/roved.log")" -gt "$before" ] && break
+		sleep 0.01
+	done
+	grep '^roved: reload done in' "$WORK/roved.log" | sed -n "$((before + 1))s/.* in \([0-9.]*\) ms/\1/p"
+}
+reload_same_ms=$(reload_ms)
+"$BUILD/tests/rove-load" gen -n 1 -k "$WORK/extra.keys" -p "$WORK/extra-peer.conf" >/dev/null ||
+	die "rove-load gen failed"
+sed 's/^Name = load-/Name = extra-/' "$WORK/extra-peer.conf" >>"$LOAD_CONF"
+reload_add_ms=$(reload_ms)
+[ -n "$reload_same_ms" ] && [ -n "$reload_add_ms" ] || fail "roved did not log its reloads"
+established() {
+	nsx "$NS_SRV" "$BUILD/rove" status -s "$ROVED_SOCK" --json --summary |
+		"$PY" -c 'import json, sys; print(json.load(sys.stdin)["peer_states"]["established"])'
+}
+est_reload=$(established)
+
 log "restarting roved"
 perf_pid=
 if [ -n "${SCALE_PERF:-}" ]; then
@@ -169,6 +198,7 @@ printf '  %-34s %s\n' \
 	"metrics scrape, $N connected" "$metrics_up" \
 	"peer states" "$states_up" \
 	"datagrams, $ACTIVE active" "$(r echo_mbit) Mbit/s each way, $(r echo_answered) answered, $(r echo_lost) lost" \
+	"reload (SIGHUP), $N connected" "$reload_same_ms ms unchanged, $reload_add_ms ms with a peer added; $est_reload established after" \
 	"restart: roved stop, start" "$stop_ms ms to exit (SIGTERM), $restart_start_ms ms to start" \
 	"restart: all back" "$(r back) of $(r lost) in $(r back_s) s after the first loss" \
 	"restart: 0-RTT" "$(r zero_rtt_accepted) accepted of $(r zero_rtt_attempted) attempted, $(r zero_rtt_rejected) rejected" \

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cfg-diff.h"
+#include "clock.h"
 #include "daemon.h"
 #include "log.h"
 #include "notify.h"
@@ -72,6 +73,7 @@ hup_cb(evutil_socket_t sig, short what, void *arg)
 {
 	struct reload_ctx *ctx = arg;
 	struct cfg_errors errs = { 0 }, restart = { 0 };
+	uint64_t t0 = clock_now();
 	struct cfg next;
 
 	(void)sig;
@@ -93,7 +95,7 @@ hup_cb(evutil_socket_t sig, short what, void *arg)
 	cfg_diff_restart(ctx->running, &next, &restart);
 	for (size_t i = 0; i < restart.n; i++)
 		log_warn("reload: %s", restart.msg[i]);
-	log_info("reload done");
+	log_info("reload done in %.1f ms", (double)(clock_now() - t0) / 1e6);
 out:
 	cfg_errors_clear(&errs);
 	cfg_errors_clear(&restart);
