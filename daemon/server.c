@@ -1617,30 +1617,6 @@ status_peer_fill(const struct server *srv, struct status_peer *sp,
 	struct quic_conn *qc = p->sess != NULL ? p->sess->qc : NULL;
 	socklen_t len;
 
-	if (bp != NULL) {
-		*sp = (struct status_peer){
-			.name = p->cfg->name,
-			.public_key = p->cfg->pubkey,
-			.state = state,
-			.addrs = p->addrs,
-			.naddrs = p->naddrs,
-			.allowed = p->cfg->allowed_ips.v,
-			.nallowed = p->cfg->allowed_ips.n,
-			.counters = &bp->counters,
-			.handshakes = bp->handshakes,
-			.connection_id = bp->connection_id,
-			.fwd_counters = &bp->fwd,
-			.roam.rebinds = bp->rebinds,
-			.roam.zero_rtt_accepted = bp->zero_rtt,
-			.remote = (const struct sockaddr *)&bp->remote,
-			.local = (const struct sockaddr *)&bp->local,
-			.has_quic = true,
-			.quic = bp->quic,
-			.has_worker = true,
-			.worker = bp->worker,
-		};
-		return;
-	}
 	*sp = (struct status_peer){
 		.name = p->cfg->name,
 		.public_key = p->cfg->pubkey,
@@ -1649,16 +1625,29 @@ status_peer_fill(const struct server *srv, struct status_peer *sp,
 		.naddrs = p->naddrs,
 		.allowed = p->cfg->allowed_ips.v,
 		.nallowed = p->cfg->allowed_ips.n,
-		.counters = &p->counters,
-		.handshakes = p->handshakes,
-		.connection_id = qc != NULL ? quic_conn_id(qc) : NULL,
-		.fwd_counters = &p->fwd_counters,
-		.fwds = p->sess != NULL ? &p->sess->fwds : NULL,
-		.roam.rebinds = p->rebinds,
-		.roam.zero_rtt_accepted = p->zero_rtt,
-		.has_worker = srv->board != NULL && qc != NULL,
-		.worker = srv->worker,
+		.has_worker = srv->board != NULL && (qc != NULL || bp != NULL),
+		.worker = bp != NULL ? bp->worker : srv->worker,
 	};
+	if (bp != NULL) {
+		sp->counters = &bp->counters;
+		sp->handshakes = bp->handshakes;
+		sp->connection_id = bp->connection_id;
+		sp->fwd_counters = &bp->fwd;
+		sp->roam.rebinds = bp->rebinds;
+		sp->roam.zero_rtt_accepted = bp->zero_rtt;
+		sp->remote = (const struct sockaddr *)&bp->remote;
+		sp->local = (const struct sockaddr *)&bp->local;
+		sp->has_quic = true;
+		sp->quic = bp->quic;
+		return;
+	}
+	sp->counters = &p->counters;
+	sp->handshakes = p->handshakes;
+	sp->connection_id = qc != NULL ? quic_conn_id(qc) : NULL;
+	sp->fwd_counters = &p->fwd_counters;
+	sp->fwds = p->sess != NULL ? &p->sess->fwds : NULL;
+	sp->roam.rebinds = p->rebinds;
+	sp->roam.zero_rtt_accepted = p->zero_rtt;
 	if (qc != NULL) {
 		sp->remote = quic_conn_remote(qc, &len);
 		sp->local = quic_conn_local(qc, &len);
