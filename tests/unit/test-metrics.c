@@ -22,9 +22,10 @@
 #include "key.h"
 #include "metrics.h"
 
-/* Enough peers that a scrape (about 2 KiB a peer) outgrows the socket
- * buffers, so that it is sent in many chunks while the scraper reads. */
-#define NPEERS 3000
+/* Enough peers that a scrape (about 1.5 KiB a peer) is many times what
+ * the socket buffers hold: it is sent in many chunks while the scraper
+ * reads, and one whose scraper does not read stays under way. */
+#define NPEERS 8000
 
 struct fixture {
 	struct event_base *base;
@@ -102,10 +103,12 @@ teardown(void **state)
 }
 
 /* A scraper in a thread of its own: GET /metrics, read `limit` bytes at
- * most (0: to the end), then close. */
+ * most (0: to the end), then close; with `hold_fd`, read nothing until a
+ * byte arrives there. */
 struct scraper {
 	uint16_t port;
 	size_t limit;
+	int hold_fd;
 	struct evbuffer *got;
 	int notify_fd;
 	pthread_t thread;
@@ -126,7 +129,9 @@ scraper_main(void *arg)
 	if (fd == -1 || connect(fd, (struct sockaddr *)&sin, sizeof sin) != 0 ||
 	    write(fd, req, sizeof req - 1) != (ssize_t)(sizeof req - 1))
 		abort();
-	while ((sc->limit == 0 || evbuffer_get_length(sc->got) < sc->limit) &&
+	if (sc->hold_fd > 0 && read(sc->hold_fd, buf, 1) != 1)
+		abort();
+	while (sc->hold_fd <= 0 && (sc->limit == 0 || evbuffer_get_length(sc->got) < sc->limit) &&
 	    (n = read(fd, buf, sizeof buf)) > 0) {
 		size_t len;
 		struct evbuffer_ptr end;
@@ -288,6 +293,59 @@ test_scraper_leaves(void **state)
 	assert_int_equal(f->scrapes, 2);
 }
 
+/* At most METRICS_MAX_SCRAPES (4) scrapes are sent at once: a fifth
+ * scraper gets 503 while four stall; once they leave, scrapes are served
+ * again. */
+static void
+test_scrapes_at_once(void **state)
+{
+	struct fixture *f = *state;
+	struct scraper held[4], fifth = { .limit = 12 }, after = { .limit = 0 };
+	struct event *ev;
+	size_t len = 0;
+	char *body;
+	int release[2], done[2];
+
+	assert_int_equal(pipe(release), 0);
+	assert_int_equal(pipe(done), 0);
+	ev = event_new(f->base, done[0], EV_READ | EV_PERSIST, done_cb, f->base);
+	event_add(ev, NULL);
+	for (size_t i = 0; i < 4; i++) {
+		held[i] = (struct scraper){ .port = f->port, .hold_fd = release[0],
+		    .notify_fd = done[1], .got = evbuffer_new() };
+		assert_int_equal(pthread_create(&held[i].thread, NULL,
+		    scraper_main, &held[i]), 0);
+	}
+	for (int i = 0; i < 200 && f->scrapes < 4; i++)
+		run_for(f, 10);
+	assert_int_equal(f->scrapes, 4);
+	run_for(f, 100);
+	run_scrapers(f, &fifth, 1);
+	assert_memory_equal(evbuffer_pullup(fifth.got, 12), "HTTP/1.1 503", 12);
+	assert_int_equal(f->scrapes, 4);
+	assert_int_equal(write(release[1], "xxxx", 4), 4);
+	for (size_t left = 4; left > 0; left--)
+		event_base_dispatch(f->base);
+	for (size_t i = 0; i < 4; i++) {
+		pthread_join(held[i].thread, NULL);
+		evbuffer_free(held[i].got);
+	}
+	run_for(f, 200);
+	run_scrapers(f, &after, 1);
+	body = unchunk(after.got, &len);
+	assert_non_null(body);
+	assert_non_null(strstr(body, "process_open_fds"));
+	assert_int_equal(f->scrapes, 5);
+	free(body);
+	evbuffer_free(fifth.got);
+	evbuffer_free(after.got);
+	event_free(ev);
+	close(release[0]);
+	close(release[1]);
+	close(done[0]);
+	close(done[1]);
+}
+
 /* metrics_free while a scrape is being sent frees it. */
 static void
 test_free_while_sending(void **state)
@@ -326,6 +384,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_scrape_in_chunks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_scraper_leaves, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_scrapes_at_once, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_free_while_sending, setup, teardown),
 	};
 
