@@ -1713,6 +1713,17 @@ peer_elsewhere(struct server *srv, const struct peer *p, struct board_peer *bp)
 	    p->sess != NULL ? p->sess->since : 0, bp);
 }
 
+/* `p`'s state for status; *bp stays pointing at its figures when another
+ * worker holds its session, else it is set to NULL. */
+static const char *
+peer_state(struct server *srv, const struct peer *p, struct board_peer **bp)
+{
+	if (peer_elsewhere(srv, p, *bp))
+		return "established";
+	*bp = NULL;
+	return status_state_name(p->sess != NULL ? p->sess->qc : NULL);
+}
+
 /* A status answer's list of peers, STATUS_PAGE at a time (control_more):
  * with thousands of peers the whole list would keep the loop from the
  * tunnels for a tenth of a second. Each part reads the peers as they are
@@ -1741,14 +1752,12 @@ status_more(struct evbuffer *out, void *arg)
 	    looked++ < 16 * STATUS_PAGE) {
 		const struct peer *p = srv->peers[ss->next++];
 		struct board_peer *bp = &ss->other[n];
+		const char *state;
 
 		if (!status_request_wants(&ss->rq, p->cfg->name))
 			continue;
-		if (peer_elsewhere(srv, p, bp))
-			status_peer_fill(srv, &sp[n++], p, "established", bp);
-		else
-			status_peer_fill(srv, &sp[n++], p, status_state_name(
-			    p->sess != NULL ? p->sess->qc : NULL), NULL);
+		state = peer_state(srv, p, &bp);
+		status_peer_fill(srv, &sp[n++], p, state, bp);
 	}
 	status_render_peers(&ss->r, out, sp, n);
 	if (ss->next < srv->npeers)
@@ -1784,13 +1793,9 @@ server_status(struct server *srv, struct server_status *now,
 	for (size_t k = 0; k < srv->npeers; k++) {
 		struct peer *p = srv->peers[k];
 		struct quic_conn *qc = p->sess != NULL ? p->sess->qc : NULL;
-		const char *state = status_state_name(qc);
 		struct board_peer *bp = others != NULL ? &others[k] : &now->other;
+		const char *state = peer_state(srv, p, &bp);
 
-		if (peer_elsewhere(srv, p, bp))
-			state = "established";
-		else
-			bp = NULL;
 		if (strcmp(state, "established") == 0)
 			now->counts.established++;
 		else if (strcmp(state, "handshaking") == 0)
