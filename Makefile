@@ -45,16 +45,16 @@ OPT := -O1
 endif
 
 CFLAGS ?=
-CPPFLAGS += -D_GNU_SOURCE -Icommon -Itun -Idaemon -Iclient $(DEPS_CFLAGS)
+CPPFLAGS += -D_GNU_SOURCE -I. -Icommon $(DEPS_CFLAGS)
 ALL_CFLAGS := -std=c17 $(OPT) -g $(WARN) $(HARDEN) -fPIE \
 	-ftrivial-auto-var-init=zero -MMD -MP $(CFLAGS)
 SAN_FLAGS := -fsanitize=address,undefined
 LDFLAGS += -pie -Wl,-z,relro,-z,now $(if $(SAN),$(SAN_FLAGS))
-# libcap-ng drops root after setup (common/privdrop.c); libsystemd tells
-# the service manager when we are ready (common/notify.c).
+# libcap-ng drops root after setup (common/ops/privdrop.c); libsystemd tells
+# the service manager when we are ready (common/ops/notify.c).
 CAPNG_LIBS := $(shell pkg-config --libs libcap-ng 2>/dev/null || echo -lcap-ng)
 SYSTEMD_LIBS := $(shell pkg-config --libs libsystemd 2>/dev/null || echo -lsystemd)
-# ngtcp2's calls of wolfSSL's QUIC HKDF go to common/tls.c's, which skip
+# ngtcp2's calls of wolfSSL's QUIC HKDF go to common/transport/tls.c's, which skip
 # a DRBG per call (see there).
 HKDF_WRAP := -Wl,--wrap=wolfSSL_quic_hkdf_extract \
 	-Wl,--wrap=wolfSSL_quic_hkdf_expand -Wl,--wrap=wolfSSL_quic_hkdf
@@ -71,7 +71,7 @@ Q :=
 say =
 endif
 
-COMMON_SRC := $(wildcard common/*.c)
+COMMON_SRC := $(wildcard common/*/*.c)
 TUN_SRC := $(wildcard tun/*.c)
 DAEMON_SRC := $(wildcard daemon/*.c)
 CLIENT_SRC := $(wildcard client/*.c)
@@ -82,8 +82,11 @@ LIB_OBJ := $(call obj,$(LIB_SRC))
 DAEMON_OBJ := $(call obj,$(DAEMON_SRC))
 CLIENT_OBJ := $(call obj,$(CLIENT_SRC))
 
-UNIT_SRC := $(wildcard tests/unit/test-*.c)
-UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
+# tests/unit/ is grouped as the code is (tests/unit/transport/test-quic.c
+# tests common/transport/quic.c); the binaries stand side by side.
+UNIT_SRC := $(wildcard tests/unit/*/test-*.c)
+UNIT_BIN := $(patsubst %.c,$(BUILD)/tests/%,$(notdir $(UNIT_SRC)))
+vpath test-%.c $(sort $(dir $(UNIT_SRC)))
 
 .PHONY: FORCE all deps test check check-unit check-configs check-e2e demo bench \
 	clean distclean install uninstall deb
@@ -123,7 +126,7 @@ $(BUILD)/%.o: %.c $(BUILD)/deps-id | $(DEPS)/.complete
 DAEMON_LIB_OBJ := $(filter-out $(BUILD)/daemon/main.o,$(DAEMON_OBJ))
 CLIENT_LIB_OBJ := $(filter-out $(BUILD)/client/main.o,$(CLIENT_OBJ))
 
-$(BUILD)/tests/test-%: tests/unit/test-%.c $(DAEMON_LIB_OBJ) $(CLIENT_LIB_OBJ) $(BUILD)/librove.a
+$(BUILD)/tests/test-%: test-%.c $(DAEMON_LIB_OBJ) $(CLIENT_LIB_OBJ) $(BUILD)/librove.a
 	@mkdir -p $(@D)
 	$(call say,CC,$<)$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -Itests/unit -o $@ \
 		$(filter %.c %.o %.a,$^) $(LDFLAGS) $(LIBS) -lcmocka

@@ -5,7 +5,7 @@
 
 #include <event2/event.h>
 
-#include "cfg.h"
+#include "config/cfg.h"
 
 struct client;
 

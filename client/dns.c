@@ -41,10 +41,10 @@
 #include <unistd.h>
 
 #include "dns.h"
-#include "log.h"
-#include "privdrop.h"
-#include "state.h"
-#include "xmalloc.h"
+#include "base/log.h"
+#include "ops/privdrop.h"
+#include "transport/state.h"
+#include "base/xmalloc.h"
 
 #define NOTE_FILE "dns"
 #define RESOLVE1 "org.freedesktop.resolve1"

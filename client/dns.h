@@ -8,8 +8,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "cfg.h"
-#include "proto.h"
+#include "config/cfg.h"
+#include "wire/proto.h"
 
 enum dns_backend {
 	DNS_BACKEND_NONE,

@@ -8,16 +8,16 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "addr.h"
-#include "cfg-diff.h"
-#include "clock.h"
-#include "dial.h"
+#include "base/addr.h"
+#include "config/cfg-diff.h"
+#include "base/clock.h"
+#include "forward/dial.h"
 #include "forward.h"
-#include "log.h"
-#include "proto-fwd.h"
-#include "socks5.h"
-#include "tcp.h"
-#include "xmalloc.h"
+#include "base/log.h"
+#include "wire/proto-fwd.h"
+#include "wire/socks5.h"
+#include "forward/tcp.h"
+#include "base/xmalloc.h"
 
 #define SOCKS_TIMEOUT_S 10
 #define MAX_LISTENERS 64

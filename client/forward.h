@@ -6,9 +6,9 @@
 #include <event2/event.h>
 #include <stdbool.h>
 
-#include "cfg.h"
-#include "fwd.h"
-#include "quic.h"
+#include "config/cfg.h"
+#include "forward/fwd.h"
+#include "transport/quic.h"
 
 struct forward;
 

@@ -7,12 +7,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cfg.h"
+#include "config/cfg.h"
 #include "client.h"
-#include "control.h"
-#include "daemon.h"
-#include "key.h"
-#include "log.h"
+#include "ops/control.h"
+#include "ops/daemon.h"
+#include "base/key.h"
+#include "base/log.h"
 
 #define DEFAULT_CONFIG "/etc/rove/rove.conf"
 

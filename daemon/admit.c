@@ -6,10 +6,10 @@
 #include <string.h>
 
 #include "admit.h"
-#include "clock.h"
-#include "quic.h"
-#include "state.h"
-#include "xmalloc.h"
+#include "base/clock.h"
+#include "transport/quic.h"
+#include "transport/state.h"
+#include "base/xmalloc.h"
 
 void
 admit_init(struct admit *a, size_t retry_threshold, uint64_t now,

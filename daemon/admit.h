@@ -18,8 +18,8 @@
 #include <sys/queue.h>
 #include <sys/socket.h>
 
-#include "addr.h"
-#include "cid.h"
+#include "base/addr.h"
+#include "wire/cid.h"
 
 /* Half-open handshakes beyond which no new one starts at all. */
 #define ADMIT_MAX_HALF_OPEN 256

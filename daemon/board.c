@@ -5,7 +5,7 @@
 #include <sys/mman.h>
 
 #include "board.h"
-#include "xmalloc.h"
+#include "base/xmalloc.h"
 
 /* Copies of a slot that keep meeting a writer give up after this many
  * tries: the reader shows the peer as its own worker knows it. */

@@ -22,11 +22,11 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#include "fwd.h"
-#include "quic.h"
-#include "state.h"
-#include "status.h"
-#include "tunnel.h"
+#include "forward/fwd.h"
+#include "transport/quic.h"
+#include "transport/state.h"
+#include "ops/status.h"
+#include "tunnel/tunnel.h"
 
 #define BOARD_REFRESH_MS 1000
 #define BOARD_KEY 8

@@ -10,13 +10,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "addr.h"
-#include "clock.h"
-#include "dial.h"
+#include "base/addr.h"
+#include "base/clock.h"
+#include "forward/dial.h"
 #include "egress.h"
-#include "log.h"
-#include "tcp.h"
-#include "xmalloc.h"
+#include "base/log.h"
+#include "forward/tcp.h"
+#include "base/xmalloc.h"
 
 struct egress {
 	struct event_base *base;

@@ -7,8 +7,8 @@
 #include <event2/event.h>
 #include <stdint.h>
 
-#include "cfg.h"
-#include "fwd.h"
+#include "config/cfg.h"
+#include "forward/fwd.h"
 
 struct egress;
 struct egress_listener;

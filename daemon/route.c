@@ -4,7 +4,7 @@
 #include <sys/socket.h>
 
 #include "route.h"
-#include "xmalloc.h"
+#include "base/xmalloc.h"
 
 /*
  * Each node is a prefix (key masked to `len` bits). A node with an owner is

@@ -4,7 +4,7 @@
 
 #include <stddef.h>
 
-#include "addr.h"
+#include "base/addr.h"
 
 /* A table of prefixes, each owned by an opaque `owner`. Lookups are by
  * longest prefix match; IPv4 and IPv6 are kept apart. The table is small

@@ -6,7 +6,7 @@
 #include <event2/event.h>
 #include <stdbool.h>
 
-#include "cfg.h"
+#include "config/cfg.h"
 
 struct server;
 

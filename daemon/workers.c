@@ -9,9 +9,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "base/log.h"
 #include "workers.h"
-#include "xmalloc.h"
+#include "base/xmalloc.h"
 
 struct workers {
 	unsigned n;

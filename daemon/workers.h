@@ -10,8 +10,8 @@
 #include <event2/event.h>
 #include <stdbool.h>
 
-#include "cfg.h"
-#include "udp.h"
+#include "config/cfg.h"
+#include "transport/udp.h"
 
 struct workers;
 

@@ -6,10 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bytes.h"
-#include "ippkt.h"
+#include "base/bytes.h"
+#include "wire/ippkt.h"
 #include "offload.h"
-#include "xmalloc.h"
+#include "base/xmalloc.h"
 
 #define TCP_FIN 0x01
 #define TCP_SYN 0x02

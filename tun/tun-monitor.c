@@ -15,9 +15,9 @@
 #include <netlink/netlink.h>
 #include <netlink/socket.h>
 
-#include "log.h"
+#include "base/log.h"
 #include "tun-monitor.h"
-#include "xmalloc.h"
+#include "base/xmalloc.h"
 
 /* Datagrams read per readable callback: enough for a burst (an interface
  * going down takes its addresses and routes with it), small enough that

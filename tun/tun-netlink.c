@@ -24,9 +24,9 @@
 #include <netlink/route/nexthop.h>
 #include <netlink/route/route.h>
 
-#include "log.h"
+#include "base/log.h"
 #include "tun-netlink.h"
-#include "xmalloc.h"
+#include "base/xmalloc.h"
 
 #ifndef SOL_NETLINK
 #define SOL_NETLINK 270

@@ -5,7 +5,7 @@
 
 #include <stdbool.h>
 
-#include "addr.h"
+#include "base/addr.h"
 
 /* All functions return 0 or -1 with *cause set (caller frees). */
 

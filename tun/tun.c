@@ -9,9 +9,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "base/log.h"
 #include "tun.h"
-#include "xmalloc.h"
+#include "base/xmalloc.h"
 
 #define TUN_CLONE_DEVICE "/dev/net/tun"
 

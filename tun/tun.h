@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "addr.h"
+#include "base/addr.h"
 #include "offload.h"
 
 struct tun {

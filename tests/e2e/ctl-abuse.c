@@ -22,13 +22,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "addr.h"
-#include "key.h"
-#include "proto-fwd.h"
-#include "proto.h"
-#include "quic.h"
-#include "tls.h"
-#include "udp.h"
+#include "base/addr.h"
+#include "base/key.h"
+#include "wire/proto-fwd.h"
+#include "wire/proto.h"
+#include "transport/quic.h"
+#include "transport/tls.h"
+#include "transport/udp.h"
 
 struct abuser {
 	struct event_base *base;

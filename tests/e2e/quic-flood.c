@@ -59,10 +59,10 @@
 #include <ngtcp2/ngtcp2_crypto.h>
 #include <ngtcp2/ngtcp2_crypto_wolfssl.h>
 
-#include "addr.h"
-#include "ippkt.h"
-#include "key.h"
-#include "tls.h"
+#include "base/addr.h"
+#include "wire/ippkt.h"
+#include "base/key.h"
+#include "transport/tls.h"
 
 #define MAX_COUNT 1000000
 #define MAX_BATCH 1024
@@ -217,7 +217,7 @@ make_initial(WOLFSSL_CTX *ctx, const ngtcp2_path *path, uint8_t *buf, size_t len
 
 	ngtcp2_settings_default(&settings);
 	settings.initial_ts = now_ns();
-	/* The transport parameters rove's client offers (common/quic.c), so
+	/* The transport parameters rove's client offers (common/transport/quic.c), so
 	 * that the ClientHello is the size and shape of a real one. */
 	ngtcp2_transport_params_default(&params);
 	params.initial_max_data = 16 * 1024 * 1024;

@@ -41,11 +41,11 @@
 
 #include <event2/event.h>
 
-#include "addr.h"
-#include "ippkt.h"
-#include "tun-monitor.h"
-#include "tun-netlink.h"
-#include "tun.h"
+#include "base/addr.h"
+#include "wire/ippkt.h"
+#include "tun/tun-monitor.h"
+#include "tun/tun-netlink.h"
+#include "tun/tun.h"
 
 static struct tun tun = { .fd = -1 };
 static struct tun_netlink_path path;

@@ -1,4 +1,4 @@
-/* libFuzzer harness for common/cfg.c: both roles, errors, print round trip. */
+/* libFuzzer harness for common/config/cfg.c: both roles, errors, print round trip. */
 #include <assert.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cfg.h"
+#include "config/cfg.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 

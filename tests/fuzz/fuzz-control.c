@@ -1,4 +1,4 @@
-/* libFuzzer harness for common/control.c: whatever a local client sends to
+/* libFuzzer harness for common/ops/control.c: whatever a local client sends to
  * the control socket, in whatever pieces, and the request check of the
  * client side.
  *
@@ -23,7 +23,7 @@
 #include <event2/buffer.h>
 #include <event2/event.h>
 
-#include "control.h"
+#include "ops/control.h"
 
 int LLVMFuzzerInitialize(int *, char ***);
 int LLVMFuzzerTestOneInput(const uint8_t *, size_t);

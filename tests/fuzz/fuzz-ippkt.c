@@ -1,4 +1,4 @@
-/* libFuzzer harness for common/ippkt.c: header checks and PTB answers. */
+/* libFuzzer harness for common/wire/ippkt.c: header checks and PTB answers. */
 #include <assert.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -6,7 +6,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "ippkt.h"
+#include "wire/ippkt.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 

@@ -1,4 +1,4 @@
-/* libFuzzer harness for common/proto-fwd.c: forward headers and the
+/* libFuzzer harness for common/wire/proto-fwd.c: forward headers and the
  * remote-forward control messages. */
 #include <assert.h>
 #include <stdbool.h>
@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "proto-fwd.h"
+#include "wire/proto-fwd.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 

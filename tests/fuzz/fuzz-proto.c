@@ -1,10 +1,10 @@
-/* libFuzzer harness for common/proto.c: framing, decoders, re-encoding. */
+/* libFuzzer harness for common/wire/proto.c: framing, decoders, re-encoding. */
 #include <assert.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
-#include "proto.h"
+#include "wire/proto.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 

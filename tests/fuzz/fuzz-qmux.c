@@ -1,4 +1,4 @@
-/* libFuzzer harness for common/qmux.c: the input is a TLS byte stream's
+/* libFuzzer harness for common/wire/qmux.c: the input is a TLS byte stream's
  * worth of frames, decoded one after another as quic-tcp.c does; every
  * frame that decodes must re-encode to a frame that decodes the same. */
 #include <assert.h>
@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "qmux.h"
+#include "wire/qmux.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 

@@ -41,15 +41,15 @@
 
 #include <event2/event.h>
 
-#include "admit.h"
-#include "clock.h"
+#include "daemon/admit.h"
+#include "base/clock.h"
 #include "fuzz-quic.h"
-#include "key.h"
+#include "base/key.h"
 #include "quic-initial.h"
-#include "quic.h"
-#include "state.h"
-#include "tls.h"
-#include "udp.h"
+#include "transport/quic.h"
+#include "transport/state.h"
+#include "transport/tls.h"
+#include "transport/udp.h"
 
 int LLVMFuzzerInitialize(int *, char ***);
 int LLVMFuzzerTestOneInput(const uint8_t *, size_t);

@@ -5,7 +5,7 @@
 
 #include <stdint.h>
 
-#include "quic.h"
+#include "transport/quic.h"
 
 /*
  * Each operation is one byte (taken modulo OP_COUNT), then its arguments;

@@ -1,4 +1,4 @@
-/* libFuzzer harness for common/socks5.c: greeting, request and replies. */
+/* libFuzzer harness for common/wire/socks5.c: greeting, request and replies. */
 #include <arpa/inet.h>
 #include <assert.h>
 #include <netinet/in.h>
@@ -8,8 +8,8 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "proto-fwd.h"
-#include "socks5.h"
+#include "wire/proto-fwd.h"
+#include "wire/socks5.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 

@@ -1,4 +1,4 @@
-/* libFuzzer harness for common/state.c: StateDir's files as a crash, a
+/* libFuzzer harness for common/transport/state.c: StateDir's files as a crash, a
  * full disk, an older version or someone with write access may leave
  * them, read back through the loaders (state_server_open,
  * state_client_take).
@@ -22,7 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "state.h"
+#include "transport/state.h"
 
 int LLVMFuzzerInitialize(int *, char ***);
 int LLVMFuzzerTestOneInput(const uint8_t *, size_t);

@@ -22,16 +22,16 @@
 #include <event2/event.h>
 
 #include "fuzz-quic.h"
-#include "ippkt.h"
-#include "key.h"
-#include "proto-fwd.h"
-#include "proto.h"
-#include "qmux.h"
+#include "wire/ippkt.h"
+#include "base/key.h"
+#include "wire/proto-fwd.h"
+#include "wire/proto.h"
+#include "wire/qmux.h"
 #include "quic-initial.h"
-#include "quic.h"
-#include "state.h"
-#include "tls.h"
-#include "udp.h"
+#include "transport/quic.h"
+#include "transport/state.h"
+#include "transport/tls.h"
+#include "transport/udp.h"
 
 static const char *top;
 

@@ -3,7 +3,7 @@
  * Destination Connection ID. The harness forges client Initials with it;
  * the seed generator opens a real client's first packet with it. Built
  * from wolfCrypt's HKDF, AES-GCM and AES-ECB. Header-only, like
- * tests/unit/quic-pair.h. */
+ * tests/unit/transport/quic-pair.h. */
 #ifndef ROVE_FUZZ_QUIC_INITIAL_H
 #define ROVE_FUZZ_QUIC_INITIAL_H
 

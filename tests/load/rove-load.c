@@ -83,18 +83,18 @@
 
 #include <event2/event.h>
 
-#include "addr.h"
-#include "bytes.h"
-#include "clock.h"
-#include "ippkt.h"
-#include "key.h"
-#include "log.h"
-#include "proto.h"
-#include "proto-fwd.h"
-#include "quic.h"
-#include "tls.h"
-#include "udp.h"
-#include "xmalloc.h"
+#include "base/addr.h"
+#include "base/bytes.h"
+#include "base/clock.h"
+#include "wire/ippkt.h"
+#include "base/key.h"
+#include "base/log.h"
+#include "wire/proto.h"
+#include "wire/proto-fwd.h"
+#include "transport/quic.h"
+#include "transport/tls.h"
+#include "transport/udp.h"
+#include "base/xmalloc.h"
 
 #define MAX_SESSIONS 20000
 #define MAX_PROCS 16

@@ -1,0 +1,203 @@
+/* Configuration: the INI-style files of roved ([Server], [Peer]) and rove
+ * ([Client]). Keys start unset; defaults are filled in after parsing
+ * (cfg_parse_finish in cfg-table.h), e.g. Listen = 0.0.0.0:4433. */
+#ifndef ROVE_CFG_H
+#define ROVE_CFG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+
+#include "base/addr.h"
+#include "wire/cid.h"
+
+enum cfg_role { CFG_ROLE_SERVER, CFG_ROLE_CLIENT };
+enum cfg_congestion { CFG_CC_CUBIC, CFG_CC_BBR };
+/* TUN offloads (tun/offload.h): whatever the kernel accepts, or none. */
+enum cfg_offload { CFG_OFFLOAD_AUTO, CFG_OFFLOAD_OFF };
+/* Client: how to reach the server, QUIC or TLS over TCP (or each as the
+ * network allows). */
+enum cfg_transport { CFG_TRANSPORT_AUTO, CFG_TRANSPORT_QUIC, CFG_TRANSPORT_TCP };
+
+#define CFG_DEFAULT_PORT 4433
+/* ServerTCP's port when it names none, or when it is not set at all. */
+#define CFG_DEFAULT_TCP_PORT 443
+#define CFG_DEFAULT_MTU 1380
+#define CFG_DEFAULT_KEEPALIVE 15
+#define CFG_DEFAULT_IDLE_TIMEOUT 120
+#define CFG_DEFAULT_FORWARD_BUFFER 8388608
+#define CFG_DEFAULT_MAX_FORWARDS 256
+#define CFG_DEFAULT_FORWARD_WAIT 10
+#define CFG_DEFAULT_FORWARD_WAIT_MAX 128
+/* Half-open handshakes beyond which clients must first answer a Retry. */
+#define CFG_DEFAULT_RETRY_THRESHOLD 16
+#define CFG_MAX_RETRY_THRESHOLD 256
+/* Forwarded bytes one peer may hold unacknowledged, and all peers. */
+#define CFG_DEFAULT_FORWARD_MEMORY 67108864
+#define CFG_DEFAULT_FORWARD_MEMORY_TOTAL 536870912
+#define CFG_MAX_LISTEN 8
+#define CFG_MAX_REMOTE_FORWARDS 16 /* listeners roved keeps per session */
+#define CFG_MAX_ADDRS 2 /* at most one IPv4 and one IPv6 */
+#define CFG_MAX_DNS 8        /* DNS servers pushed to clients */
+#define CFG_MAX_DNS_SEARCH 8 /* search domains pushed to clients */
+
+struct cfg_prefix_list {
+	struct prefix *v;
+	size_t n;
+};
+
+/* An AllowForward rule: a prefix or a DNS name, and a port (0 = any). */
+struct cfg_forward_rule {
+	bool is_name;
+	struct prefix prefix; /* when !is_name */
+	char *name;           /* when is_name, lower-case */
+	uint16_t port;
+};
+
+/* LocalForward / RemoteForward: "[bind:]port = host:port". */
+struct cfg_forward {
+	char *bind_host; /* NULL = loopback */
+	uint16_t bind_port;
+	char *target_host;
+	uint16_t target_port;
+	unsigned line; /* in the config file, for messages */
+};
+
+struct cfg_peer {
+	char *name;
+	uint8_t pubkey[32];
+	struct prefix addrs[CFG_MAX_ADDRS]; /* static tunnel addresses, /32 or /128 */
+	size_t naddrs;
+	struct cfg_prefix_list allowed_ips;
+	struct cfg_forward_rule *allow_forward;
+	size_t nallow_forward;
+	uint16_t *allow_remote_forward;
+	size_t nallow_remote_forward;
+	unsigned line; /* of its [Peer] header, for messages */
+};
+
+struct cfg {
+	enum cfg_role role;
+	char *path;
+
+	/* Both roles. */
+	char *private_key_file;
+	char *tun;             /* interface name; NULL when "none" */
+	char *state_dir;
+	char *control_socket;
+	uint32_t keepalive;    /* seconds, 0 = off */
+	uint32_t idle_timeout; /* seconds */
+	enum cfg_congestion congestion;
+	enum cfg_offload offload;
+	uint32_t forward_buffer; /* bytes per direction per forward */
+	uint32_t max_forwards;   /* concurrent forwards per peer */
+	uint32_t forward_wait;   /* client: seconds a connection waits for
+	                          * the session, 0 = none */
+	uint32_t forward_wait_max; /* client: connections waiting at once */
+	uint32_t retry_threshold; /* server: see CFG_DEFAULT_RETRY_THRESHOLD */
+	struct cid_server_id server_id; /* server: ServerID; len 0: none;
+	                          * .config from ServerIDConfig */
+	uint32_t server_id_config;
+	uint32_t workers;        /* server: Workers */
+	char *key_dir;           /* server: KeyDir; NULL: state_dir */
+	uint32_t forward_memory;  /* bytes per connection, see above */
+	uint32_t forward_memory_total; /* server: bytes in all */
+	bool zero_rtt;           /* send / accept 0-RTT on resumption */
+	bool syslog;             /* log to syslog(3), not stderr */
+	struct sockaddr_storage metrics_listen; /* MetricsListen */
+	socklen_t metrics_listen_len;           /* 0: no metrics */
+	char *keylog_file;       /* KeyLogFile; NULL: none */
+	char *qlog_dir;          /* QlogDir; NULL: none */
+	bool dns;                /* client: apply the server's DNS (DNS) */
+	char *user;              /* User: run as this after setup; NULL = stay */
+	char *group;             /* Group as given; NULL = User's primary group */
+	uid_t uid;               /* User's, looked up while parsing */
+	gid_t gid;               /* Group's, else User's primary group */
+	unsigned user_line;      /* lines of User and Group, for messages */
+	unsigned group_line;
+
+	/* [Server] */
+	struct sockaddr_storage listen[CFG_MAX_LISTEN];
+	socklen_t listen_len[CFG_MAX_LISTEN];
+	size_t nlisten;
+	struct sockaddr_storage listen_tcp[CFG_MAX_LISTEN]; /* ListenTCP */
+	socklen_t listen_tcp_len[CFG_MAX_LISTEN];
+	size_t nlisten_tcp;
+	struct prefix addrs[CFG_MAX_ADDRS]; /* server tunnel addresses with pool length */
+	size_t naddrs;
+	uint32_t mtu;
+	struct ipaddr dns_servers[CFG_MAX_DNS]; /* DNS: pushed to clients */
+	size_t ndns_servers;
+	char *dns_search[CFG_MAX_DNS_SEARCH];   /* DNSSearch, lower-case */
+	size_t ndns_search;
+	struct cfg_peer *peers;
+	size_t npeers;
+
+	/* [Client] */
+	char *server_host; /* name or address, no brackets */
+	uint16_t server_port;
+	char *server_tcp_host; /* ServerTCP; default: server_host */
+	uint16_t server_tcp_port;
+	enum cfg_transport transport;
+	uint8_t server_pubkey[32];
+	struct cfg_prefix_list routes;
+	struct cfg_forward *local_forward;
+	size_t nlocal_forward;
+	struct cfg_forward *remote_forward;
+	size_t nremote_forward;
+	struct cfg_forward *dynamic_forward; /* target unused */
+	size_t ndynamic_forward;
+};
+
+/* Errors collected while parsing: each one "FILE:LINE: message". */
+struct cfg_errors {
+	char **msg;
+	size_t n;
+};
+
+/* Parse the file at `path` for `role` into `cfg`. Every problem found is
+ * appended to `errs`. Returns 0 when the file is valid, -1 otherwise (the
+ * caller prints each of errs->msg, then exits non-zero). On -1, `cfg` holds
+ * whatever parsed and must still be released with cfg_clear. */
+int cfg_load(const char *path, enum cfg_role role, struct cfg *cfg,
+    struct cfg_errors *errs);
+
+/* The same over a buffer, for tests and fuzzing; `path` names it in errors. */
+int cfg_load_buffer(const char *path, const char *buf, size_t len,
+    enum cfg_role role, struct cfg *cfg, struct cfg_errors *errs);
+
+/* A forward given on rove's command line, in ssh's syntax: -L and -R take
+ * "[bind:]port:host:hostport", -D "[bind:]port" (IPv6 addresses in
+ * brackets). They add to the config file's forwards; an error reads
+ * "-L SPEC: message". */
+struct cfg_option {
+	char flag;         /* 'L', 'R' or 'D' */
+	const char *spec;
+};
+
+/* cfg_load, then the options (client role only). */
+int cfg_load_options(const char *path, enum cfg_role role, struct cfg *cfg,
+    struct cfg_errors *errs, const struct cfg_option *opts, size_t nopts);
+
+/* The ControlSocket used when a config names none (malloc'd): under /run
+ * as root, else under $XDG_RUNTIME_DIR or /tmp, per user. */
+char *cfg_default_socket(enum cfg_role role);
+
+void cfg_clear(struct cfg *);
+/* Deep copies of one [Peer] and one forward, owned by the caller (which
+ * frees them with the matching _clear), for a program that keeps them
+ * past the struct cfg they came from. */
+void cfg_peer_copy(struct cfg_peer *dst, const struct cfg_peer *src);
+void cfg_peer_clear(struct cfg_peer *);
+void cfg_forward_copy(struct cfg_forward *dst, const struct cfg_forward *src);
+void cfg_forward_clear(struct cfg_forward *);
+void cfg_errors_clear(struct cfg_errors *);
+
+/* Write the effective configuration (defaults filled in) in config syntax;
+ * the output parses back to the same configuration. */
+void cfg_print(const struct cfg *, FILE *);
+
+#endif

@@ -1,0 +1,629 @@
+/* Forward streams of one connection: open, accept, relay, account. */
+#include <event2/buffer.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "base/clock.h"
+#include "fwd.h"
+#include "base/json.h"
+#include "base/log.h"
+#include "relay.h"
+#include "base/xmalloc.h"
+
+enum fwd_state {
+	FWD_S_WAIT_STATUS, /* opener: header sent and relaying, the answer's
+	                    * status byte not yet in */
+	FWD_S_HEADER,      /* acceptor: reading the header */
+	FWD_S_CONNECTING,  /* acceptor: the owner is connecting */
+	FWD_S_RELAY,
+	FWD_S_DEAD,        /* failed or done; waiting for the stream to close */
+};
+
+struct fwd {
+	LIST_ENTRY(fwd) entry;
+	struct fwd_set *set;
+	enum fwd_kind kind;
+	bool opener;
+	enum fwd_state state;
+	int64_t sid;
+	int fd;                     /* the socket before the relay owns it */
+	struct relay *relay;
+	bool in_0rtt;               /* opener: opened in 0-RTT */
+	bool stream_closed;
+	bool relay_done;
+	void *arg;
+	char target[PROTO_FWD_MAX_HOST + 16];
+	uint8_t hdr[PROTO_FWD_MAX_HOST + 32];
+	size_t hdrlen;
+	struct evbuffer *early;     /* acceptor: bytes after the header */
+	bool early_fin;
+	uint64_t started_ms;
+	struct relay_stats last;    /* final relay figures */
+};
+
+static const char *const kind_names[] = { "local", "remote", "dynamic" };
+
+void
+fwd_set_init(struct fwd_set *set, struct event_base *base, struct quic_conn *qc,
+    size_t cap, size_t max, const struct fwd_ops *ops, void *arg,
+    struct fwd_counters *counters, const char *log_name)
+{
+	memset(set, 0, sizeof *set);
+	set->base = base;
+	set->qc = qc;
+	set->cap = cap;
+	set->max = max;
+	set->ops = ops;
+	set->arg = arg;
+	set->counters = counters;
+	set->log_name = log_name;
+	LIST_INIT(&set->list);
+}
+
+static void
+reset_fd(int fd)
+{
+	struct linger l = { 1, 0 };
+
+	if (fd == -1)
+		return;
+	(void)setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+	close(fd);
+}
+
+static void
+fwd_free(struct fwd *f)
+{
+	struct fwd_set *set = f->set;
+
+	if (f->arg != NULL && set->ops->release != NULL)
+		set->ops->release(f, f->arg);
+	LIST_REMOVE(f, entry);
+	set->n--;
+	if (f->relay != NULL)
+		relay_free(f->relay);
+	reset_fd(f->fd);
+	if (f->early != NULL)
+		evbuffer_free(f->early);
+	free(f);
+}
+
+/* Free once nothing refers to the forward any more. */
+static void
+maybe_free(struct fwd *f)
+{
+	if (f->stream_closed && (f->relay == NULL || f->relay_done))
+		fwd_free(f);
+}
+
+static void
+count_failure(struct fwd *f, uint64_t code)
+{
+	struct fwd_set *set = f->set;
+	static struct log_ratelimit rl = LOG_RATELIMIT_INIT(10000, 10);
+
+	if (code >= PROTO_FWD_ERR_COUNT)
+		code = PROTO_FWD_ERR_PROTOCOL;
+	set->counters->failed[code]++;
+	if (log_ratelimit_ok(&rl, clock_now_ms()))
+		log_info("%s forward to %s for %s failed: %s",
+		    f->opener ? kind_names[f->kind] : "requested",
+		    f->target[0] ? f->target : "?", set->log_name,
+		    proto_fwd_error_name(code));
+}
+
+/* Stop using the stream with `code`; the forward lives on until the
+ * stream has closed. */
+static void
+kill_stream(struct fwd *f, uint64_t code)
+{
+	if (f->state == FWD_S_DEAD)
+		return;
+	f->state = FWD_S_DEAD;
+	if (!f->stream_closed)
+		quic_conn_stream_reset(f->set->qc, f->sid, code);
+	reset_fd(f->fd);
+	f->fd = -1;
+}
+
+static struct fwd *
+fwd_new(struct fwd_set *set, enum fwd_kind kind, bool opener)
+{
+	struct fwd *f = xcalloc(1, sizeof *f);
+
+	f->set = set;
+	f->kind = kind;
+	f->opener = opener;
+	f->fd = -1;
+	f->sid = -1;
+	f->started_ms = clock_now_ms();
+	LIST_INSERT_HEAD(&set->list, f, entry);
+	set->n++;
+	return f;
+}
+
+static void
+on_relay_done(struct relay *r, uint64_t err, void *arg)
+{
+	struct fwd *f = arg;
+
+	relay_get_stats(r, &f->last);
+	f->relay_done = true;
+	if (err == 0)
+		f->set->counters->completed++;
+	else
+		count_failure(f, err);
+	f->state = FWD_S_DEAD;
+	relay_free(r);
+	f->relay = NULL;
+	maybe_free(f);
+}
+
+static void
+start_relay(struct fwd *f, int fd)
+{
+	f->state = FWD_S_RELAY;
+	f->relay = relay_create(f->set->base, f->set->qc, f->sid, fd, f->set->cap,
+	    on_relay_done, f);
+}
+
+struct fwd *
+fwd_open(struct fwd_set *set, enum fwd_kind kind, int fd,
+    const struct proto_fwd_header *hdr, void *arg, uint64_t *err)
+{
+	uint8_t buf[PROTO_FWD_MAX_HOST + 32];
+	struct fwd *f;
+	size_t n;
+
+	if (set->n >= set->max || quic_conn_streams_left(set->qc) == 0) {
+		*err = PROTO_FWD_ERR_LIMIT;
+		set->counters->failed[PROTO_FWD_ERR_LIMIT]++;
+		reset_fd(fd);
+		return NULL;
+	}
+	n = proto_fwd_encode(buf, sizeof buf, hdr);
+	f = fwd_new(set, kind, true);
+	f->arg = arg;
+	if (hdr->type == PROTO_FWD_CONNECT)
+		snprintf(f->target, sizeof f->target, "%s:%u", hdr->host, hdr->port);
+	else
+		snprintf(f->target, sizeof f->target, "port %u", hdr->port);
+	f->sid = quic_conn_open_stream(set->qc, f);
+	if (f->sid < 0) {
+		*err = PROTO_FWD_ERR_LIMIT;
+		set->counters->failed[*err]++;
+		reset_fd(fd);
+		f->stream_closed = true;
+		fwd_free(f);
+		return NULL;
+	}
+	f->fd = fd;
+	if (n == 0 || quic_conn_stream_send(set->qc, f->sid, buf, n, false) != 0) {
+		*err = PROTO_FWD_ERR_PROTOCOL;
+		set->counters->failed[*err]++;
+		kill_stream(f, *err); /* freed when the stream closes */
+		return NULL;
+	}
+	/* No round trip for the answer: the bytes go now, and the acceptor
+	 * holds them (within the stream window) until its connect is done.
+	 * A refused connect still comes back as a reset with its code. */
+	f->in_0rtt = quic_conn_state(set->qc) != QUIC_STATE_ESTABLISHED;
+	f->fd = -1;
+	start_relay(f, fd);
+	f->state = FWD_S_WAIT_STATUS;
+	return f;
+}
+
+void
+fwd_set_handshake_done(struct fwd_set *set, bool early_accepted)
+{
+	struct fwd *f;
+
+	LIST_FOREACH(f, &set->list, entry) {
+		if (f->in_0rtt && early_accepted)
+			set->counters->opened_0rtt++;
+		f->in_0rtt = false;
+	}
+}
+
+void
+fwd_connected(struct fwd *f, int fd)
+{
+	uint8_t ok = PROTO_FWD_OK;
+	size_t len;
+
+	if (f->state != FWD_S_CONNECTING) {
+		reset_fd(fd);
+		return;
+	}
+	if (quic_conn_stream_send(f->set->qc, f->sid, &ok, 1, false) != 0) {
+		reset_fd(fd);
+		kill_stream(f, PROTO_FWD_ERR_RESET);
+		return;
+	}
+	start_relay(f, fd);
+	f->set->counters->opened++;
+	/* Bytes the opener sent early go out first. */
+	if ((len = evbuffer_get_length(f->early)) > 0 || f->early_fin) {
+		uint8_t *p = evbuffer_pullup(f->early, -1);
+		relay_on_data(f->relay, p, len, f->early_fin);
+		evbuffer_drain(f->early, len);
+	}
+}
+
+void
+fwd_fail(struct fwd *f, uint64_t code)
+{
+	if (f->state != FWD_S_CONNECTING && f->state != FWD_S_HEADER)
+		return;
+	count_failure(f, code);
+	kill_stream(f, code);
+	maybe_free(f);
+}
+
+void
+fwd_dialed(int fd, uint64_t err, void *arg)
+{
+	struct fwd *f = arg;
+
+	f->arg = NULL;
+	if (fd != -1)
+		fwd_connected(f, fd);
+	else
+		fwd_fail(f, err);
+}
+
+void *
+fwd_get_arg(const struct fwd *f)
+{
+	return f->arg;
+}
+
+void
+fwd_set_arg(struct fwd *f, void *arg)
+{
+	f->arg = arg;
+}
+
+int
+fwd_get_fd(const struct fwd *f)
+{
+	if (f->relay != NULL && !f->relay_done)
+		return relay_get_fd(f->relay);
+	return f->fd;
+}
+
+enum fwd_kind
+fwd_kind_of(const struct fwd *f)
+{
+	return f->kind;
+}
+
+void
+fwd_set_target(struct fwd *f, const char *s)
+{
+	snprintf(f->target, sizeof f->target, "%s", s);
+}
+
+/* Acceptor: a header arriving on a new stream. */
+static int
+accept_data(struct fwd_set *set, struct fwd *f, const uint8_t *data, size_t len,
+    bool fin)
+{
+	struct proto_fwd_header hdr;
+	size_t take = len;
+	long used;
+
+	if (take > sizeof f->hdr - f->hdrlen)
+		take = sizeof f->hdr - f->hdrlen;
+	memcpy(f->hdr + f->hdrlen, data, take);
+	used = proto_fwd_decode(f->hdr, f->hdrlen + take, &hdr);
+	if (used < 0 || (used == 0 && (fin || f->hdrlen + take == sizeof f->hdr))) {
+		quic_conn_stream_consume(set->qc, f->sid, len);
+		fwd_fail(f, PROTO_FWD_ERR_PROTOCOL);
+		return 0;
+	}
+	if (used == 0) {
+		f->hdrlen += take;
+		quic_conn_stream_consume(set->qc, f->sid, len);
+		return 0;
+	}
+	/* `used` bytes of hdr[] were the header; the rest is early data. */
+	{
+		size_t hdr_from_data = (size_t)used - f->hdrlen;
+
+		quic_conn_stream_consume(set->qc, f->sid, hdr_from_data);
+		f->early = evbuffer_new();
+		evbuffer_add(f->early, data + hdr_from_data, len - hdr_from_data);
+		f->early_fin = fin;
+	}
+	if (hdr.type == PROTO_FWD_CONNECT)
+		snprintf(f->target, sizeof f->target, "%s:%u", hdr.host, hdr.port);
+	else
+		snprintf(f->target, sizeof f->target, "port %u", hdr.port);
+	/* The owner let this in only from a fresh ticket (server.c). */
+	if (quic_conn_early_rx(set->qc))
+		set->counters->opened_0rtt++;
+	f->state = FWD_S_CONNECTING;
+	set->ops->request(set, f, &hdr);
+	return 0;
+}
+
+/* Opener: the forward failed before the answer said the target was up.
+ * The owner hears the code first (a SOCKS5 reply), then the relay resets
+ * both ends and its end is counted as a failure with `code`. */
+static void
+opener_fail(struct fwd *f, uint64_t code)
+{
+	f->state = FWD_S_DEAD;
+	if (f->set->ops->answered != NULL)
+		f->set->ops->answered(f, code, f->arg);
+	if (f->relay != NULL && !f->relay_done)
+		relay_on_reset(f->relay, code);
+}
+
+int
+fwd_on_data(struct fwd_set *set, int64_t sid, void *stream_arg,
+    const uint8_t *data, size_t len, bool fin)
+{
+	struct fwd *f = stream_arg;
+
+	if (f == NULL && quic_conn_stream_is_local(set->qc, sid)) {
+		/* Ours, but already forgotten: nothing to do but give credit. */
+		quic_conn_stream_consume(set->qc, sid, len);
+		return 0;
+	}
+	if (f == NULL) {
+		/* A stream the peer opened: a new forward. */
+		f = fwd_new(set, FWD_LOCAL, false);
+		f->sid = sid;
+		f->state = FWD_S_HEADER;
+		quic_conn_stream_set_arg(set->qc, sid, f);
+		if (set->n > set->max) {
+			quic_conn_stream_consume(set->qc, sid, len);
+			fwd_fail(f, PROTO_FWD_ERR_LIMIT);
+			return 0;
+		}
+	}
+	switch (f->state) {
+	case FWD_S_HEADER:
+		return accept_data(set, f, data, len, fin);
+	case FWD_S_CONNECTING:
+		/* Held until connected; bounded by the stream window. */
+		evbuffer_add(f->early, data, len);
+		f->early_fin |= fin;
+		return 0;
+	case FWD_S_WAIT_STATUS:
+		if (len == 0) {
+			if (fin)
+				opener_fail(f, PROTO_FWD_ERR_PROTOCOL);
+			return 0;
+		}
+		quic_conn_stream_consume(set->qc, sid, 1);
+		if (data[0] != PROTO_FWD_OK) {
+			quic_conn_stream_consume(set->qc, sid, len - 1);
+			opener_fail(f, PROTO_FWD_ERR_PROTOCOL);
+			return 0;
+		}
+		f->state = FWD_S_RELAY;
+		set->counters->opened++;
+		if (set->ops->answered != NULL)
+			set->ops->answered(f, PROTO_FWD_OK, f->arg);
+		if (len > 1 || fin)
+			relay_on_data(f->relay, data + 1, len - 1, fin);
+		return 0;
+	case FWD_S_RELAY:
+		relay_on_data(f->relay, data, len, fin);
+		return 0;
+	case FWD_S_DEAD:
+		quic_conn_stream_consume(set->qc, sid, len);
+		return 0;
+	}
+	return 0;
+}
+
+/* The peer gave up on the stream with `code`. */
+static void
+peer_abort(struct fwd *f, uint64_t code)
+{
+	switch (f->state) {
+	case FWD_S_WAIT_STATUS:
+		/* The acceptor could not connect: refused, denied, ... */
+		opener_fail(f, code);
+		break;
+	case FWD_S_RELAY:
+		relay_on_reset(f->relay, code);
+		break;
+	case FWD_S_HEADER:
+	case FWD_S_CONNECTING:
+		/* The owner may still be connecting; fwd_connected will see
+		 * the state and drop the socket. */
+		kill_stream(f, code);
+		break;
+	case FWD_S_DEAD:
+		break;
+	}
+}
+
+void
+fwd_stream_reset(struct quic_conn *qc, int64_t sid, uint64_t code,
+    void *stream_arg, void *arg)
+{
+	(void)qc;
+	(void)sid;
+	(void)arg;
+	if (stream_arg != NULL)
+		peer_abort(stream_arg, code);
+}
+
+void
+fwd_stream_acked(struct quic_conn *qc, int64_t sid, void *stream_arg, void *arg)
+{
+	struct fwd *f = stream_arg;
+
+	(void)qc;
+	(void)sid;
+	(void)arg;
+	if (f != NULL && f->relay != NULL && !f->relay_done)
+		relay_on_acked(f->relay);
+}
+
+void
+fwd_stream_close(struct quic_conn *qc, int64_t sid, uint64_t code,
+    void *stream_arg, void *arg)
+{
+	struct fwd *f = stream_arg;
+
+	(void)qc;
+	(void)sid;
+	(void)arg;
+	if (f == NULL)
+		return;
+	f->stream_closed = true;
+	if (f->relay != NULL && !f->relay_done)
+		relay_on_close(f->relay, code);
+	else if (f->state != FWD_S_DEAD && code != 0)
+		peer_abort(f, code);
+	maybe_free(f);
+}
+
+void
+fwd_set_clear(struct fwd_set *set)
+{
+	struct fwd *f;
+
+	while ((f = LIST_FIRST(&set->list)) != NULL) {
+		if (f->relay != NULL) {
+			relay_abort(f->relay);
+			relay_free(f->relay);
+			f->relay = NULL;
+		}
+		fwd_free(f);
+	}
+}
+
+static const char *
+state_name(const struct fwd *f)
+{
+	switch (f->state) {
+	case FWD_S_WAIT_STATUS:
+	case FWD_S_HEADER:
+	case FWD_S_CONNECTING:
+		return "connecting";
+	case FWD_S_RELAY:
+		return "open";
+	case FWD_S_DEAD:
+		break;
+	}
+	return "closing";
+}
+
+static void
+stats_of(const struct fwd *f, struct relay_stats *st)
+{
+	if (f->relay != NULL)
+		relay_get_stats(f->relay, st);
+	else
+		*st = f->last;
+}
+
+void
+fwd_status_json(const struct fwd_set *set, const struct fwd_counters *c,
+    struct json *j)
+{
+	const struct fwd *f;
+	uint64_t now = clock_now_ms();
+
+	json_key(j, "forwards");
+	json_begin_array(j);
+	if (set != NULL) {
+		LIST_FOREACH(f, &set->list, entry) {
+			struct relay_stats st;
+
+			stats_of(f, &st);
+			json_begin_object(j);
+			json_key(j, "kind");
+			json_string(j, kind_names[f->kind]);
+			json_key(j, "direction");
+			json_string(j, f->opener ? "outbound" : "inbound");
+			json_key(j, "target");
+			json_string(j, f->target);
+			json_key(j, "state");
+			json_string(j, state_name(f));
+			json_key(j, "stream");
+			json_int(j, f->sid);
+			/* Bytes as seen from this side's TCP socket. */
+			json_key(j, "tx_bytes");
+			json_uint(j, st.tcp_to_quic);
+			json_key(j, "rx_bytes");
+			json_uint(j, st.quic_to_tcp);
+			json_key(j, "age_ms");
+			json_uint(j, now - f->started_ms);
+			json_end_object(j);
+		}
+	}
+	json_end_array(j);
+	json_key(j, "forward_counters");
+	json_begin_object(j);
+	json_key(j, "opened");
+	json_uint(j, c->opened);
+	json_key(j, "completed");
+	json_uint(j, c->completed);
+	json_key(j, "opened_0rtt");
+	json_uint(j, c->opened_0rtt);
+	json_key(j, "held");
+	json_uint(j, c->held);
+	json_key(j, "held_expired");
+	json_uint(j, c->held_expired);
+	json_key(j, "held_full");
+	json_uint(j, c->held_full);
+	for (int i = 1; i < PROTO_FWD_ERR_COUNT; i++) {
+		json_key(j, proto_fwd_error_name((uint64_t)i));
+		json_uint(j, c->failed[i]);
+	}
+	json_end_object(j);
+}
+
+void
+fwd_status_text(const struct fwd_set *set, const struct fwd_counters *c,
+    struct evbuffer *out)
+{
+	const struct fwd *f;
+	uint64_t now = clock_now_ms();
+
+	evbuffer_add_printf(out, "  forwards: %llu opened, %llu completed",
+	    (unsigned long long)c->opened, (unsigned long long)c->completed);
+	if (c->opened_0rtt != 0)
+		evbuffer_add_printf(out, ", %llu in 0-RTT",
+		    (unsigned long long)c->opened_0rtt);
+	if (c->held != 0)
+		evbuffer_add_printf(out, ", %llu held (%llu expired, %llu over "
+		    "the cap)", (unsigned long long)c->held,
+		    (unsigned long long)c->held_expired,
+		    (unsigned long long)c->held_full);
+	for (int i = 1; i < PROTO_FWD_ERR_COUNT; i++) {
+		if (c->failed[i] != 0)
+			evbuffer_add_printf(out, ", %llu %s",
+			    (unsigned long long)c->failed[i],
+			    proto_fwd_error_name((uint64_t)i));
+	}
+	evbuffer_add_printf(out, "\n");
+	if (set == NULL)
+		return;
+	LIST_FOREACH(f, &set->list, entry) {
+		/* Text status goes to a terminal: escaped, as in status.c. */
+		char target[4 * sizeof f->target];
+		struct relay_stats st;
+
+		stats_of(f, &st);
+		log_escape(target, sizeof target, f->target, strlen(f->target));
+		evbuffer_add_printf(out, "    %s %s %s: %s, %llu B out, %llu B in, "
+		    "%llu s\n", kind_names[f->kind], f->opener ? "to" : "from peer to",
+		    target, state_name(f), (unsigned long long)st.tcp_to_quic,
+		    (unsigned long long)st.quic_to_tcp,
+		    (unsigned long long)((now - f->started_ms) / 1000));
+	}
+}

@@ -1,0 +1,123 @@
+/* The forwarded TCP connections of one QUIC connection: opening forward
+ * streams (header, wait for the acceptor's status), accepting them (header,
+ * then the owner connects), the relays, limits, counters and status. */
+#ifndef ROVE_FWD_H
+#define ROVE_FWD_H
+
+#include <event2/event.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/queue.h>
+
+#include "wire/proto-fwd.h"
+#include "transport/quic.h"
+
+struct evbuffer;
+struct json;
+struct relay;
+
+/* Named from the client's side, as ssh does: -L, -R, -D. */
+enum fwd_kind { FWD_LOCAL, FWD_REMOTE, FWD_DYNAMIC };
+
+/* Lifetime counters, kept by the owner across connections. */
+struct fwd_counters {
+	uint64_t opened;     /* relays started (opener: the target is up) */
+	uint64_t completed;  /* relays that ended cleanly */
+	uint64_t failed[PROTO_FWD_ERR_COUNT]; /* by error code (refused, ...) */
+	/* Opener: streams whose header and first bytes went in 0-RTT that
+	 * the server accepted. Acceptor: requests acted on from 0-RTT. */
+	uint64_t opened_0rtt;
+	/* rove: connections accepted while there was no session, held until
+	 * there was one; of those, closed after waiting ForwardWait seconds,
+	 * and closed at once because ForwardWaitMax were waiting already. */
+	uint64_t held;
+	uint64_t held_expired;
+	uint64_t held_full;
+};
+
+struct fwd;
+struct fwd_set;
+
+struct fwd_ops {
+	/* Acceptor side: the peer asks for `hdr`. The owner checks policy and
+	 * connects, then calls fwd_connected or fwd_fail (now or later). */
+	void (*request)(struct fwd_set *, struct fwd *, const struct proto_fwd_header *);
+	/* Opener side: the acceptor answered (0: connected, else an error
+	 * code). Called before the relay starts or the socket is closed. */
+	void (*answered)(struct fwd *, uint64_t code, void *fwd_arg);
+	/* The forward is being freed while its argument is still set: the
+	 * owner drops whatever work it had pending for it. */
+	void (*release)(struct fwd *, void *fwd_arg);
+};
+
+struct fwd_set {
+	struct event_base *base;
+	struct quic_conn *qc;
+	size_t cap;  /* bytes per direction per forward */
+	size_t max;  /* concurrent forwards */
+	const struct fwd_ops *ops;
+	void *arg;
+	struct fwd_counters *counters;
+	LIST_HEAD(, fwd) list;
+	size_t n;
+	const char *log_name; /* the peer, for messages */
+};
+
+void fwd_set_init(struct fwd_set *, struct event_base *, struct quic_conn *,
+    size_t cap, size_t max, const struct fwd_ops *, void *arg,
+    struct fwd_counters *, const char *log_name);
+/* The connection is gone: reset every TCP connection, free everything. */
+void fwd_set_clear(struct fwd_set *);
+
+/* Opener: relay accepted TCP socket `fd` (ours from now on) through a new
+ * stream asking for `hdr`. The relay starts at once: the socket's bytes
+ * follow the header without waiting for the acceptor's answer (in 0-RTT
+ * when the connection is still in it), and the answer's status byte is
+ * taken off the front of what comes back. Returns NULL with *err set
+ * (LIMIT when too many forwards or streams) after closing `fd` with a
+ * reset. */
+struct fwd *fwd_open(struct fwd_set *, enum fwd_kind, int fd,
+    const struct proto_fwd_header *, void *fwd_arg, uint64_t *err);
+
+/* Acceptor: the target is connected (fd is ours now) / could not be. */
+void fwd_connected(struct fwd *, int fd);
+void fwd_fail(struct fwd *, uint64_t code);
+/* A dial's outcome (dial_cb shape, `arg` the forward): the owner's
+ * argument is cleared, then fwd_connected or fwd_fail. */
+void fwd_dialed(int fd, uint64_t err, void *arg);
+/* The owner's per-forward pointer and a description of the target. */
+void *fwd_get_arg(const struct fwd *);
+void fwd_set_arg(struct fwd *, void *);
+/* Opener: the accepted socket, still there while `answered` runs (for
+ * replies such as SOCKS5's); -1 once it is closed. */
+int fwd_get_fd(const struct fwd *);
+enum fwd_kind fwd_kind_of(const struct fwd *);
+void fwd_set_target(struct fwd *, const char *);
+
+/* Opener: the handshake completed; forwards opened in 0-RTT are counted
+ * in opened_0rtt if the server accepted it (else they were sent again in
+ * 1-RTT, see quic_conn_open_stream). */
+void fwd_set_handshake_done(struct fwd_set *, bool early_accepted);
+
+/* Stream events, passed on from the owner's quic callbacks; they return
+ * true when the stream was a forward stream and was handled. */
+int fwd_on_data(struct fwd_set *, int64_t sid, void *stream_arg,
+    const uint8_t *, size_t, bool fin);
+/* quic_conn_cbs handlers for forward streams, to be set directly: the
+ * stream's argument is its forward (NULL: not a forward, ignored). */
+void fwd_stream_reset(struct quic_conn *, int64_t sid, uint64_t code,
+    void *stream_arg, void *arg);
+void fwd_stream_acked(struct quic_conn *, int64_t sid, void *stream_arg,
+    void *arg);
+void fwd_stream_close(struct quic_conn *, int64_t sid, uint64_t code,
+    void *stream_arg, void *arg);
+
+/* JSON: "forwards": [...] and "forward_counters": {...}. */
+void fwd_status_json(const struct fwd_set *, const struct fwd_counters *,
+    struct json *);
+/* Text lines for people. */
+void fwd_status_text(const struct fwd_set *, const struct fwd_counters *,
+    struct evbuffer *);
+
+#endif

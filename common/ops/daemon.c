@@ -1,0 +1,274 @@
+/* Config loading, signal handling, dropping root and the main loop shared
+ * by roved and rove. */
+#include <event2/event.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "config/cfg-diff.h"
+#include "base/clock.h"
+#include "daemon.h"
+#include "base/log.h"
+#include "notify.h"
+#include "privdrop.h"
+#include "base/xmalloc.h"
+
+int
+daemon_load_config(const char *path, enum cfg_role role, struct cfg *cfg,
+    const struct cfg_option *opts, size_t nopts)
+{
+	struct cfg_errors errs = { 0 };
+	int rv;
+
+	rv = cfg_load_options(path, role, cfg, &errs, opts, nopts);
+	for (size_t i = 0; i < errs.n; i++)
+		fprintf(stderr, "%s\n", errs.msg[i]);
+	cfg_errors_clear(&errs);
+	return rv;
+}
+
+struct stop_ctx {
+	struct event_base *base;
+	void (*stop)(void *);
+	void *arg;
+	int count;
+};
+
+static void
+signal_cb(evutil_socket_t sig, short what, void *arg)
+{
+	static struct stop_ctx *ctx;
+
+	(void)what;
+	ctx = arg;
+	log_info("%s: shutting down", sig == SIGINT ? "SIGINT" : "SIGTERM");
+	if (ctx->count++ == 0) {
+		notify_stopping();
+		ctx->stop(ctx->arg);
+	}
+	else
+		event_base_loopbreak(ctx->base);
+}
+
+/* What SIGHUP needs to read the configuration again as it was read at
+ * start: the same file and command-line forwards. */
+struct reload_ctx {
+	const struct daemon_ops *ops;
+	void *prog;
+	const char *path;
+	const struct cfg_option *opts;
+	size_t nopts;
+	const struct cfg *running; /* as loaded at start */
+};
+
+/* SIGHUP (systemctl reload): read the file again and let the program
+ * apply the difference. A file with any error changes nothing; neither
+ * does a change the program cannot take (it says why). Keys that only a
+ * restart can change are reported once the rest is applied. */
+static void
+hup_cb(evutil_socket_t sig, short what, void *arg)
+{
+	struct reload_ctx *ctx = arg;
+	struct cfg_errors errs = { 0 }, restart = { 0 };
+	uint64_t t0 = clock_now();
+	struct cfg next;
+
+	(void)sig;
+	(void)what;
+	log_info("SIGHUP: reloading %s", ctx->path);
+	if (cfg_load_options(ctx->path, ctx->running->role, &next, &errs,
+	    ctx->opts, ctx->nopts) != 0) {
+		for (size_t i = 0; i < errs.n; i++)
+			log_error("%s", errs.msg[i]);
+		log_error("reload refused: %zu error(s) in %s; the running "
+		    "configuration stays", errs.n, ctx->path);
+		ctx->ops->reload(ctx->prog, NULL);
+		goto out;
+	}
+	if (ctx->ops->reload(ctx->prog, &next) != 0) {
+		log_error("reload refused; the running configuration stays");
+		goto out;
+	}
+	cfg_diff_restart(ctx->running, &next, &restart);
+	for (size_t i = 0; i < restart.n; i++)
+		log_warn("reload: %s", restart.msg[i]);
+	log_info("reload done in %.1f ms", (double)(clock_now() - t0) / 1e6);
+out:
+	cfg_errors_clear(&errs);
+	cfg_errors_clear(&restart);
+	cfg_clear(&next);
+}
+
+void
+daemon_signals(struct event_base *base, void (*stop)(void *), void *arg,
+    struct event *evs[3])
+{
+	static struct stop_ctx ctx;
+
+	signal(SIGPIPE, SIG_IGN);
+	/* Until the program sets up its reload, SIGHUP must not end it, as
+	 * its default action would. */
+	signal(SIGHUP, SIG_IGN);
+	ctx = (struct stop_ctx){ base, stop, arg, 0 };
+	evs[0] = evsignal_new(base, SIGINT, signal_cb, &ctx);
+	evs[1] = evsignal_new(base, SIGTERM, signal_cb, &ctx);
+	evs[2] = NULL;
+	for (int i = 0; i < 2; i++)
+		event_add(evs[i], NULL);
+}
+
+static void
+libevent_log_cb(int severity, const char *msg)
+{
+	if (severity >= EVENT_LOG_ERR)
+		log_error("libevent: %s", msg);
+	else if (severity == EVENT_LOG_WARN)
+		log_warn("libevent: %s", msg);
+	else
+		log_debug("libevent: %s", msg);
+}
+
+void
+daemon_log_libevent(void)
+{
+	event_set_log_callback(libevent_log_cb);
+}
+
+/* At a fast exit (ops->exit) the program's memory points into its
+ * configuration: kept here, where a leak checker finds it. */
+static volatile struct cfg kept_cfg; /* volatile: never read, kept */
+
+int
+daemon_main(int argc, char **argv, const struct daemon_ops *ops)
+{
+	const char *path = NULL;
+	int ch, verbose = 0, check = 0, print = 0, status = 0, drop;
+	bool use_syslog = false;
+	struct cfg_option *opts = NULL;
+	size_t nopts = 0;
+	int rv;
+	struct event *sigs[3];
+	struct event_base *base;
+	struct cfg cfg = { 0 };
+	struct reload_ctx reload;
+	char *cause = NULL;
+	void *prog;
+
+	while ((ch = getopt(argc, argv, ops->role == CFG_ROLE_CLIENT ?
+	    "c:fnsTvhL:R:D:" : "c:fnsTvh")) != -1) {
+		switch (ch) {
+		case 'L':
+		case 'R':
+		case 'D':
+			opts = xrealloc(opts, (nopts + 1) * sizeof *opts);
+			opts[nopts++] = (struct cfg_option){ (char)ch, optarg };
+			break;
+		case 'c':
+			path = optarg;
+			break;
+		case 'f':
+			break; /* both programs stay in the foreground */
+		case 'n':
+			check = 1;
+			break;
+		case 's':
+			use_syslog = true;
+			break;
+		case 'T':
+			print = 1;
+			break;
+		case 'v':
+			verbose++;
+			break;
+		default:
+			ops->usage();
+		}
+	}
+	if (path == NULL || optind != argc)
+		ops->usage();
+	log_open(ops->name, verbose);
+	rv = daemon_load_config(path, ops->role, &cfg, opts, nopts);
+	if (rv != 0) {
+		free(opts);
+		cfg_clear(&cfg);
+		return 1;
+	}
+	if (check || print) {
+		if (print)
+			cfg_print(&cfg, stdout);
+		free(opts);
+		cfg_clear(&cfg);
+		return 0;
+	}
+	/* Config errors went to stderr, to whoever ran us; from here on the
+	 * log may go to syslog. */
+	if (use_syslog || cfg.syslog)
+		log_to_syslog();
+	/* A user other than root cannot become User: say so before any
+	 * setup, like a config error. */
+	if ((drop = privdrop_needed(&cfg, geteuid(), getegid(), &cause)) == -1) {
+		fprintf(stderr, "%s\n", cause);
+		free(cause);
+		free(opts);
+		cfg_clear(&cfg);
+		return 1;
+	}
+	if (drop && privdrop_prepare(&cfg, &cause) != 0) {
+		log_error("%s", cause);
+		free(cause);
+		free(opts);
+		cfg_clear(&cfg);
+		return 1;
+	}
+	daemon_log_libevent();
+	if ((base = event_base_new()) == NULL)
+		fatalx("event_base_new failed");
+	if ((prog = ops->create(base, &cfg, verbose, &cause)) == NULL) {
+		log_error("%s", cause);
+		free(cause);
+		event_base_free(base);
+		free(opts);
+		cfg_clear(&cfg);
+		return 1;
+	}
+	/* Everything that needs root is set up: the TUN device, the UDP
+	 * sockets (with their forced buffer sizes), the control socket and
+	 * the files in StateDir. */
+	if ((drop ? privdrop_apply(&cfg, &cause) :
+	    geteuid() != 0 ? privdrop_trim(&cfg, &cause) : 0) != 0) {
+		log_error("%s", cause);
+		free(cause);
+		ops->free(prog);
+		event_base_free(base);
+		free(opts);
+		cfg_clear(&cfg);
+		return 1;
+	}
+	daemon_signals(base, ops->shutdown, prog, sigs);
+	reload = (struct reload_ctx){ ops, prog, path, opts, nopts, &cfg };
+	sigs[2] = evsignal_new(base, SIGHUP, hup_cb, &reload);
+	event_add(sigs[2], NULL);
+	notify_init(base);
+	if (ops->started != NULL)
+		ops->started(prog);
+	event_base_dispatch(base);
+	notify_free();
+	if (ops->exit_status != NULL)
+		status = ops->exit_status(prog);
+	if (ops->exit != NULL) {
+		ops->exit(prog);
+		kept_cfg = cfg;
+		free(opts);
+		return status;
+	}
+	ops->free(prog);
+	for (int i = 0; i < 3; i++)
+		event_free(sigs[i]);
+	event_base_free(base);
+	free(opts);
+	cfg_clear(&cfg);
+	return status;
+}

@@ -1,0 +1,342 @@
+/* wolfSSL contexts for QUIC: self-signed Ed25519 certificate, ALPN, pins. */
+#include <wolfssl/options.h>
+#include <wolfssl/ssl.h>
+#include <wolfssl/openssl/evp.h>
+#include <wolfssl/quic.h>
+#include <wolfssl/wolfcrypt/asn_public.h>
+#include <wolfssl/wolfcrypt/ed25519.h>
+#include <wolfssl/wolfcrypt/hmac.h>
+#include <wolfssl/wolfcrypt/random.h>
+
+#include <ngtcp2/ngtcp2.h>
+#include <ngtcp2/ngtcp2_crypto.h>
+#include <ngtcp2/ngtcp2_crypto_wolfssl.h>
+
+#include <sys/uio.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/log.h"
+#include "wire/proto.h"
+#include "quic.h"
+#include "tls.h"
+#include "base/xmalloc.h"
+
+/* DER SubjectPublicKeyInfo of an Ed25519 key: this prefix, then the key. */
+static const uint8_t ed25519_spki_prefix[12] = {
+	0x30, 0x2a, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x03, 0x21, 0x00,
+};
+
+static const unsigned char alpn_wire[] = "\x06" PROTO_ALPN;
+
+/* One pin callback per process: both programs hold one context. */
+static tls_pin_cb tls_pin;
+
+/* The certificate carries no identity: the peer checks our key against its
+ * pin. It only has to be well-formed and signed by the key it carries. */
+static int
+make_certificate(ed25519_key *key, uint8_t *der, int derlen)
+{
+	WC_RNG rng;
+	Cert cert;
+	int n = -1;
+
+	if (wc_InitRng(&rng) != 0)
+		return -1;
+	if (wc_InitCert(&cert) != 0)
+		goto out;
+	strncpy(cert.subject.commonName, "rove", CTC_NAME_SIZE - 1);
+	cert.sigType = CTC_ED25519;
+	cert.daysValid = 3650;
+	cert.isCA = 0;
+	n = wc_MakeCert_ex(&cert, der, (word32)derlen, ED25519_TYPE, key, &rng);
+	if (n < 0)
+		goto out;
+	n = wc_SignCert_ex(cert.bodySz, cert.sigType, der, (word32)derlen,
+	    ED25519_TYPE, key, &rng);
+out:
+	wc_FreeRng(&rng);
+	return n;
+}
+
+static int
+verify_cb(int preverify, WOLFSSL_X509_STORE_CTX *store)
+{
+	unsigned char spki[128];
+	int spkilen = sizeof spki;
+	WOLFSSL_X509 *x509;
+	WOLFSSL *ssl;
+
+	(void)preverify; /* self-signed: the chain never verifies; the pin decides */
+	ssl = wolfSSL_X509_STORE_CTX_get_ex_data(store,
+	    wolfSSL_get_ex_data_X509_STORE_CTX_idx());
+	x509 = wolfSSL_X509_STORE_CTX_get_current_cert(store);
+	if (ssl == NULL || x509 == NULL)
+		return 0;
+	/* Only the leaf certificate counts; we never send chains. */
+	if (wolfSSL_X509_STORE_CTX_get_error_depth(store) != 0)
+		return 0;
+	if (wolfSSL_X509_get_pubkey_buffer(x509, spki, &spkilen) != WOLFSSL_SUCCESS ||
+	    spkilen != (int)sizeof ed25519_spki_prefix + KEY_LEN ||
+	    memcmp(spki, ed25519_spki_prefix, sizeof ed25519_spki_prefix) != 0)
+		return 0;
+	if (!tls_pin(ssl, spki + sizeof ed25519_spki_prefix))
+		return 0;
+	wolfSSL_X509_STORE_CTX_set_error(store, 0);
+	return 1;
+}
+
+static int
+alpn_select_cb(WOLFSSL *ssl, const unsigned char **out, unsigned char *outlen,
+    const unsigned char *in, unsigned int inlen, void *arg)
+{
+	(void)ssl;
+	(void)arg;
+	for (unsigned int i = 0; i < inlen; i += 1u + in[i]) {
+		if (i + 1u + in[i] > inlen)
+			break;
+		if (in[i] == alpn_wire[0] &&
+		    memcmp(in + i + 1, alpn_wire + 1, alpn_wire[0]) == 0) {
+			*out = in + i + 1;
+			*outlen = in[i];
+			return SSL_TLSEXT_ERR_OK;
+		}
+	}
+	return SSL_TLSEXT_ERR_ALERT_FATAL;
+}
+
+static WOLFSSL_CTX *
+ctx_create(enum tls_role role, const uint8_t priv[static KEY_LEN],
+    tls_pin_cb pin, bool quic, char **cause)
+{
+	uint8_t pub[KEY_LEN], certder[1024], keyder[256];
+	int groups[] = { WOLFSSL_ECC_X25519, WOLFSSL_ECC_SECP256R1 };
+	WOLFSSL_CTX *ctx = NULL;
+	ed25519_key key;
+	int certlen, keylen;
+	bool ok = false;
+
+	tls_pin = pin;
+	if (wc_ed25519_init(&key) != 0) {
+		*cause = xstrdup("ed25519 init failed");
+		return NULL;
+	}
+	if (key_public(priv, pub) != 0 ||
+	    wc_ed25519_import_private_key(priv, KEY_LEN, pub, KEY_LEN, &key) != 0) {
+		*cause = xstrdup("cannot import private key");
+		goto out;
+	}
+	if ((certlen = make_certificate(&key, certder, sizeof certder)) < 0) {
+		xasprintf(cause, "cannot make certificate (wolfSSL error %d)", certlen);
+		goto out;
+	}
+	if ((keylen = wc_Ed25519PrivateKeyToDer(&key, keyder, sizeof keyder)) < 0) {
+		*cause = xstrdup("cannot encode private key");
+		goto out;
+	}
+	ctx = wolfSSL_CTX_new(role == TLS_ROLE_SERVER ? wolfTLSv1_3_server_method() :
+	    wolfTLSv1_3_client_method());
+	if (ctx == NULL) {
+		*cause = xstrdup("wolfSSL_CTX_new failed");
+		goto out;
+	}
+	if (quic && (role == TLS_ROLE_SERVER ?
+	    ngtcp2_crypto_wolfssl_configure_server_context(ctx) :
+	    ngtcp2_crypto_wolfssl_configure_client_context(ctx)) != 0) {
+		*cause = xstrdup("cannot configure wolfSSL for QUIC");
+		goto out;
+	}
+	if (wolfSSL_CTX_use_certificate_buffer(ctx, certder, certlen,
+	    WOLFSSL_FILETYPE_ASN1) != WOLFSSL_SUCCESS ||
+	    wolfSSL_CTX_use_PrivateKey_buffer(ctx, keyder, keylen,
+	    WOLFSSL_FILETYPE_ASN1) != WOLFSSL_SUCCESS) {
+		*cause = xstrdup("cannot load certificate into wolfSSL");
+		goto out;
+	}
+	/* X25519 first: the client sends one key share, for the first of
+	 * these, and the server takes the client's share when it supports
+	 * it (no HelloRetryRequest, which would cost a round trip and the
+	 * 0-RTT data). X25519 costs less CPU than P-256, which every
+	 * resumption pays too (psk_dhe_ke); P-256 stays for older peers. */
+	if (wolfSSL_CTX_set_groups(ctx, groups,
+	    (int)(sizeof groups / sizeof groups[0])) != WOLFSSL_SUCCESS) {
+		*cause = xstrdup("cannot set the key exchange groups");
+		goto out;
+	}
+#ifdef SINGLE_THREADED
+	/* One DRBG for all of the context's sessions (we run one thread),
+	 * instead of one seeded and health-tested per handshake. */
+	if (wolfSSL_CTX_new_rng(ctx) != WOLFSSL_SUCCESS) {
+		*cause = xstrdup("cannot make the context's RNG");
+		goto out;
+	}
+#endif
+	wolfSSL_CTX_set_verify(ctx, WOLFSSL_VERIFY_PEER |
+	    WOLFSSL_VERIFY_FAIL_IF_NO_PEER_CERT, verify_cb);
+	if (role == TLS_ROLE_SERVER)
+		wolfSSL_CTX_set_alpn_select_cb(ctx, alpn_select_cb, NULL);
+	ok = true;
+out:
+	explicit_bzero(keyder, sizeof keyder);
+	wc_ed25519_free(&key);
+	if (!ok && ctx != NULL) {
+		wolfSSL_CTX_free(ctx);
+		ctx = NULL;
+	}
+	return ctx;
+}
+
+WOLFSSL_CTX *
+tls_ctx_create(enum tls_role role, const uint8_t priv[static KEY_LEN],
+    tls_pin_cb pin, char **cause)
+{
+	return ctx_create(role, priv, pin, true, cause);
+}
+
+WOLFSSL_CTX *
+tls_ctx_create_tcp(enum tls_role role, const uint8_t priv[static KEY_LEN],
+    tls_pin_cb pin, char **cause)
+{
+	return ctx_create(role, priv, pin, false, cause);
+}
+
+void
+tls_ctx_enable_resumption(WOLFSSL_CTX *ctx, enum tls_role role, bool early_data)
+{
+	if (role == TLS_ROLE_CLIENT) {
+		wolfSSL_CTX_UseSessionTicket(ctx);
+		wolfSSL_CTX_sess_set_new_cb(ctx, quic_tls_new_session);
+	} else {
+		/* QUIC requires the value 0xffffffff when 0-RTT is on. */
+		wolfSSL_CTX_set_max_early_data(ctx, early_data ? UINT32_MAX : 0);
+	}
+}
+
+WOLFSSL *
+tls_session_create(WOLFSSL_CTX *ctx, enum tls_role role, void *conn_ref)
+{
+	WOLFSSL *ssl = wolfSSL_new(ctx);
+
+	if (ssl == NULL)
+		fatalx("wolfSSL_new failed");
+	wolfSSL_set_app_data(ssl, conn_ref);
+	if (role == TLS_ROLE_CLIENT) {
+		wolfSSL_set_connect_state(ssl);
+		wolfSSL_set_alpn_protos(ssl, alpn_wire, sizeof alpn_wire - 1);
+	} else {
+		wolfSSL_set_accept_state(ssl);
+	}
+	return ssl;
+}
+
+/* One process, one key log: both programs make one context. */
+static int keylog_fd = -1;
+
+static void
+keylog_cb(const WOLFSSL *ssl, const char *line)
+{
+	struct iovec iov[2] = { { (void *)(uintptr_t)line, strlen(line) },
+	    { (void *)(uintptr_t)"\n", 1 } };
+
+	(void)ssl;
+	/* One writev per line: O_APPEND keeps lines whole even when two
+	 * programs share the file. A failed write loses a line, no more. */
+	if (keylog_fd != -1 && writev(keylog_fd, iov, 2) == -1)
+		log_debug("KeyLogFile: %s", strerror(errno));
+}
+
+int
+tls_ctx_set_keylog(WOLFSSL_CTX *ctx, const char *path, char **cause)
+{
+	int fd;
+
+	/* The second context of a program (TLS over TCP) shares the file. */
+	if (keylog_fd != -1) {
+		wolfSSL_CTX_set_keylog_callback(ctx, keylog_cb);
+		return 0;
+	}
+	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
+	    0600);
+	if (fd == -1) {
+		xasprintf(cause, "KeyLogFile %s: %s", path, strerror(errno));
+		return -1;
+	}
+	keylog_fd = fd;
+	wolfSSL_CTX_set_keylog_callback(ctx, keylog_cb);
+	log_warn("KeyLogFile: the TLS secrets of every connection go to %s; "
+	    "with it, anyone holding a capture can decrypt all traffic. Turn "
+	    "it off after debugging", path);
+	return 0;
+}
+
+/*
+ * ngtcp2's wolfSSL backend derives every QUIC key (packet protection,
+ * header protection, tokens) through the three wolfSSL_quic_hkdf*
+ * functions, and wolfSSL's own go through an EVP_PKEY, each of which
+ * seeds and health-tests a DRBG that HKDF never uses: some 25 DRBGs per
+ * handshake, the larger part of roved's CPU in a reconnect storm. The
+ * linker sends ngtcp2's calls here (-Wl,--wrap in the Makefile), which
+ * compute the same RFC 5869 HKDF with wolfCrypt directly; a digest other
+ * than TLS 1.3's two goes to wolfSSL's own.
+ */
+
+/* wolfCrypt's hash type for `md`, or -1. */
+static int
+hkdf_hash(const WOLFSSL_EVP_MD *md)
+{
+	int nid = md != NULL ? wolfSSL_EVP_MD_type(md) : 0;
+
+	if (nid == NID_sha256)
+		return WC_SHA256;
+	if (nid == NID_sha384)
+		return WC_SHA384;
+	return -1;
+}
+
+int
+__wrap_wolfSSL_quic_hkdf_extract(uint8_t *dest, const WOLFSSL_EVP_MD *md,
+    const uint8_t *secret, size_t secretlen, const uint8_t *salt,
+    size_t saltlen)
+{
+	int type = hkdf_hash(md);
+
+	if (type < 0)
+		return __real_wolfSSL_quic_hkdf_extract(dest, md, secret,
+		    secretlen, salt, saltlen);
+	return wc_HKDF_Extract(type, salt, (word32)saltlen, secret,
+	    (word32)secretlen, dest) == 0 ? WOLFSSL_SUCCESS : WOLFSSL_FAILURE;
+}
+
+int
+__wrap_wolfSSL_quic_hkdf_expand(uint8_t *dest, size_t destlen,
+    const WOLFSSL_EVP_MD *md, const uint8_t *secret, size_t secretlen,
+    const uint8_t *info, size_t infolen)
+{
+	int type = hkdf_hash(md);
+
+	if (type < 0)
+		return __real_wolfSSL_quic_hkdf_expand(dest, destlen, md, secret,
+		    secretlen, info, infolen);
+	return wc_HKDF_Expand(type, secret, (word32)secretlen, info,
+	    (word32)infolen, dest, (word32)destlen) == 0 ? WOLFSSL_SUCCESS :
+	    WOLFSSL_FAILURE;
+}
+
+int
+__wrap_wolfSSL_quic_hkdf(uint8_t *dest, size_t destlen, const WOLFSSL_EVP_MD *md,
+    const uint8_t *secret, size_t secretlen, const uint8_t *salt,
+    size_t saltlen, const uint8_t *info, size_t infolen)
+{
+	int type = hkdf_hash(md);
+
+	if (type < 0)
+		return __real_wolfSSL_quic_hkdf(dest, destlen, md, secret,
+		    secretlen, salt, saltlen, info, infolen);
+	return wc_HKDF(type, secret, (word32)secretlen, salt, (word32)saltlen,
+	    info, (word32)infolen, dest, (word32)destlen) == 0 ?
+	    WOLFSSL_SUCCESS : WOLFSSL_FAILURE;
+}

@@ -1,0 +1,66 @@
+/* TLS 1.3 for QUIC through wolfSSL: a context with a self-signed certificate
+ * made from our Ed25519 key at startup, ALPN rove/1, and peer verification
+ * by pinned public key instead of a CA. */
+#ifndef ROVE_TLS_H
+#define ROVE_TLS_H
+
+#include <wolfssl/options.h>
+#include <wolfssl/ssl.h>
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/key.h"
+
+enum tls_role { TLS_ROLE_SERVER, TLS_ROLE_CLIENT };
+
+/* Decides whether a peer presenting `pubkey` is accepted; `ssl` is the
+ * connection (its app data is the owner's ngtcp2_crypto_conn_ref). Runs
+ * inside the handshake: returning false aborts it with a TLS alert. */
+typedef bool (*tls_pin_cb)(WOLFSSL *ssl, const uint8_t pubkey[static KEY_LEN]);
+
+/* Create a context for `role` with the certificate for `priv`. The context
+ * requires and checks the peer's certificate through `pin`. Returns NULL
+ * with *cause set on failure. */
+WOLFSSL_CTX *tls_ctx_create(enum tls_role role, const uint8_t priv[static KEY_LEN],
+    tls_pin_cb pin, char **cause);
+
+/* The same for TLS 1.3 on TCP (quic-tcp.c): same certificate, pin check
+ * and ALPN, without QUIC's TLS interface. */
+WOLFSSL_CTX *tls_ctx_create_tcp(enum tls_role role,
+    const uint8_t priv[static KEY_LEN], tls_pin_cb pin, char **cause);
+
+/* Session resumption. Client: ask for tickets and hand each new session to
+ * quic_tls_new_session. Server: accept 0-RTT when `early_data` (the ticket
+ * keys come from state_server_attach). */
+void tls_ctx_enable_resumption(WOLFSSL_CTX *, enum tls_role, bool early_data);
+
+/* Append the TLS secrets of every connection of `ctx` to `path` in the NSS
+ * key log format (what SSLKEYLOGFILE files hold), so that Wireshark can
+ * decrypt a capture. For debugging only: whoever reads the file and a
+ * capture reads the traffic. The file is created 0600 if missing, never
+ * followed through a link. Returns 0, or -1 with *cause set. */
+int tls_ctx_set_keylog(WOLFSSL_CTX *, const char *path, char **cause);
+
+/* A new WOLFSSL object for one connection (client side: ALPN set and
+ * the connect state entered). `conn_ref` becomes its app data. */
+WOLFSSL *tls_session_create(WOLFSSL_CTX *, enum tls_role, void *conn_ref);
+
+/* QUIC's HKDF: the linker sends ngtcp2's calls of wolfSSL_quic_hkdf*
+ * to the __wrap_ versions in tls.c (-Wl,--wrap in the Makefile), which
+ * use wolfCrypt's HKDF directly and leave other digests to wolfSSL's own
+ * (__real_). Same arguments and returns as wolfSSL's <wolfssl/quic.h>. */
+int __real_wolfSSL_quic_hkdf_extract(uint8_t *, const WOLFSSL_EVP_MD *,
+    const uint8_t *, size_t, const uint8_t *, size_t);
+int __real_wolfSSL_quic_hkdf_expand(uint8_t *, size_t, const WOLFSSL_EVP_MD *,
+    const uint8_t *, size_t, const uint8_t *, size_t);
+int __real_wolfSSL_quic_hkdf(uint8_t *, size_t, const WOLFSSL_EVP_MD *,
+    const uint8_t *, size_t, const uint8_t *, size_t, const uint8_t *, size_t);
+int __wrap_wolfSSL_quic_hkdf_extract(uint8_t *, const WOLFSSL_EVP_MD *,
+    const uint8_t *, size_t, const uint8_t *, size_t);
+int __wrap_wolfSSL_quic_hkdf_expand(uint8_t *, size_t, const WOLFSSL_EVP_MD *,
+    const uint8_t *, size_t, const uint8_t *, size_t);
+int __wrap_wolfSSL_quic_hkdf(uint8_t *, size_t, const WOLFSSL_EVP_MD *,
+    const uint8_t *, size_t, const uint8_t *, size_t, const uint8_t *, size_t);
+
+#endif

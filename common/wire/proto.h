@@ -1,0 +1,105 @@
+/* rove wire protocol v1 (ALPN "rove/1"): DATAGRAM context prefix and the
+ * control stream messages. Pure encode/decode over byte buffers; decoders
+ * never trust lengths and never read past the buffer. See docs/PROTOCOL.md. */
+#ifndef ROVE_PROTO_H
+#define ROVE_PROTO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/addr.h"
+
+#define PROTO_ALPN "rove/1"
+#define PROTO_VERSION 1
+
+/* DATAGRAM payload = varint context ID, then the payload. */
+#define PROTO_CTX_IP 0 /* one whole IPv4 or IPv6 packet */
+
+/* QUIC varints (RFC 9000 section 16). */
+size_t proto_varint_len(uint64_t v);     /* 1, 2, 4 or 8; 0 if v >= 2^62 */
+/* Write v at out; returns bytes written or 0 if it does not fit. */
+size_t proto_varint_put(uint8_t *out, size_t outlen, uint64_t v);
+/* Read a varint; returns bytes consumed, or 0 if truncated. */
+size_t proto_varint_get(const uint8_t *in, size_t inlen, uint64_t *v);
+
+/* Split a DATAGRAM payload into context ID and body. Returns 0 or -1 if
+ * the varint is truncated. */
+int proto_dgram_decode(const uint8_t *in, size_t inlen, uint64_t *ctx,
+    const uint8_t **body, size_t *bodylen);
+
+/* Control stream: the client's first bidirectional stream (ID 0). Each
+ * message is: varint type, varint length, then `length` bytes of body. The
+ * body is a sequence of fields, each: varint field ID, varint length, value.
+ * Unknown field IDs are skipped, so either side may add fields. */
+enum proto_msg_type {
+	PROTO_MSG_CLIENT_HELLO = 1,
+	PROTO_MSG_SERVER_CONFIG = 2,
+	PROTO_MSG_ERROR = 3,
+};
+
+#define PROTO_MAX_MSG 4096   /* longest control message body accepted */
+#define PROTO_MAX_ROUTES 64
+#define PROTO_MAX_DNS 8        /* DNS server addresses in a SERVER_CONFIG */
+#define PROTO_MAX_DNS_SEARCH 8 /* search domains in a SERVER_CONFIG */
+
+/* Feature bits: a client announces those it has in CLIENT_HELLO, and the
+ * server's SERVER_CONFIG lists those of them it takes up. */
+#define PROTO_FEATURE_CANCEL_REMOTE (UINT64_C(1) << 0) /* REMOTE_FORWARD_CANCEL */
+#define PROTO_FEATURES PROTO_FEATURE_CANCEL_REMOTE      /* all this version has */
+
+struct proto_client_hello {
+	uint64_t version;  /* PROTO_VERSION */
+	uint64_t features; /* PROTO_FEATURE_* */
+};
+
+struct proto_server_config {
+	uint64_t version;
+	struct prefix addrs[2]; /* client tunnel addresses (prefix = its subnet) */
+	size_t naddrs;
+	struct prefix routes[PROTO_MAX_ROUTES]; /* prefixes to route into the tunnel */
+	size_t nroutes;
+	uint32_t mtu;        /* inner MTU */
+	uint32_t keepalive;  /* seconds */
+	/* DNS for the client's resolver while the tunnel is up: servers
+	 * (AF_INET or AF_INET6 addresses) and search domains (valid DNS
+	 * names, addr_dns_name_valid; NUL-terminated). Older servers send
+	 * neither, older clients skip both. */
+	struct ipaddr dns[PROTO_MAX_DNS];
+	size_t ndns;
+	char dns_search[PROTO_MAX_DNS_SEARCH][ADDR_DNS_NAME_MAX + 1];
+	size_t ndns_search;
+	uint64_t features;   /* PROTO_FEATURE_* of the client's the server
+	                      * takes up; sent only when not 0 */
+};
+
+struct proto_error {
+	uint64_t code;
+	char text[256]; /* NUL-terminated, may be truncated */
+};
+
+/* Encoders append one whole message to `out` (capacity `outlen`) and return
+ * its length, or 0 if it does not fit. */
+size_t proto_encode_client_hello(uint8_t *out, size_t outlen,
+    const struct proto_client_hello *);
+size_t proto_encode_server_config(uint8_t *out, size_t outlen,
+    const struct proto_server_config *);
+size_t proto_encode_error(uint8_t *out, size_t outlen, const struct proto_error *);
+
+/* Frame parsing for a byte stream: if `in` starts with a whole message,
+ * set *type, *body, *bodylen and return the total bytes it occupies; return
+ * 0 if more bytes are needed; -1 if malformed (length > PROTO_MAX_MSG or a
+ * varint that cannot be valid). */
+long proto_msg_next(const uint8_t *in, size_t inlen, uint64_t *type,
+    const uint8_t **body, size_t *bodylen);
+
+/* Body decoders: 0 on success, -1 if malformed (truncated field, bad
+ * prefix, too many entries). Unknown fields are ignored. */
+int proto_decode_client_hello(const uint8_t *body, size_t len,
+    struct proto_client_hello *);
+int proto_decode_server_config(const uint8_t *body, size_t len,
+    struct proto_server_config *);
+int proto_decode_error(const uint8_t *body, size_t len, struct proto_error *);
+
+
+#endif

@@ -1,0 +1,611 @@
+/* Unit tests for common/wire/proto-fwd.c: forward stream headers, remote-forward
+ * control messages, error names. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "wire/proto-fwd.h"
+
+static struct proto_fwd_header
+hdr(uint64_t type, const char *host, uint16_t port)
+{
+	struct proto_fwd_header h;
+
+	memset(&h, 0, sizeof h);
+	h.type = type;
+	strcpy(h.host, host);
+	h.port = port;
+	return h;
+}
+
+/* A header struct full of garbage, to see that failures leave it alone. */
+static void
+poison(struct proto_fwd_header *h)
+{
+	memset(h, 0xa5, sizeof *h);
+}
+
+static void
+assert_poisoned(const struct proto_fwd_header *h)
+{
+	struct proto_fwd_header p;
+
+	poison(&p);
+	assert_memory_equal(h, &p, sizeof p);
+}
+
+static void
+assert_header_equal(const struct proto_fwd_header *a,
+    const struct proto_fwd_header *b)
+{
+	assert_true(a->type == b->type);
+	assert_string_equal(a->host, b->host);
+	assert_int_equal(a->port, b->port);
+}
+
+/* `in` decodes to `want` consuming `used` bytes; every shorter prefix asks
+ * for more and leaves the struct alone; trailing bytes are not consumed. */
+static void
+check_decode(const uint8_t *in, size_t len, long used,
+    const struct proto_fwd_header *want)
+{
+	struct proto_fwd_header h;
+	uint8_t more[512];
+
+	poison(&h);
+	assert_int_equal(proto_fwd_decode(in, len, &h), used);
+	assert_header_equal(&h, want);
+	/* The rest of host[] is zeroed, so the struct compares whole. */
+	assert_memory_equal(&h, want, sizeof h);
+
+	for (size_t i = 0; i < (size_t)used; i++) {
+		poison(&h);
+		assert_int_equal(proto_fwd_decode(in, i, &h), 0);
+		assert_poisoned(&h);
+	}
+
+	assert_true(len + 3 <= sizeof more);
+	memcpy(more, in, len);
+	memcpy(more + len, "\x01\x02\x03", 3);
+	poison(&h);
+	assert_int_equal(proto_fwd_decode(more, len + 3, &h), used);
+	assert_memory_equal(&h, want, sizeof h);
+}
+
+/* `h` encodes to exactly `want`; any smaller buffer gets nothing written. */
+static void
+check_encode(const struct proto_fwd_header *h, const uint8_t *want, size_t n)
+{
+	uint8_t buf[300];
+
+	assert_true(n < sizeof buf);
+	memset(buf, 0xee, sizeof buf);
+	assert_int_equal(proto_fwd_encode(buf, sizeof buf, h), n);
+	assert_memory_equal(buf, want, n);
+	assert_int_equal(buf[n], 0xee);
+	assert_int_equal(proto_fwd_encode(buf, n, h), n);
+	for (size_t i = 0; i < n; i++) {
+		memset(buf, 0xee, sizeof buf);
+		assert_int_equal(proto_fwd_encode(buf, i, h), 0);
+		for (size_t j = 0; j < sizeof buf; j++)
+			assert_int_equal(buf[j], 0xee);
+	}
+}
+
+static void
+test_header_connect_name(void **state)
+{
+	static const uint8_t want[] = {
+		0x01, 0x10,
+		'i', 'n', 't', 'r', 'a', 'n', 'e', 't',
+		'.', 'e', 'x', 'a', 'm', 'p', 'l', 'e',
+		0x00, 0x50,
+	};
+	struct proto_fwd_header h = hdr(PROTO_FWD_CONNECT, "intranet.example", 80);
+
+	(void)state;
+	check_encode(&h, want, sizeof want);
+	check_decode(want, sizeof want, sizeof want, &h);
+}
+
+static void
+test_header_connect_literals(void **state)
+{
+	static const uint8_t v4[] = {
+		0x01, 0x08, '1', '0', '.', '0', '.', '0', '.', '1', 0x00, 0x16,
+	};
+	static const uint8_t v6[] = {
+		0x01, 0x0d, 'f', 'd', '0', '0', ':', '7', '7', ':', ':', 'a',
+		'b', 'c', 'd', 0xff, 0xff,
+	};
+	static const uint8_t under[] = {
+		0x01, 0x0b, '_', 's', 'i', 'p', '.', 'A', '-', 'Z', '.', '0', '9',
+		0x00, 0x01,
+	};
+	struct proto_fwd_header h;
+
+	(void)state;
+	h = hdr(PROTO_FWD_CONNECT, "10.0.0.1", 22);
+	check_encode(&h, v4, sizeof v4);
+	check_decode(v4, sizeof v4, sizeof v4, &h);
+	h = hdr(PROTO_FWD_CONNECT, "fd00:77::abcd", 65535);
+	check_encode(&h, v6, sizeof v6);
+	check_decode(v6, sizeof v6, sizeof v6, &h);
+	h = hdr(PROTO_FWD_CONNECT, "_sip.A-Z.09", 1);
+	check_encode(&h, under, sizeof under);
+	check_decode(under, sizeof under, sizeof under, &h);
+}
+
+static void
+test_header_remote(void **state)
+{
+	static const uint8_t want[] = { 0x02, 0x00, 0x08, 0xae };
+	struct proto_fwd_header h = hdr(PROTO_FWD_REMOTE, "", 2222);
+
+	(void)state;
+	check_encode(&h, want, sizeof want);
+	check_decode(want, sizeof want, sizeof want, &h);
+}
+
+/* Host lengths 1, 63 (last 1-byte varint), 64 and 255 (2-byte varint). */
+static void
+test_header_host_lengths(void **state)
+{
+	static const size_t lens[] = { 1, 63, 64, 255 };
+	struct proto_fwd_header h;
+	uint8_t want[300];
+	size_t n;
+
+	(void)state;
+	for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++) {
+		size_t len = lens[k];
+
+		memset(&h, 0, sizeof h);
+		h.type = PROTO_FWD_CONNECT;
+		memset(h.host, 'h', len);
+		h.port = 0x1234;
+		n = 0;
+		want[n++] = 0x01;
+		if (len < 64)
+			want[n++] = (uint8_t)len;
+		else {
+			want[n++] = 0x40;
+			want[n++] = (uint8_t)len;
+		}
+		memset(want + n, 'h', len);
+		n += len;
+		want[n++] = 0x12;
+		want[n++] = 0x34;
+		assert_int_equal(n, (len < 64 ? 4 : 5) + len);
+		check_encode(&h, want, n);
+		check_decode(want, n, (long)n, &h);
+	}
+}
+
+/* Varints need not be minimal (RFC 9000 16): a 2-byte type and a 4-byte
+ * host length still decode. */
+static void
+test_header_nonminimal_varints(void **state)
+{
+	static const uint8_t in[] = {
+		0x40, 0x01, 0x80, 0x00, 0x00, 0x01, 'x', 0x01, 0xbb,
+	};
+	static const uint8_t remote[] = { 0x40, 0x02, 0x40, 0x00, 0x00, 0x05 };
+	struct proto_fwd_header h;
+
+	(void)state;
+	h = hdr(PROTO_FWD_CONNECT, "x", 443);
+	check_decode(in, sizeof in, sizeof in, &h);
+	h = hdr(PROTO_FWD_REMOTE, "", 5);
+	check_decode(remote, sizeof remote, sizeof remote, &h);
+}
+
+/* A malformed header is refused as soon as its bytes show it, and stays
+ * refused however much more arrives. */
+static void
+check_refused(const uint8_t *in, size_t len, size_t from)
+{
+	struct proto_fwd_header h;
+
+	for (size_t i = 0; i < from; i++) {
+		poison(&h);
+		assert_int_equal(proto_fwd_decode(in, i, &h), 0);
+	}
+	for (size_t i = from; i <= len; i++) {
+		poison(&h);
+		assert_int_equal(proto_fwd_decode(in, i, &h), -1);
+		assert_poisoned(&h);
+	}
+}
+
+static void
+test_header_malformed(void **state)
+{
+	static const uint8_t type0[] = { 0x00, 0x01, 'a', 0x00, 0x50 };
+	static const uint8_t type3[] = { 0x03, 0x01, 'a', 0x00, 0x50 };
+	static const uint8_t type_huge[] = { 0xff, 0xff, 0xff, 0xff, 0xff,
+		0xff, 0xff, 0xff, 0x00 };
+	static const uint8_t type_2byte[] = { 0x40, 0x03, 0x00 };
+	static const uint8_t connect_empty[] = { 0x01, 0x00, 0x00, 0x50 };
+	static const uint8_t remote_host[] = { 0x02, 0x01, 'a', 0x00, 0x50 };
+	static const uint8_t host256[] = { 0x01, 0x41, 0x00, 'a', 'b' };
+	/* Host length 2^32 in an 8-byte varint. */
+	static const uint8_t host_huge[] = { 0x01, 0xc0, 0x00, 0x00, 0x01, 0x00,
+		0x00, 0x00, 0x00, 'a' };
+	static const uint8_t host_nul[] = { 0x01, 0x03, 'a', 0x00, 'b', 0x00, 0x50 };
+	static const uint8_t port0[] = { 0x01, 0x01, 'a', 0x00, 0x00 };
+	static const uint8_t remote_port0[] = { 0x02, 0x00, 0x00, 0x00 };
+
+	(void)state;
+	check_refused(type0, sizeof type0, 1);
+	check_refused(type3, sizeof type3, 1);
+	check_refused(type_huge, sizeof type_huge, 8);
+	check_refused(type_2byte, sizeof type_2byte, 2);
+	check_refused(connect_empty, sizeof connect_empty, 2);
+	check_refused(remote_host, sizeof remote_host, 2);
+	check_refused(host256, sizeof host256, 3);
+	check_refused(host_huge, sizeof host_huge, 9);
+	check_refused(host_nul, sizeof host_nul, 4);
+	/* The port is only known complete. */
+	check_refused(port0, sizeof port0, sizeof port0);
+	check_refused(remote_port0, sizeof remote_port0, sizeof remote_port0);
+}
+
+/* Every byte outside A-Z a-z 0-9 . - : _ is refused wherever it sits in
+ * the host, and every byte inside is accepted. */
+static void
+test_header_host_bytes(void **state)
+{
+	uint8_t in[] = { 0x01, 0x03, 'a', 'b', 'c', 0x00, 0x50 };
+	struct proto_fwd_header h;
+	bool ok;
+
+	(void)state;
+	for (unsigned c = 0; c < 256; c++) {
+		ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		    (c >= '0' && c <= '9') || c == '.' || c == '-' ||
+		    c == ':' || c == '_';
+		for (size_t pos = 2; pos < 5; pos++) {
+			in[2] = 'a';
+			in[3] = 'b';
+			in[4] = 'c';
+			in[pos] = (uint8_t)c;
+			poison(&h);
+			if (ok) {
+				assert_int_equal(proto_fwd_decode(in, sizeof in, &h), 7);
+				assert_int_equal((uint8_t)h.host[pos - 2], c);
+			} else {
+				check_refused(in, sizeof in, pos + 1);
+			}
+		}
+	}
+}
+
+static void
+test_host_valid(void **state)
+{
+	char buf[300];
+
+	(void)state;
+	memset(buf, 'a', sizeof buf);
+	assert_false(proto_fwd_host_valid(buf, 0));
+	assert_true(proto_fwd_host_valid(buf, 1));
+	assert_true(proto_fwd_host_valid(buf, 255));
+	assert_false(proto_fwd_host_valid(buf, 256));
+	assert_true(proto_fwd_host_valid("example.org", 11));
+	assert_true(proto_fwd_host_valid("192.0.2.1", 9));
+	assert_true(proto_fwd_host_valid("2001:db8::1", 11));
+	assert_true(proto_fwd_host_valid("::ffff:192.0.2.1", 16));
+	assert_false(proto_fwd_host_valid("[::1]", 5));
+	assert_false(proto_fwd_host_valid("fe80::1%eth0", 12));
+	assert_false(proto_fwd_host_valid("a b", 3));
+	assert_false(proto_fwd_host_valid("a\0b", 3));
+	assert_false(proto_fwd_host_valid("host/x", 6));
+	assert_false(proto_fwd_host_valid("user@host", 9));
+	assert_false(proto_fwd_host_valid("h\xc3\xa9", 3));
+	/* Only `len` bytes are looked at. */
+	assert_true(proto_fwd_host_valid("ab cd", 2));
+}
+
+static void
+test_header_encode_refuses(void **state)
+{
+	struct proto_fwd_header h;
+	uint8_t buf[300];
+
+	(void)state;
+	h = hdr(0, "a", 1);
+	assert_int_equal(proto_fwd_encode(buf, sizeof buf, &h), 0);
+	h = hdr(3, "a", 1);
+	assert_int_equal(proto_fwd_encode(buf, sizeof buf, &h), 0);
+	h = hdr(UINT64_MAX, "a", 1);
+	assert_int_equal(proto_fwd_encode(buf, sizeof buf, &h), 0);
+	h = hdr(PROTO_FWD_CONNECT, "", 1);
+	assert_int_equal(proto_fwd_encode(buf, sizeof buf, &h), 0);
+	h = hdr(PROTO_FWD_CONNECT, "a b", 1);
+	assert_int_equal(proto_fwd_encode(buf, sizeof buf, &h), 0);
+	h = hdr(PROTO_FWD_CONNECT, "[::1]", 1);
+	assert_int_equal(proto_fwd_encode(buf, sizeof buf, &h), 0);
+	h = hdr(PROTO_FWD_CONNECT, "a", 0);
+	assert_int_equal(proto_fwd_encode(buf, sizeof buf, &h), 0);
+	h = hdr(PROTO_FWD_REMOTE, "a", 1);
+	assert_int_equal(proto_fwd_encode(buf, sizeof buf, &h), 0);
+	h = hdr(PROTO_FWD_REMOTE, "", 0);
+	assert_int_equal(proto_fwd_encode(buf, sizeof buf, &h), 0);
+	/* 256 host bytes and no terminator: longer than the wire allows. */
+	memset(&h, 0, sizeof h);
+	h.type = PROTO_FWD_CONNECT;
+	memset(h.host, 'a', sizeof h.host);
+	h.port = 1;
+	assert_int_equal(proto_fwd_encode(buf, sizeof buf, &h), 0);
+	h.host[255] = '\0';
+	assert_int_equal(proto_fwd_encode(buf, sizeof buf, &h), 260);
+}
+
+static void
+test_header_round_trip(void **state)
+{
+	struct proto_fwd_header in[] = {
+		hdr(PROTO_FWD_CONNECT, "a", 1),
+		hdr(PROTO_FWD_CONNECT, "localhost", 8080),
+		hdr(PROTO_FWD_CONNECT, "::", 65535),
+		hdr(PROTO_FWD_CONNECT, "127.0.0.1", 32768),
+		hdr(PROTO_FWD_REMOTE, "", 1),
+		hdr(PROTO_FWD_REMOTE, "", 65535),
+	};
+	struct proto_fwd_header out;
+	uint8_t buf[300];
+	size_t n;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof in / sizeof in[0]; i++) {
+		n = proto_fwd_encode(buf, sizeof buf, &in[i]);
+		assert_int_equal(n, 4 + strlen(in[i].host));
+		poison(&out);
+		assert_int_equal(proto_fwd_decode(buf, n, &out), (long)n);
+		assert_memory_equal(&out, &in[i], sizeof out);
+	}
+}
+
+static void
+test_error_names(void **state)
+{
+	(void)state;
+	assert_string_equal(proto_fwd_error_name(PROTO_FWD_OK), "ok");
+	assert_string_equal(proto_fwd_error_name(PROTO_FWD_ERR_RESET), "reset");
+	assert_string_equal(proto_fwd_error_name(PROTO_FWD_ERR_REFUSED), "refused");
+	assert_string_equal(proto_fwd_error_name(PROTO_FWD_ERR_UNREACHABLE),
+	    "unreachable");
+	assert_string_equal(proto_fwd_error_name(PROTO_FWD_ERR_DENIED), "denied");
+	assert_string_equal(proto_fwd_error_name(PROTO_FWD_ERR_TIMEOUT), "timeout");
+	assert_string_equal(proto_fwd_error_name(PROTO_FWD_ERR_LIMIT), "limit");
+	assert_string_equal(proto_fwd_error_name(PROTO_FWD_ERR_PROTOCOL),
+	    "protocol");
+	assert_string_equal(proto_fwd_error_name(PROTO_FWD_ERR_NAME), "name");
+	assert_string_equal(proto_fwd_error_name(9), "unknown");
+	assert_string_equal(proto_fwd_error_name(1000), "unknown");
+	assert_string_equal(proto_fwd_error_name(UINT64_MAX), "unknown");
+}
+
+/* `rf` encodes as message `type` to exactly `want`, which proto_msg_next
+ * frames and the body decoder reads back as `back`. */
+static void
+check_remote(uint64_t type, const struct proto_remote_forward *rf,
+    const uint8_t *want, size_t n, const struct proto_remote_forward *back)
+{
+	struct proto_remote_forward got;
+	const uint8_t *body;
+	uint8_t buf[64];
+	size_t bodylen;
+	uint64_t t;
+
+	memset(buf, 0xee, sizeof buf);
+	assert_int_equal(proto_fwd_remote_encode(buf, sizeof buf, type, rf), n);
+	assert_memory_equal(buf, want, n);
+	assert_int_equal(buf[n], 0xee);
+	assert_int_equal(proto_fwd_remote_encode(buf, n, type, rf), n);
+	for (size_t i = 0; i < n; i++) {
+		memset(buf, 0xee, sizeof buf);
+		assert_int_equal(proto_fwd_remote_encode(buf, i, type, rf), 0);
+		for (size_t j = 0; j < sizeof buf; j++)
+			assert_int_equal(buf[j], 0xee);
+		/* A cut message is one the framer waits on. */
+		assert_int_equal(proto_msg_next(want, i, &t, &body, &bodylen), 0);
+	}
+
+	assert_int_equal(proto_msg_next(want, n, &t, &body, &bodylen), (long)n);
+	assert_true(t == type);
+	assert_ptr_equal(body, want + 2);
+	assert_int_equal(bodylen, n - 2);
+	memset(&got, 0xa5, sizeof got);
+	assert_int_equal(proto_fwd_remote_decode(body, bodylen, &got), 0);
+	assert_int_equal(got.port, back->port);
+	assert_true(got.status == back->status);
+}
+
+static void
+test_remote_encode(void **state)
+{
+	static const uint8_t req2222[] = { 0x04, 0x04, 0x01, 0x02, 0x48, 0xae };
+	static const uint8_t req1[] = { 0x04, 0x03, 0x01, 0x01, 0x01 };
+	static const uint8_t cancel2222[] = { 0x06, 0x04, 0x01, 0x02, 0x48, 0xae };
+	static const uint8_t req63[] = { 0x04, 0x03, 0x01, 0x01, 0x3f };
+	static const uint8_t req65535[] = { 0x04, 0x06, 0x01, 0x04, 0x80, 0x00,
+		0xff, 0xff };
+	static const uint8_t ok2222[] = { 0x05, 0x07, 0x01, 0x02, 0x48, 0xae,
+		0x02, 0x01, 0x00 };
+	static const uint8_t denied80[] = { 0x05, 0x07, 0x01, 0x02, 0x40, 0x50,
+		0x02, 0x01, 0x04 };
+	/* Status 300 (2-byte varint 0x412c), for an error code yet to come. */
+	static const uint8_t st300[] = { 0x05, 0x07, 0x01, 0x01, 0x07,
+		0x02, 0x02, 0x41, 0x2c };
+	struct proto_remote_forward rf, back;
+
+	(void)state;
+	/* A request carries no status, so it decodes as OK. */
+	rf = (struct proto_remote_forward){ 2222, PROTO_FWD_ERR_DENIED };
+	back = (struct proto_remote_forward){ 2222, PROTO_FWD_OK };
+	check_remote(PROTO_MSG_REMOTE_FORWARD, &rf, req2222, sizeof req2222, &back);
+	rf = back = (struct proto_remote_forward){ 1, 0 };
+	check_remote(PROTO_MSG_REMOTE_FORWARD, &rf, req1, sizeof req1, &back);
+	rf = back = (struct proto_remote_forward){ 63, 0 };
+	check_remote(PROTO_MSG_REMOTE_FORWARD, &rf, req63, sizeof req63, &back);
+	rf = back = (struct proto_remote_forward){ 65535, 0 };
+	check_remote(PROTO_MSG_REMOTE_FORWARD, &rf, req65535, sizeof req65535,
+	    &back);
+
+	rf = back = (struct proto_remote_forward){ 2222, PROTO_FWD_OK };
+	check_remote(PROTO_MSG_REMOTE_FORWARD_REPLY, &rf, ok2222, sizeof ok2222,
+	    &back);
+	rf = back = (struct proto_remote_forward){ 80, PROTO_FWD_ERR_DENIED };
+	check_remote(PROTO_MSG_REMOTE_FORWARD_REPLY, &rf, denied80,
+	    sizeof denied80, &back);
+	rf = back = (struct proto_remote_forward){ 7, 300 };
+	check_remote(PROTO_MSG_REMOTE_FORWARD_REPLY, &rf, st300, sizeof st300,
+	    &back);
+
+	/* Taking one back: the port alone, like a request. */
+	rf = (struct proto_remote_forward){ 2222, PROTO_FWD_ERR_DENIED };
+	back = (struct proto_remote_forward){ 2222, PROTO_FWD_OK };
+	check_remote(PROTO_MSG_REMOTE_FORWARD_CANCEL, &rf, cancel2222,
+	    sizeof cancel2222, &back);
+}
+
+static void
+test_remote_encode_refuses(void **state)
+{
+	struct proto_remote_forward rf = { 22, 0 };
+	uint8_t buf[64];
+
+	(void)state;
+	assert_int_equal(proto_fwd_remote_encode(buf, sizeof buf,
+	    PROTO_MSG_CLIENT_HELLO, &rf), 0);
+	assert_int_equal(proto_fwd_remote_encode(buf, sizeof buf,
+	    PROTO_MSG_ERROR, &rf), 0);
+	assert_int_equal(proto_fwd_remote_encode(buf, sizeof buf, 7, &rf), 0);
+	rf.port = 0;
+	assert_int_equal(proto_fwd_remote_encode(buf, sizeof buf,
+	    PROTO_MSG_REMOTE_FORWARD, &rf), 0);
+	assert_int_equal(proto_fwd_remote_encode(buf, sizeof buf,
+	    PROTO_MSG_REMOTE_FORWARD_REPLY, &rf), 0);
+	/* The largest status fits, the next value has no varint. */
+	rf.port = 22;
+	rf.status = (UINT64_C(1) << 62) - 1;
+	assert_int_equal(proto_fwd_remote_encode(buf, sizeof buf,
+	    PROTO_MSG_REMOTE_FORWARD_REPLY, &rf), 2 + 3 + 10);
+	rf.status = UINT64_C(1) << 62;
+	assert_int_equal(proto_fwd_remote_encode(buf, sizeof buf,
+	    PROTO_MSG_REMOTE_FORWARD_REPLY, &rf), 0);
+	/* A request ignores the status. */
+	assert_int_equal(proto_fwd_remote_encode(buf, sizeof buf,
+	    PROTO_MSG_REMOTE_FORWARD, &rf), 5);
+}
+
+static void
+check_remote_decode(const uint8_t *body, size_t len, int want, uint16_t port,
+    uint64_t status)
+{
+	struct proto_remote_forward rf, p;
+
+	memset(&rf, 0xa5, sizeof rf);
+	memset(&p, 0xa5, sizeof p);
+	assert_int_equal(proto_fwd_remote_decode(body, len, &rf), want);
+	if (want == 0) {
+		assert_int_equal(rf.port, port);
+		assert_true(rf.status == status);
+	} else
+		assert_memory_equal(&rf, &p, sizeof rf);
+}
+
+static void
+test_remote_decode(void **state)
+{
+	static const uint8_t nonminimal[] = { 0x01, 0x02, 0x40, 0x05 };
+	static const uint8_t unknown[] = { 0x01, 0x01, 0x05, 0x07, 0x03, 0xaa,
+		0xbb, 0xcc, 0x02, 0x01, 0x03, 0x40, 0x63, 0x00 };
+	static const uint8_t repeated[] = { 0x01, 0x01, 0x05, 0x02, 0x01, 0x02,
+		0x01, 0x01, 0x06, 0x02, 0x01, 0x00 };
+	static const uint8_t status_max[] = { 0x02, 0x08, 0xff, 0xff, 0xff,
+		0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0x01, 0x09 };
+	static const uint8_t reply[] = { 0x01, 0x02, 0x48, 0xae, 0x02, 0x01, 0x02 };
+
+	(void)state;
+	check_remote_decode(nonminimal, sizeof nonminimal, 0, 5, 0);
+	check_remote_decode(unknown, sizeof unknown, 0, 5, 3);
+	check_remote_decode(repeated, sizeof repeated, 0, 6, 0);
+	check_remote_decode(status_max, sizeof status_max, 0, 9,
+	    (UINT64_C(1) << 62) - 1);
+	check_remote_decode(reply, sizeof reply, 0, 2222, PROTO_FWD_ERR_REFUSED);
+	/* Any cut inside the fields is malformed: a body is always whole. */
+	for (size_t i = 0; i < sizeof reply; i++) {
+		if (i == 4)
+			continue; /* the port field alone is a valid request */
+		check_remote_decode(reply, i, -1, 0, 0);
+	}
+	check_remote_decode(reply, 4, 0, 2222, 0);
+}
+
+static void
+test_remote_decode_malformed(void **state)
+{
+	static const uint8_t status_only[] = { 0x02, 0x01, 0x00 };
+	static const uint8_t port0[] = { 0x01, 0x01, 0x00 };
+	static const uint8_t port65536[] = { 0x01, 0x04, 0x80, 0x01, 0x00, 0x00 };
+	static const uint8_t port_empty[] = { 0x01, 0x00 };
+	static const uint8_t port_extra[] = { 0x01, 0x02, 0x05, 0x00 };
+	static const uint8_t port_short[] = { 0x01, 0x02, 0x48 };
+	static const uint8_t port_cut_varint[] = { 0x01, 0x01, 0x48 };
+	static const uint8_t status_empty[] = { 0x01, 0x01, 0x05, 0x02, 0x00 };
+	static const uint8_t status_extra[] = { 0x01, 0x01, 0x05, 0x02, 0x02,
+		0x00, 0x00 };
+	static const uint8_t id_cut[] = { 0x01, 0x01, 0x05, 0x40 };
+	static const uint8_t len_cut[] = { 0x01, 0x01, 0x05, 0x07, 0x40 };
+	static const uint8_t unknown_long[] = { 0x01, 0x01, 0x05, 0x07, 0x05,
+		0x00 };
+	/* A later bad port spoils an earlier good one. */
+	static const uint8_t later_bad[] = { 0x01, 0x01, 0x05, 0x01, 0x01, 0x00 };
+
+	(void)state;
+	check_remote_decode(NULL, 0, -1, 0, 0);
+	check_remote_decode(status_only, sizeof status_only, -1, 0, 0);
+	check_remote_decode(port0, sizeof port0, -1, 0, 0);
+	check_remote_decode(port65536, sizeof port65536, -1, 0, 0);
+	check_remote_decode(port_empty, sizeof port_empty, -1, 0, 0);
+	check_remote_decode(port_extra, sizeof port_extra, -1, 0, 0);
+	check_remote_decode(port_short, sizeof port_short, -1, 0, 0);
+	check_remote_decode(port_cut_varint, sizeof port_cut_varint, -1, 0, 0);
+	check_remote_decode(status_empty, sizeof status_empty, -1, 0, 0);
+	check_remote_decode(status_extra, sizeof status_extra, -1, 0, 0);
+	check_remote_decode(id_cut, sizeof id_cut, -1, 0, 0);
+	check_remote_decode(len_cut, sizeof len_cut, -1, 0, 0);
+	check_remote_decode(unknown_long, sizeof unknown_long, -1, 0, 0);
+	check_remote_decode(later_bad, sizeof later_bad, -1, 0, 0);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_header_connect_name),
+		cmocka_unit_test(test_header_connect_literals),
+		cmocka_unit_test(test_header_remote),
+		cmocka_unit_test(test_header_host_lengths),
+		cmocka_unit_test(test_header_nonminimal_varints),
+		cmocka_unit_test(test_header_malformed),
+		cmocka_unit_test(test_header_host_bytes),
+		cmocka_unit_test(test_host_valid),
+		cmocka_unit_test(test_header_encode_refuses),
+		cmocka_unit_test(test_header_round_trip),
+		cmocka_unit_test(test_error_names),
+		cmocka_unit_test(test_remote_encode),
+		cmocka_unit_test(test_remote_encode_refuses),
+		cmocka_unit_test(test_remote_decode),
+		cmocka_unit_test(test_remote_decode_malformed),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
