@@ -11,26 +11,27 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "client.h"
 #include "base/clock.h"
-#include "ops/control.h"
-#include "dns.h"
-#include "forward.h"
 #include "base/key.h"
 #include "base/log.h"
+#include "base/random.h"
+#include "base/xmalloc.h"
+#include "client.h"
+#include "dns.h"
+#include "forward.h"
+#include "ops/control.h"
 #include "ops/metrics.h"
 #include "ops/notify.h"
-#include "wire/proto.h"
+#include "ops/status.h"
 #include "transport/quic.h"
 #include "transport/state.h"
-#include "tun/tun-monitor.h"
-#include "ops/status.h"
 #include "transport/tls.h"
+#include "transport/udp.h"
+#include "tun/tun-monitor.h"
 #include "tun/tun-netlink.h"
 #include "tun/tun.h"
 #include "tunnel/tunnel.h"
-#include "transport/udp.h"
-#include "base/xmalloc.h"
+#include "wire/proto.h"
 
 #define TUN_BURST 64
 #define BACKOFF_MIN_MS 250
@@ -601,7 +602,7 @@ schedule_reconnect(struct client *c)
 		d *= 2;
 	if (d > BACKOFF_MAX_MS)
 		d = BACKOFF_MAX_MS;
-	quic_random((uint8_t *)&r, sizeof r);
+	random_bytes((uint8_t *)&r, sizeof r);
 	d = d / 2 + r % (d / 2 + 1);
 	c->failures++;
 	tv.tv_sec = (time_t)(d / 1000);
@@ -1495,7 +1496,7 @@ client_create(struct event_base *base, const struct cfg *cfg, int verbose,
 	c->cfg = cfg;
 	c->tun_clone = -1;
 	tunnel_out_init(&c->tun_out, &c->tun, &c->counters);
-	quic_random(c->reset_secret, sizeof c->reset_secret);
+	random_bytes(c->reset_secret, sizeof c->reset_secret);
 	c->qs = (struct quic_settings){
 		.role = QUIC_ROLE_CLIENT,
 		.cc = cfg->congestion == CFG_CC_BBR ? NGTCP2_CC_ALGO_BBR : NGTCP2_CC_ALGO_CUBIC,

@@ -40,11 +40,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "dns.h"
 #include "base/log.h"
+#include "base/xmalloc.h"
+#include "dns.h"
 #include "ops/privdrop.h"
 #include "transport/state.h"
-#include "base/xmalloc.h"
 
 #define NOTE_FILE "dns"
 #define RESOLVE1 "org.freedesktop.resolve1"

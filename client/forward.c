@@ -9,15 +9,15 @@
 #include <unistd.h>
 
 #include "base/addr.h"
-#include "config/cfg-diff.h"
 #include "base/clock.h"
-#include "forward/dial.h"
-#include "forward.h"
 #include "base/log.h"
+#include "base/xmalloc.h"
+#include "config/cfg-diff.h"
+#include "forward.h"
+#include "forward/dial.h"
+#include "forward/tcp.h"
 #include "wire/proto-fwd.h"
 #include "wire/socks5.h"
-#include "forward/tcp.h"
-#include "base/xmalloc.h"
 
 #define SOCKS_TIMEOUT_S 10
 #define MAX_LISTENERS 64

@@ -7,12 +7,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "config/cfg.h"
-#include "client.h"
-#include "ops/control.h"
-#include "ops/daemon.h"
 #include "base/key.h"
 #include "base/log.h"
+#include "client.h"
+#include "config/cfg.h"
+#include "ops/control.h"
+#include "ops/daemon.h"
 
 #define DEFAULT_CONFIG "/etc/rove/rove.conf"
 

@@ -7,9 +7,10 @@
 
 #include "admit.h"
 #include "base/clock.h"
+#include "base/random.h"
+#include "base/xmalloc.h"
 #include "transport/quic.h"
 #include "transport/state.h"
-#include "base/xmalloc.h"
 
 void
 admit_init(struct admit *a, size_t retry_threshold, uint64_t now,
@@ -21,9 +22,9 @@ admit_init(struct admit *a, size_t retry_threshold, uint64_t now,
 	/* Tokens carry the time they were made; wall-clock time means the
 	 * same to the roved that reads them after a restart or a reboot. */
 	a->wall_offset = clock_wall() * NGTCP2_SECONDS - now;
-	quic_random(a->secret[0], sizeof a->secret[0]);
-	quic_random(a->secret[1], sizeof a->secret[1]);
-	quic_random((uint8_t *)&a->hash_key, sizeof a->hash_key);
+	random_bytes(a->secret[0], sizeof a->secret[0]);
+	random_bytes(a->secret[1], sizeof a->secret[1]);
+	random_bytes((uint8_t *)&a->hash_key, sizeof a->hash_key);
 	a->rotated = now;
 	TAILQ_INIT(&a->waitq[0]);
 	TAILQ_INIT(&a->waitq[1]);
@@ -52,7 +53,7 @@ admit_tick(struct admit *a, uint64_t now)
 	if (now - a->rotated < ADMIT_TOKEN_LIFETIME)
 		return;
 	memcpy(a->secret[1], a->secret[0], sizeof a->secret[1]);
-	quic_random(a->secret[0], sizeof a->secret[0]);
+	random_bytes(a->secret[0], sizeof a->secret[0]);
 	a->rotated = now;
 }
 

@@ -4,8 +4,8 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "board.h"
 #include "base/xmalloc.h"
+#include "board.h"
 
 /* Copies of a slot that keep meeting a writer give up after this many
  * tries: the reader shows the peer as its own worker knows it. */

@@ -23,9 +23,9 @@
 #include <sys/socket.h>
 
 #include "forward/fwd.h"
+#include "ops/status.h"
 #include "transport/quic.h"
 #include "transport/state.h"
-#include "ops/status.h"
 #include "tunnel/tunnel.h"
 
 #define BOARD_REFRESH_MS 1000

@@ -12,11 +12,11 @@
 
 #include "base/addr.h"
 #include "base/clock.h"
-#include "forward/dial.h"
-#include "egress.h"
 #include "base/log.h"
-#include "forward/tcp.h"
 #include "base/xmalloc.h"
+#include "egress.h"
+#include "forward/dial.h"
+#include "forward/tcp.h"
 
 struct egress {
 	struct event_base *base;

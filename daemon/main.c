@@ -3,9 +3,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "base/log.h"
 #include "config/cfg.h"
 #include "ops/daemon.h"
-#include "base/log.h"
 #include "server.h"
 
 static void __attribute__((noreturn))

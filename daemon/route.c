@@ -3,8 +3,8 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "route.h"
 #include "base/xmalloc.h"
+#include "route.h"
 
 /*
  * Each node is a prefix (key masked to `len` bits). A node with an owner is

@@ -14,35 +14,36 @@
 #include <unistd.h>
 
 #include "admit.h"
+#include "base/clock.h"
+#include "base/json.h"
+#include "base/key.h"
+#include "base/log.h"
+#include "base/random.h"
+#include "base/xmalloc.h"
 #include "board.h"
 #include "config/cfg-diff.h"
 #include "config/cfg-table.h"
-#include "base/clock.h"
-#include "ops/control.h"
+#include "config/keyidx.h"
 #include "egress.h"
 #include "forward/fwd.h"
-#include "base/json.h"
-#include "config/keyidx.h"
-#include "wire/proto-fwd.h"
-#include "base/key.h"
-#include "base/log.h"
+#include "forward/tcp.h"
+#include "ops/control.h"
 #include "ops/metrics.h"
 #include "ops/notify.h"
 #include "ops/privdrop.h"
-#include "wire/proto.h"
-#include "transport/quic.h"
-#include "route.h"
-#include "transport/state.h"
-#include "server.h"
 #include "ops/status.h"
-#include "forward/tcp.h"
+#include "route.h"
+#include "server.h"
+#include "transport/quic.h"
+#include "transport/state.h"
 #include "transport/tls.h"
+#include "transport/udp.h"
 #include "tun/tun-netlink.h"
 #include "tun/tun.h"
 #include "tunnel/tunnel.h"
-#include "transport/udp.h"
+#include "wire/proto-fwd.h"
+#include "wire/proto.h"
 #include "workers.h"
-#include "base/xmalloc.h"
 
 /* The connection-ID map starts with this many buckets and doubles when
  * it holds twice as many IDs (each connection has about ten). */
@@ -882,7 +883,7 @@ send_version_negotiation(struct listener *l, const ngtcp2_version_cid *vc,
 	uint8_t *dst = udp_batch_slot(&l->batch), r;
 	ngtcp2_ssize n;
 
-	quic_random(&r, 1);
+	random_bytes(&r, 1);
 	n = ngtcp2_pkt_write_version_negotiation(dst, UDP_MAX_PAYLOAD, r,
 	    vc->scid, vc->scidlen, vc->dcid, vc->dcidlen, versions, 1);
 	if (n > 0)
@@ -912,7 +913,7 @@ send_stateless_reset(struct listener *l, const ngtcp2_version_cid *vc,
 	if (ngtcp2_crypto_generate_stateless_reset_token(token,
 	    state_reset_secret(srv->state), STATE_RESET_SECRET_LEN, &cid) != 0)
 		return;
-	quic_random(rnd, randlen);
+	random_bytes(rnd, randlen);
 	n = ngtcp2_pkt_write_stateless_reset(udp_batch_slot(&l->batch),
 	    UDP_MAX_PAYLOAD, token, rnd, randlen);
 	if (n > 0) {
@@ -1931,7 +1932,7 @@ server_create(struct event_base *base, const struct cfg *cfg, int verbose,
 	srv->cid_buckets = CID_BUCKETS_MIN;
 	srv->cid_map = xcalloc(srv->cid_buckets, sizeof *srv->cid_map);
 	the_server = srv;
-	quic_random((uint8_t *)&srv->cid_seed, sizeof srv->cid_seed);
+	random_bytes((uint8_t *)&srv->cid_seed, sizeof srv->cid_seed);
 	quic_set_send_limit_all(cfg->forward_memory_total);
 	/* Kept in StateDir, so that after a restart clients still recognise
 	 * our stateless resets and resume their sessions with 0-RTT. */

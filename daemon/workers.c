@@ -10,8 +10,8 @@
 #include <unistd.h>
 
 #include "base/log.h"
-#include "workers.h"
 #include "base/xmalloc.h"
+#include "workers.h"
 
 struct workers {
 	unsigned n;

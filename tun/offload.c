@@ -7,9 +7,9 @@
 #include <string.h>
 
 #include "base/bytes.h"
-#include "wire/ippkt.h"
-#include "offload.h"
 #include "base/xmalloc.h"
+#include "offload.h"
+#include "wire/ippkt.h"
 
 #define TCP_FIN 0x01
 #define TCP_SYN 0x02

@@ -16,8 +16,8 @@
 #include <netlink/socket.h>
 
 #include "base/log.h"
-#include "tun-monitor.h"
 #include "base/xmalloc.h"
+#include "tun-monitor.h"
 
 /* Datagrams read per readable callback: enough for a burst (an interface
  * going down takes its addresses and routes with it), small enough that

@@ -25,8 +25,8 @@
 #include <netlink/route/route.h>
 
 #include "base/log.h"
-#include "tun-netlink.h"
 #include "base/xmalloc.h"
+#include "tun-netlink.h"
 
 #ifndef SOL_NETLINK
 #define SOL_NETLINK 270

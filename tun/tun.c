@@ -10,8 +10,8 @@
 #include <unistd.h>
 
 #include "base/log.h"
-#include "tun.h"
 #include "base/xmalloc.h"
+#include "tun.h"
 
 #define TUN_CLONE_DEVICE "/dev/net/tun"
 

@@ -3,11 +3,11 @@
 #include <string.h>
 #include <strings.h>
 
+#include "base/key.h"
+#include "base/xmalloc.h"
 #include "cfg-diff.h"
 #include "cfg-table.h"
-#include "base/key.h"
 #include "keyidx.h"
-#include "base/xmalloc.h"
 
 /* Every element of `a` is in `b` and the other way round. The lists are
  * a few entries long. */

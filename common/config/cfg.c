@@ -9,13 +9,13 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "base/key.h"
+#include "base/log.h"
+#include "base/xmalloc.h"
 #include "cfg-diff.h"
 #include "cfg-table.h"
-#include "base/key.h"
 #include "keyidx.h"
-#include "base/log.h"
 #include "ops/privdrop.h"
-#include "base/xmalloc.h"
 
 /* Room to escape the longest line (every byte as \xNN). */
 #define ESC_LEN (CFG_MAX_LINE * 4 + 1)

@@ -2,9 +2,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "keyidx.h"
 #include "base/log.h"
 #include "base/xmalloc.h"
+#include "keyidx.h"
 
 void
 keyidx_init(struct keyidx *ix, size_t n)

@@ -4,11 +4,11 @@
 
 #include "base/addr.h"
 #include "base/clock.h"
-#include "dial.h"
 #include "base/log.h"
-#include "wire/proto-fwd.h"
-#include "tcp.h"
 #include "base/xmalloc.h"
+#include "dial.h"
+#include "tcp.h"
+#include "wire/proto-fwd.h"
 
 struct dial {
 	struct event_base *base;

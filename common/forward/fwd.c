@@ -7,11 +7,11 @@
 #include <unistd.h>
 
 #include "base/clock.h"
-#include "fwd.h"
 #include "base/json.h"
 #include "base/log.h"
-#include "relay.h"
 #include "base/xmalloc.h"
+#include "fwd.h"
+#include "relay.h"
 
 enum fwd_state {
 	FWD_S_WAIT_STATUS, /* opener: header sent and relaying, the answer's

@@ -10,8 +10,8 @@
 #include <stdint.h>
 #include <sys/queue.h>
 
-#include "wire/proto-fwd.h"
 #include "transport/quic.h"
+#include "wire/proto-fwd.h"
 
 struct evbuffer;
 struct json;

@@ -9,9 +9,9 @@
 #include <unistd.h>
 
 #include "base/log.h"
-#include "wire/proto-fwd.h"
-#include "relay.h"
 #include "base/xmalloc.h"
+#include "relay.h"
+#include "wire/proto-fwd.h"
 
 #define RELAY_READ_CHUNK 65536
 

@@ -7,9 +7,9 @@
 #include <unistd.h>
 
 #include "base/addr.h"
-#include "wire/proto-fwd.h"
-#include "tcp.h"
 #include "base/xmalloc.h"
+#include "tcp.h"
+#include "wire/proto-fwd.h"
 
 struct tcp_connect {
 	int fd;

@@ -18,9 +18,9 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
-#include "control.h"
 #include "base/log.h"
 #include "base/xmalloc.h"
+#include "control.h"
 
 /* After EMFILE and friends, wait this long before accepting again. */
 #define CONTROL_BACKOFF_SEC 1

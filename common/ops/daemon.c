@@ -8,13 +8,13 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "config/cfg-diff.h"
 #include "base/clock.h"
-#include "daemon.h"
 #include "base/log.h"
+#include "base/xmalloc.h"
+#include "config/cfg-diff.h"
+#include "daemon.h"
 #include "notify.h"
 #include "privdrop.h"
-#include "base/xmalloc.h"
 
 int
 daemon_load_config(const char *path, enum cfg_role role, struct cfg *cfg,

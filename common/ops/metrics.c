@@ -12,12 +12,12 @@
 #include <unistd.h>
 
 #include "base/addr.h"
-#include "forward/fwd.h"
 #include "base/log.h"
-#include "metrics.h"
-#include "wire/proto-fwd.h"
-#include "tunnel/tunnel.h"
 #include "base/xmalloc.h"
+#include "forward/fwd.h"
+#include "metrics.h"
+#include "tunnel/tunnel.h"
+#include "wire/proto-fwd.h"
 
 /* A scrape is a few KiB per peer; a request is one line and some headers,
  * and one that stalls is dropped rather than held. */

@@ -13,11 +13,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "control.h"
 #include "base/log.h"
+#include "base/xmalloc.h"
+#include "control.h"
 #include "privdrop.h"
 #include "transport/state.h"
-#include "base/xmalloc.h"
 
 /* getpwnam_r and getgrnam_r grow their buffer up to this (a group with
  * many members needs a large one). */

@@ -5,8 +5,8 @@
 #include "base/json.h"
 #include "base/key.h"
 #include "base/log.h"
-#include "transport/state.h"
 #include "status.h"
+#include "transport/state.h"
 
 const char *
 status_state_name(const struct quic_conn *qc)

@@ -7,8 +7,8 @@
 #include <stddef.h>
 
 #include "base/addr.h"
-#include "forward/fwd.h"
 #include "base/json.h"
+#include "forward/fwd.h"
 #include "transport/quic.h"
 #include "tunnel/tunnel.h"
 

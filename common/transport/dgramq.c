@@ -3,9 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dgramq.h"
 #include "base/log.h"
 #include "base/xmalloc.h"
+#include "dgramq.h"
 
 void
 dgramq_init(struct dgramq *q, size_t cap, size_t maxlen)

@@ -20,10 +20,10 @@
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/xmalloc.h"
+#include "quic-int.h"
 #include "wire/proto.h"
 #include "wire/qmux.h"
-#include "quic-int.h"
-#include "base/xmalloc.h"
 
 /* Plaintext gathered per wolfSSL_write: four full TLS records. */
 #define OBUF_SIZE (64 * 1024)

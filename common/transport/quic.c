@@ -2,7 +2,6 @@
  * a bounded DATAGRAM queue and acknowledged-until-freed stream buffers. */
 #include <wolfssl/options.h>
 #include <wolfssl/ssl.h>
-#include <wolfssl/wolfcrypt/random.h>
 
 #include <ngtcp2/ngtcp2.h>
 #include <ngtcp2/ngtcp2_crypto.h>
@@ -10,7 +9,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,12 +17,13 @@
 #include <unistd.h>
 
 #include "base/clock.h"
-#include "dgramq.h"
 #include "base/log.h"
-#include "quic.h"
+#include "base/random.h"
+#include "base/xmalloc.h"
+#include "dgramq.h"
 #include "quic-crypto.h"
 #include "quic-int.h"
-#include "base/xmalloc.h"
+#include "quic.h"
 
 static size_t dgram_max_for(struct quic_conn *, size_t udp);
 static size_t path_udp_now(struct quic_conn *);
@@ -40,39 +39,6 @@ static bool unacked_all_blocked;
  * a TCP connect finishing): one event for the process, made active when
  * the first connection becomes dirty. */
 static struct event *flush_ev;
-
-static WC_RNG random_rng;
-static bool random_ready, random_forked;
-
-/* A forked child must not draw the numbers its parent draws (the same
- * CIDs, the same tokens): it seeds a generator of its own. */
-static void
-random_atfork_child(void)
-{
-	random_forked = true;
-}
-
-void
-quic_random(uint8_t *buf, size_t len)
-{
-	if (random_forked && random_ready) {
-		wc_FreeRng(&random_rng);
-		random_ready = false;
-	}
-	random_forked = false;
-	if (!random_ready) {
-		static bool atfork;
-
-		if (!atfork && pthread_atfork(NULL, NULL, random_atfork_child) != 0)
-			fatalx("pthread_atfork failed");
-		atfork = true;
-		if (wc_InitRng(&random_rng) != 0)
-			fatalx("cannot initialise the random number generator");
-		random_ready = true;
-	}
-	if (wc_RNG_GenerateBlock(&random_rng, buf, (word32)len) != 0)
-		fatalx("random number generator failed");
-}
 
 void
 quic_set_pin_check(bool (*check)(struct quic_conn *, const uint8_t *, void *))
@@ -149,7 +115,7 @@ static void
 rand_cb(uint8_t *dest, size_t len, const ngtcp2_rand_ctx *ctx)
 {
 	(void)ctx;
-	quic_random(dest, len);
+	random_bytes(dest, len);
 }
 
 static int
@@ -162,7 +128,7 @@ get_new_connection_id_cb(ngtcp2_conn *conn, ngtcp2_cid *cid, uint8_t *token,
 	if (qc->role == QUIC_ROLE_SERVER && cidlen == CID_LEN)
 		cid_make(qc->server_id, cid->data);
 	else
-		quic_random(cid->data, cidlen);
+		random_bytes(cid->data, cidlen);
 	cid->datalen = cidlen;
 	if (ngtcp2_crypto_generate_stateless_reset_token(token, qc->reset_secret,
 	    QUIC_RESET_SECRET_LEN, cid) != 0)
@@ -865,9 +831,9 @@ quic_conn_client_create(struct event_base *base, const struct quic_settings *qs,
 	fill_settings(&settings, qs, probes);
 	fill_params(&params, qs);
 	dcid.datalen = QUIC_SCID_LEN;
-	quic_random(dcid.data, dcid.datalen);
+	random_bytes(dcid.data, dcid.datalen);
 	scid.datalen = QUIC_SCID_LEN;
-	quic_random(scid.data, scid.datalen);
+	random_bytes(scid.data, scid.datalen);
 	qlog_open(qc, qs, &scid);
 	rv = ngtcp2_conn_client_new(&qc->conn, &dcid, &scid, &qc->path,
 	    NGTCP2_PROTO_VER_V1, &cb, &settings, &params, NULL, qc);

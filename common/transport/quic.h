@@ -12,9 +12,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "wire/cid.h"
 #include "tls.h"
 #include "udp.h"
+#include "wire/cid.h"
 
 #define QUIC_SCID_LEN CID_LEN
 #define QUIC_RESET_SECRET_LEN 32
@@ -353,8 +353,5 @@ bool quic_tls_pin(WOLFSSL *ssl, const uint8_t pubkey[static KEY_LEN]);
 /* wolfSSL's new-session callback (client): serialises the session and the
  * server's transport parameters for the connection's new_session. */
 int quic_tls_new_session(WOLFSSL *ssl, WOLFSSL_SESSION *session);
-
-/* Random bytes from wolfCrypt's DRBG (CIDs, tokens, secrets). */
-void quic_random(uint8_t *, size_t);
 
 #endif

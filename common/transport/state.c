@@ -18,9 +18,10 @@
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/random.h"
+#include "base/xmalloc.h"
 #include "quic.h"
 #include "state.h"
-#include "base/xmalloc.h"
 
 #define TICKET_KEY_FILE "ticket.key"
 #define TOKEN_KEY_FILE "token.key"
@@ -382,7 +383,7 @@ load_reset_secret(struct state_server *st, char **cause)
 
 	if (rv != 0)
 		return rv == 1 ? 0 : -1;
-	quic_random(st->reset_secret, sizeof st->reset_secret);
+	random_bytes(st->reset_secret, sizeof st->reset_secret);
 	if (write_file(st->keyfd, RESET_KEY_FILE, st->reset_secret,
 	    sizeof st->reset_secret) != 0) {
 		xasprintf(cause, "%s: writing %s: %s", st->keydir,
@@ -397,8 +398,8 @@ load_reset_secret(struct state_server *st, char **cause)
 static void
 new_key(struct ticket_key *k, uint64_t now)
 {
-	quic_random(k->name, sizeof k->name);
-	quic_random(k->key, sizeof k->key);
+	random_bytes(k->name, sizeof k->name);
+	random_bytes(k->key, sizeof k->key);
 	k->created = now;
 }
 
@@ -920,7 +921,7 @@ reg_init(struct reg *r)
 	r->pfree = NONE;
 	for (size_t n = 0; n <= STATE_REGISTER_PEER_MAX; n++)
 		r->bucket[n] = NONE;
-	quic_random((uint8_t *)&r->pseed, sizeof r->pseed);
+	random_bytes((uint8_t *)&r->pseed, sizeof r->pseed);
 }
 
 static void
@@ -1357,7 +1358,7 @@ ticket_seal(struct state_server *st, const uint8_t *peer,
 	if (len > UINT32_MAX)
 		return -1;
 	memcpy(name, k->name, WOLFSSL_TICKET_NAME_SZ);
-	quic_random(iv, CHACHA20_POLY1305_AEAD_IV_SIZE);
+	random_bytes(iv, CHACHA20_POLY1305_AEAD_IV_SIZE);
 	memset(&x, 0, sizeof x);
 	if (peer != NULL && shares_keys(&st->issuer)) {
 		x.issuer_tag = issuer_tag(&st->issuer);

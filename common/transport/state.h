@@ -17,8 +17,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "wire/cid.h"
 #include "base/key.h"
+#include "wire/cid.h"
 
 struct event_base;
 

@@ -21,10 +21,10 @@
 #include <unistd.h>
 
 #include "base/log.h"
-#include "wire/proto.h"
+#include "base/xmalloc.h"
 #include "quic.h"
 #include "tls.h"
-#include "base/xmalloc.h"
+#include "wire/proto.h"
 
 /* DER SubjectPublicKeyInfo of an Ed25519 key: this prefix, then the key. */
 static const uint8_t ed25519_spki_prefix[12] = {

@@ -10,11 +10,11 @@
 #include <unistd.h>
 
 #include "base/addr.h"
-#include "wire/cid.h"
 #include "base/clock.h"
 #include "base/log.h"
-#include "udp.h"
 #include "base/xmalloc.h"
+#include "udp.h"
+#include "wire/cid.h"
 
 #ifndef UDP_SEGMENT
 #define UDP_SEGMENT 103

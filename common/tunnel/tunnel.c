@@ -3,8 +3,8 @@
 #include <string.h>
 
 #include "base/log.h"
-#include "wire/proto.h"
 #include "tunnel.h"
+#include "wire/proto.h"
 
 const char *const tunnel_drop_names[TUNNEL_DROP_COUNT] = {
 	[TUNNEL_DROP_SPOOFED_SOURCE] = "spoofed_source",

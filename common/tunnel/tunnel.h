@@ -8,9 +8,9 @@
 #include <stdint.h>
 
 #include "base/addr.h"
-#include "wire/ippkt.h"
 #include "transport/quic.h"
 #include "tun/tun.h"
+#include "wire/ippkt.h"
 
 enum tunnel_drop {
 	TUNNEL_DROP_SPOOFED_SOURCE,

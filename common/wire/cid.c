@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/random.h"
 #include "cid.h"
 #include "transport/quic.h"
 
@@ -29,7 +30,7 @@ cid_worker_offset(const struct cid_server_id *sid)
 void
 cid_make(const struct cid_server_id *sid, uint8_t cid[static CID_LEN])
 {
-	quic_random(cid, CID_LEN);
+	random_bytes(cid, CID_LEN);
 	if (sid != NULL && sid->workers > 1) {
 		/* A fixed first octet, so that the steering program can tell
 		 * our CIDs from anything else before it reads the worker. */

@@ -24,11 +24,12 @@
 
 #include "base/addr.h"
 #include "base/key.h"
-#include "wire/proto-fwd.h"
-#include "wire/proto.h"
+#include "base/random.h"
 #include "transport/quic.h"
 #include "transport/tls.h"
 #include "transport/udp.h"
+#include "wire/proto-fwd.h"
+#include "wire/proto.h"
 
 struct abuser {
 	struct event_base *base;
@@ -218,7 +219,7 @@ main(int argc, char **argv)
 	}
 	udp_batch_init(&ab.batch, &ab.sock);
 	ab.base = event_base_new();
-	quic_random(reset, sizeof reset);
+	random_bytes(reset, sizeof reset);
 	memset(&qs, 0, sizeof qs);
 	qs.role = QUIC_ROLE_CLIENT;
 	qs.cc = NGTCP2_CC_ALGO_BBR;

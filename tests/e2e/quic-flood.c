@@ -60,9 +60,10 @@
 #include <ngtcp2/ngtcp2_crypto_wolfssl.h>
 
 #include "base/addr.h"
-#include "wire/ippkt.h"
 #include "base/key.h"
+#include "base/random.h"
 #include "transport/tls.h"
+#include "wire/ippkt.h"
 
 #define MAX_COUNT 1000000
 #define MAX_BATCH 1024
@@ -85,7 +86,7 @@ struct gen {
 };
 
 /* Random bytes for IDs, addresses and ports: getrandom(2) is safe from
- * every builder thread at once (rove's quic_random is not). */
+ * every builder thread at once (rove's random_bytes is not). */
 static void
 fill_random(void *buf, size_t len)
 {

@@ -42,10 +42,10 @@
 #include <event2/event.h>
 
 #include "base/addr.h"
-#include "wire/ippkt.h"
 #include "tun/tun-monitor.h"
 #include "tun/tun-netlink.h"
 #include "tun/tun.h"
+#include "wire/ippkt.h"
 
 static struct tun tun = { .fd = -1 };
 static struct tun_netlink_path path;

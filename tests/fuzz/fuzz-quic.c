@@ -41,10 +41,10 @@
 
 #include <event2/event.h>
 
-#include "daemon/admit.h"
 #include "base/clock.h"
-#include "fuzz-quic.h"
 #include "base/key.h"
+#include "daemon/admit.h"
+#include "fuzz-quic.h"
 #include "quic-initial.h"
 #include "transport/quic.h"
 #include "transport/state.h"

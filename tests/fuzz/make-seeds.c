@@ -21,17 +21,17 @@
 
 #include <event2/event.h>
 
-#include "fuzz-quic.h"
-#include "wire/ippkt.h"
 #include "base/key.h"
-#include "wire/proto-fwd.h"
-#include "wire/proto.h"
-#include "wire/qmux.h"
+#include "fuzz-quic.h"
 #include "quic-initial.h"
 #include "transport/quic.h"
 #include "transport/state.h"
 #include "transport/tls.h"
 #include "transport/udp.h"
+#include "wire/ippkt.h"
+#include "wire/proto-fwd.h"
+#include "wire/proto.h"
+#include "wire/qmux.h"
 
 static const char *top;
 

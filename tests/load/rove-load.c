@@ -86,15 +86,16 @@
 #include "base/addr.h"
 #include "base/bytes.h"
 #include "base/clock.h"
-#include "wire/ippkt.h"
 #include "base/key.h"
 #include "base/log.h"
-#include "wire/proto.h"
-#include "wire/proto-fwd.h"
+#include "base/random.h"
+#include "base/xmalloc.h"
 #include "transport/quic.h"
 #include "transport/tls.h"
 #include "transport/udp.h"
-#include "base/xmalloc.h"
+#include "wire/ippkt.h"
+#include "wire/proto-fwd.h"
+#include "wire/proto.h"
 
 #define MAX_SESSIONS 20000
 #define MAX_PROCS 16
@@ -644,7 +645,7 @@ schedule_retry(struct sess *s, bool at_once)
 			d *= 2;
 		if (d > BACKOFF_MAX_MS)
 			d = BACKOFF_MAX_MS;
-		quic_random((uint8_t *)&r, sizeof r);
+		random_bytes((uint8_t *)&r, sizeof r);
 		d = d / 2 + r % (d / 2 + 1);
 		s->failures++;
 	} else
@@ -1698,13 +1699,13 @@ cmd_run(int argc, char **argv)
 	if (ld->sh == MAP_FAILED || ld->s == MAP_FAILED)
 		fatal("mmap");
 	/* Fork before anything draws random numbers: each process seeds
-	 * its own generators (quic_random, every TLS context's). */
+	 * its own generators (random_bytes, every TLS context's). */
 	if (start_procs(ld) != 0)
 		exit(1);
 	if ((ld->base = event_base_new()) == NULL)
 		fatalx("event_base_new failed");
 	quic_set_pin_check(pin_check);
-	quic_random(ld->reset_secret, sizeof ld->reset_secret);
+	random_bytes(ld->reset_secret, sizeof ld->reset_secret);
 	t0 = clock_now();
 	for (size_t i = ld->me; i < ld->n; i += ld->procs) {
 		ld->s[i].idx = i;

@@ -15,14 +15,15 @@
 #include <cmocka.h>
 #include <event2/event.h>
 
-#include "config/cfg.h"
-#include "client/client.h"
 #include "base/key.h"
 #include "base/log.h"
-#include "wire/proto.h"
+#include "base/random.h"
+#include "client/client.h"
+#include "config/cfg.h"
 #include "transport/quic.h"
 #include "transport/tls.h"
 #include "transport/udp.h"
+#include "wire/proto.h"
 
 /* What the server answers the CLIENT_HELLO with: text a hostile or broken
  * server could send, with a terminal escape (clear screen, red) and a
@@ -156,7 +157,7 @@ server_start(struct server *s, struct event_base *base,
 	udp_batch_init(&s->batch, &s->sock);
 	s->ctx = tls_ctx_create(TLS_ROLE_SERVER, priv, quic_tls_pin, &cause);
 	assert_non_null(s->ctx);
-	quic_random(s->reset_secret, sizeof s->reset_secret);
+	random_bytes(s->reset_secret, sizeof s->reset_secret);
 	s->qs = (struct quic_settings){
 		.role = QUIC_ROLE_SERVER,
 		.cc = NGTCP2_CC_ALGO_CUBIC,

@@ -16,9 +16,9 @@
 
 #include <cmocka.h>
 
-#include "config/cfg.h"
-#include "client/dns.h"
 #include "base/log.h"
+#include "client/dns.h"
+#include "config/cfg.h"
 
 static char saved_path[4096];
 

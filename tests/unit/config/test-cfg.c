@@ -15,9 +15,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/key.h"
 #include "config/cfg-table.h"
 #include "config/cfg.h"
-#include "base/key.h"
 
 #define PK_SERVER "SMvS1tvZi8uPn0QkZSpUW9Iw04vBC7c++p7vqBenT2k="
 #define PK_A "6l+PLBXyFcMTXgpCJJYGkH7w2vYS5UeWe97Xfnl7AyI="

@@ -20,8 +20,8 @@
 #include <event2/event.h>
 
 #include "forward/dial.h"
-#include "wire/proto-fwd.h"
 #include "forward/tcp.h"
+#include "wire/proto-fwd.h"
 
 struct fixture {
 	struct event_base *base;

@@ -17,6 +17,7 @@
 
 #include "base/clock.h"
 #include "base/key.h"
+#include "base/random.h"
 #include "transport/quic.h"
 #include "transport/tls.h"
 #include "transport/udp.h"
@@ -241,8 +242,8 @@ pair_global_setup(void)
 		return -1;
 	clock_set_source(pair_clock);
 	quic_set_pin_check(pair_pin_check);
-	quic_random(pair_client_reset, sizeof pair_client_reset);
-	quic_random(pair_server_reset, sizeof pair_server_reset);
+	random_bytes(pair_client_reset, sizeof pair_client_reset);
+	random_bytes(pair_server_reset, sizeof pair_server_reset);
 	return 0;
 }
 

@@ -17,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include "base/random.h"
 #include "quic-pair.h"
 #include "transport/state.h"
 
@@ -360,35 +361,6 @@ test_empty_datagram(void **state)
 		fail_msg("the process died of signal %d", WTERMSIG(status));
 	assert_true(WIFEXITED(status));
 	assert_int_equal(WEXITSTATUS(status), 0);
-}
-
-/* A child forked after the parent drew random numbers draws its own:
- * roved's workers and rove-load's processes would otherwise issue the
- * same CIDs, tokens and key shares as their parent. */
-static void
-test_random_after_fork(void **state)
-{
-	uint8_t before[16], parent[32], child[32];
-	int fds[2], status = 0;
-	pid_t pid;
-
-	(void)state;
-	quic_random(before, sizeof before);
-	assert_int_equal(pipe(fds), 0);
-	fflush(NULL);
-	pid = fork();
-	assert_true(pid != -1);
-	if (pid == 0) {
-		quic_random(child, sizeof child);
-		_exit(write(fds[1], child, sizeof child) == sizeof child ? 0 : 1);
-	}
-	close(fds[1]);
-	quic_random(parent, sizeof parent);
-	assert_int_equal(read(fds[0], child, sizeof child), sizeof child);
-	close(fds[0]);
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	assert_memory_not_equal(parent, child, sizeof parent);
 }
 
 static void
@@ -952,7 +924,7 @@ test_stateless_reset(void **state)
 	randlen = r.len - 1 - sizeof token - 1;
 	if (randlen > sizeof rnd)
 		randlen = sizeof rnd;
-	quic_random(rnd, randlen);
+	random_bytes(rnd, randlen);
 	n = ngtcp2_pkt_write_stateless_reset(out, sizeof out, token, rnd, randlen);
 	assert_true(n > 0);
 	assert_int_equal(sendto(p->ssock.fd, out, (size_t)n, 0,
@@ -1737,7 +1709,6 @@ main(void)
 		    test_teardown),
 		cmocka_unit_test_teardown(test_datagrams, test_teardown),
 		cmocka_unit_test_teardown(test_empty_datagram, test_teardown),
-		cmocka_unit_test(test_random_after_fork),
 		cmocka_unit_test_teardown(test_datagram_small_path,
 		    test_teardown),
 		cmocka_unit_test_teardown(test_datagram_queue, test_teardown),
