@@ -161,23 +161,3 @@ cfg_diff_restart(const struct cfg *running, const struct cfg *next,
 	}
 	return added;
 }
-
-bool
-cfg_forward_same_bind(const struct cfg_forward *a, const struct cfg_forward *b)
-{
-	if (a->bind_port != b->bind_port)
-		return false;
-	if (a->bind_host == NULL || b->bind_host == NULL)
-		return a->bind_host == b->bind_host;
-	return strcmp(a->bind_host, b->bind_host) == 0;
-}
-
-bool
-cfg_forward_same_target(const struct cfg_forward *a, const struct cfg_forward *b)
-{
-	if (a->target_port != b->target_port)
-		return false;
-	if (a->target_host == NULL || b->target_host == NULL)
-		return a->target_host == b->target_host;
-	return strcmp(a->target_host, b->target_host) == 0;
-}

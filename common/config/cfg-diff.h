@@ -37,9 +37,4 @@ void cfg_diff_peers(const struct cfg_peer *const *old, size_t nold,
 size_t cfg_diff_restart(const struct cfg *running, const struct cfg *next,
     struct cfg_errors *out);
 
-/* Forwards listening on the same address and port (NULL host: loopback),
- * and forwards reaching the same target. */
-bool cfg_forward_same_bind(const struct cfg_forward *, const struct cfg_forward *);
-bool cfg_forward_same_target(const struct cfg_forward *, const struct cfg_forward *);
-
 #endif

@@ -9,13 +9,12 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "base/account.h"
 #include "base/key.h"
 #include "base/log.h"
 #include "base/xmalloc.h"
-#include "cfg-diff.h"
 #include "cfg-table.h"
 #include "keyidx.h"
-#include "ops/privdrop.h"
 
 /* Room to escape the longest line (every byte as \xNN). */
 #define ESC_LEN (CFG_MAX_LINE * 4 + 1)
@@ -921,7 +920,7 @@ parse_user(struct cfg_parse *cp, const struct cfg_key *k, struct cfg *cfg,
 	gid_t gid;
 	int rv;
 
-	if ((rv = privdrop_lookup_user(v, &uid, &gid)) != 0) {
+	if ((rv = account_lookup_user(v, &uid, &gid)) != 0) {
 		if (rv == -ENOENT)
 			parse_error(cp, "%s: unknown user '%s'", k->name,
 			    quote(e, v));
@@ -945,7 +944,7 @@ parse_group(struct cfg_parse *cp, const struct cfg_key *k, struct cfg *cfg,
 	gid_t gid;
 	int rv;
 
-	if ((rv = privdrop_lookup_group(v, &gid)) != 0) {
+	if ((rv = account_lookup_group(v, &gid)) != 0) {
 		if (rv == -ENOENT)
 			parse_error(cp, "%s: unknown group '%s'", k->name,
 			    quote(e, v));
@@ -2386,4 +2385,29 @@ cfg_key_text(const void *obj, enum cfg_key_id id)
 	if (fclose(f) != 0)
 		fatal("open_memstream");
 	return buf;
+}
+
+/* The same host (both NULL, or equal text) and port. */
+static bool
+same_host_port(const char *ha, uint16_t pa, const char *hb, uint16_t pb)
+{
+	if (pa != pb)
+		return false;
+	if (ha == NULL || hb == NULL)
+		return ha == hb;
+	return strcmp(ha, hb) == 0;
+}
+
+bool
+cfg_forward_same_bind(const struct cfg_forward *a, const struct cfg_forward *b)
+{
+	return same_host_port(a->bind_host, a->bind_port, b->bind_host,
+	    b->bind_port);
+}
+
+bool
+cfg_forward_same_target(const struct cfg_forward *a, const struct cfg_forward *b)
+{
+	return same_host_port(a->target_host, a->target_port, b->target_host,
+	    b->target_port);
 }

@@ -66,6 +66,11 @@ struct cfg_forward {
 	unsigned line; /* in the config file, for messages */
 };
 
+/* Forwards listening on the same address and port (NULL host: loopback),
+ * and forwards reaching the same target. */
+bool cfg_forward_same_bind(const struct cfg_forward *, const struct cfg_forward *);
+bool cfg_forward_same_target(const struct cfg_forward *, const struct cfg_forward *);
+
 struct cfg_peer {
 	char *name;
 	uint8_t pubkey[32];

@@ -12,6 +12,7 @@
 #include "base/log.h"
 #include "base/xmalloc.h"
 #include "config/cfg-diff.h"
+#include "control.h"
 #include "daemon.h"
 #include "notify.h"
 #include "privdrop.h"
@@ -223,6 +224,10 @@ daemon_main(int argc, char **argv, const struct daemon_ops *ops)
 		cfg_clear(&cfg);
 		return 1;
 	}
+	/* The socket's directory is (or will be) User's: control_create,
+	 * still run as root, must accept it. */
+	if (drop)
+		control_allow_owner(cfg.uid);
 	daemon_log_libevent();
 	if ((base = event_base_new()) == NULL)
 		fatalx("event_base_new failed");

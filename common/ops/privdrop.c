@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,15 +13,9 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "base/safedir.h"
 #include "base/xmalloc.h"
-#include "control.h"
 #include "privdrop.h"
-#include "transport/state.h"
-
-/* getpwnam_r and getgrnam_r grow their buffer up to this (a group with
- * many members needs a large one). */
-#define LOOKUP_BUF_MIN 1024
-#define LOOKUP_BUF_MAX (1024 * 1024)
 
 /* Intermediate directories created for StateDir: root's, but passable, so
  * that the unprivileged process reaches its own directory at the end while
@@ -32,63 +25,6 @@
 /* As control_create makes it: only the user may reach the socket, unless
  * the administrator made the directory beforehand for a group to pass. */
 #define SOCKET_DIR_MODE 0700
-
-/* The glibc manual lists these as "not found" from some NSS modules. */
-static bool
-not_found(int rv)
-{
-	return rv == 0 || rv == ENOENT || rv == ESRCH || rv == EBADF ||
-	    rv == EPERM;
-}
-
-int
-privdrop_lookup_user(const char *name, uid_t *uid, gid_t *gid)
-{
-	struct passwd pw, *res = NULL;
-	size_t len = LOOKUP_BUF_MIN;
-	char *buf = NULL;
-	int rv;
-
-	for (;;) {
-		buf = xrealloc(buf, len);
-		rv = getpwnam_r(name, &pw, buf, len, &res);
-		if (rv != ERANGE || len >= LOOKUP_BUF_MAX)
-			break;
-		len *= 2;
-	}
-	if (res == NULL) {
-		free(buf);
-		return not_found(rv) ? -ENOENT : -rv;
-	}
-	*uid = pw.pw_uid;
-	*gid = pw.pw_gid;
-	free(buf);
-	return 0;
-}
-
-int
-privdrop_lookup_group(const char *name, gid_t *gid)
-{
-	struct group gr, *res = NULL;
-	size_t len = LOOKUP_BUF_MIN;
-	char *buf = NULL;
-	int rv;
-
-	for (;;) {
-		buf = xrealloc(buf, len);
-		rv = getgrnam_r(name, &gr, buf, len, &res);
-		if (rv != ERANGE || len >= LOOKUP_BUF_MAX)
-			break;
-		len *= 2;
-	}
-	if (res == NULL) {
-		free(buf);
-		return not_found(rv) ? -ENOENT : -rv;
-	}
-	*gid = gr.gr_gid;
-	free(buf);
-	return 0;
-}
 
 uint64_t
 privdrop_caps(const struct cfg *cfg)
@@ -275,9 +211,6 @@ privdrop_prepare(const struct cfg *cfg, char **cause)
 		return -1;
 	if (cfg->control_socket != NULL && make_socket_dir(cfg, cause) != 0)
 		return -1;
-	/* The directory is (or will be) User's: control_create, still run
-	 * as root, must accept it. */
-	control_allow_owner(cfg->uid);
 	return 0;
 }
 
@@ -316,7 +249,7 @@ own_state_dir(const struct cfg *cfg, const char *what, const char *dir,
 
 	/* Not through a link, and only a directory root or User owns and
 	 * no one else can write: root is about to give it away. */
-	if ((fd = state_dir_open(dir, cfg->uid, false, cause)) == -1)
+	if ((fd = safedir_open(what, dir, cfg->uid, false, cause)) == -1)
 		return -1;
 	if (fchown(fd, cfg->uid, cfg->gid) == -1) {
 		xasprintf(cause, "%s %s: %s", what, dir, strerror(errno));

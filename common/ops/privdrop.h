@@ -1,5 +1,5 @@
-/* Dropping root after setup: the User/Group lookups of the config, which
- * capabilities each program still needs, and the switch itself. */
+/* Dropping root after setup: which capabilities each program still
+ * needs, the files handed to User, and the switch itself. */
 #ifndef ROVE_PRIVDROP_H
 #define ROVE_PRIVDROP_H
 
@@ -12,12 +12,6 @@
 /* A capability set: bit N is capability N of <linux/capability.h>, as in
  * the CapEff line of /proc/PID/status. */
 #define PRIVDROP_CAP(n) (UINT64_C(1) << (n))
-
-/* Look a user up by name: its uid and primary group. Returns 0, -ENOENT if
- * there is no such user, or -errno if the lookup itself failed. */
-int privdrop_lookup_user(const char *name, uid_t *uid, gid_t *gid);
-/* Look a group up by name. Returns as privdrop_lookup_user. */
-int privdrop_lookup_group(const char *name, gid_t *gid);
 
 /*
  * The capabilities a program configured by `cfg` needs once set up:
@@ -61,13 +55,14 @@ int privdrop_needed(const struct cfg *cfg, uid_t euid, gid_t egid,
  * Before setup (as root): create StateDir (each missing level 0700) and
  * the control socket's directory (the last level, 0700) if missing, and
  * give what was created here to User/Group, so the unprivileged process
- * can still write them; control_create then accepts a socket directory
- * owned by User (control_allow_owner). Returns 0, or -1 with *cause set.
+ * can still write them (the caller then has control_create accept a
+ * socket directory owned by User: control_allow_owner). Returns 0, or -1
+ * with *cause set.
  */
 int privdrop_prepare(const struct cfg *cfg, char **cause);
 
 /*
- * After setup (as root): check StateDir as state_dir_open does (not a
+ * After setup (as root): check StateDir as safedir_open does (not a
  * link, owned by root or User, writable by its owner only; else -1 with
  * "StateDir DIR: ..."), give it, the regular files in it and the
  * control socket to User/Group, switch to them with no supplementary

@@ -19,6 +19,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/random.h"
+#include "base/safedir.h"
 #include "base/xmalloc.h"
 #include "quic.h"
 #include "state.h"
@@ -158,99 +159,12 @@ static int ex_spent = -1, ex_counted = -1;
 
 /* --- StateDir and its files ------------------------------------------- */
 
-/* mkdir -p, each new level private to us. */
-static int
-make_dirs(const char *dir, char **cause)
-{
-	char *copy = xstrdup(dir);
-
-	for (char *p = copy + 1; ; p++) {
-		if (*p == '/' || *p == '\0') {
-			char c = *p;
-			*p = '\0';
-			if (mkdir(copy, 0700) == -1 && errno != EEXIST) {
-				if (strcmp(copy, dir) == 0)
-					xasprintf(cause, "StateDir %s: %s", dir,
-					    strerror(errno));
-				else
-					xasprintf(cause, "StateDir %s: %s: %s", dir,
-					    copy, strerror(errno));
-				free(copy);
-				return -1;
-			}
-			*p = c;
-			if (c == '\0')
-				break;
-		}
-	}
-	free(copy);
-	return 0;
-}
-
-/* Who may own StateDir and its files: root, us, and the User. The text
- * names the allowed owners for messages. */
-static bool
-owner_ok(uid_t uid, uid_t user, char *text, size_t len)
-{
-	uid_t self = geteuid(), other = user != (uid_t)-1 ? user : self;
-
-	if (other == 0)
-		snprintf(text, len, "root");
-	else if (self != 0 && self != other)
-		snprintf(text, len, "root, uid %u or uid %u", (unsigned)self,
-		    (unsigned)other);
-	else
-		snprintf(text, len, "root or uid %u", (unsigned)other);
-	return uid == 0 || uid == self || uid == other;
-}
-
-int
-state_dir_open(const char *dir, uid_t user, bool create, char **cause)
-{
-	struct stat sb;
-	char owners[64];
-	int fd;
-
-	if (create && make_dirs(dir, cause) != 0)
-		return -1;
-	/* Only the last level is ours to judge: the levels above are the
-	 * system's (and /var/run, say, is a link). */
-	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd == -1) {
-		if (errno == ELOOP || (errno == ENOTDIR &&
-		    lstat(dir, &sb) == 0 && S_ISLNK(sb.st_mode)))
-			xasprintf(cause, "StateDir %s: is a symbolic link", dir);
-		else
-			xasprintf(cause, "StateDir %s: %s", dir, strerror(errno));
-		return -1;
-	}
-	if (fstat(fd, &sb) == -1) {
-		xasprintf(cause, "StateDir %s: %s", dir, strerror(errno));
-		close(fd);
-		return -1;
-	}
-	if (!owner_ok(sb.st_uid, user, owners, sizeof owners)) {
-		xasprintf(cause, "StateDir %s: owned by uid %u, not by %s", dir,
-		    (unsigned)sb.st_uid, owners);
-		close(fd);
-		return -1;
-	}
-	/* Someone else who can write here could have swapped our files. */
-	if (sb.st_mode & (S_IWGRP | S_IWOTH)) {
-		xasprintf(cause, "StateDir %s: group or others can write it "
-		    "(mode %04o)", dir, (unsigned)(sb.st_mode & 07777));
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
-/* state_dir_open, then private to us whatever the umask made it. */
+/* safedir_open, then private to us whatever the umask made it. */
 static int
 open_private_dir(const char *dir, uid_t user, bool create, char **cause)
 {
 	struct stat sb;
-	int fd = state_dir_open(dir, user, create, cause);
+	int fd = safedir_open("StateDir", dir, user, create, cause);
 
 	if (fd != -1 && fstat(fd, &sb) == 0 && (sb.st_mode & 077) != 0 &&
 	    fchmod(fd, 0700) == -1) {
@@ -299,7 +213,7 @@ open_file(struct state_server *st, bool key, const char *name, int flags,
 	else if (sb.st_nlink != 1)
 		xasprintf(cause, "%s %s: %s: %u links to it", what, dir, name,
 		    (unsigned)sb.st_nlink);
-	else if (!owner_ok(sb.st_uid, st->user, owners, sizeof owners))
+	else if (!safedir_owner_ok(sb.st_uid, st->user, owners, sizeof owners))
 		xasprintf(cause, "%s %s: %s: owned by uid %u, not by %s",
 		    what, dir, name, (unsigned)sb.st_uid, owners);
 	else if (sb.st_mode & (S_IWGRP | S_IWOTH))
@@ -1668,7 +1582,7 @@ state_note_read(const char *dir, uid_t user, const char *name, void *buf,
 	/* No StateDir yet: nothing was noted in it. */
 	if (lstat(dir, &sb) == -1 && errno == ENOENT)
 		return 0;
-	if ((dirfd = state_dir_open(dir, user, false, cause)) == -1)
+	if ((dirfd = safedir_open("StateDir", dir, user, false, cause)) == -1)
 		return -1;
 	fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd == -1 && errno == ENOENT)
@@ -1693,7 +1607,7 @@ state_note_remove(const char *dir, uid_t user, const char *name, char **cause)
 
 	if (lstat(dir, &sb) == -1 && errno == ENOENT)
 		return 0;
-	if ((dirfd = state_dir_open(dir, user, false, cause)) == -1)
+	if ((dirfd = safedir_open("StateDir", dir, user, false, cause)) == -1)
 		return -1;
 	if (unlinkat(dirfd, name, 0) == -1 && errno != ENOENT) {
 		xasprintf(cause, "StateDir %s: removing %s: %s", dir, name,

@@ -167,14 +167,6 @@ struct state_stats {
 };
 void state_server_stats(const struct state_server *, struct state_stats *);
 
-/*
- * Open StateDir `dir` (creating missing levels 0700 when `create`) without
- * following a link at its last level, and check it: a directory owned by
- * root, the running user or `user`, which group and others cannot write.
- * Returns the directory's descriptor, or -1 with *cause set.
- */
-int state_dir_open(const char *dir, uid_t user, bool create, char **cause);
-
 /* Client: the session remembered for the server `id` (a short string
  * naming server address and key). Load takes it out of the store, since
  * a ticket serves once. Returns 0 and malloc'd buffers, or -1. */
@@ -193,7 +185,7 @@ int state_client_save(const char *dir, const char *id, const uint8_t *session,
 /*
  * Client: a small record of its own in StateDir (dns.c's note of the
  * resolver settings it made, so that a later start can undo them after
- * a crash). The directory is checked as state_dir_open does (`user`: the
+ * a crash). The directory is checked as safedir_open does (`user`: the
  * configured User, or (uid_t)-1) and created if missing; the file is
  * written 0600 through a new file renamed over the old one, and read and
  * removed without following a link. Write and remove return 0 or -1 with

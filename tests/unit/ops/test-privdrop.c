@@ -1,5 +1,5 @@
 /* Unit tests for common/ops/privdrop.c: which capabilities each configuration
- * keeps, their names, the user and group lookups, when a switch is needed
+ * keeps, their names, when a switch is needed
  * (with its exact error), and, as root, the directories and files handed
  * to the user and the switch itself (in a child process). */
 #include <stdarg.h>
@@ -123,44 +123,6 @@ test_caps_str(void **state)
 	/* The CapEff bits of /proc/PID/status. */
 	assert_int_equal(NET_ADMIN, 0x1000);
 	assert_int_equal(BIND_SERVICE, 0x400);
-}
-
-static void
-test_lookup(void **state)
-{
-	struct passwd *pw;
-	struct group *gr;
-	uid_t uid = 1;
-	gid_t gid = 1;
-
-	(void)state;
-	assert_int_equal(privdrop_lookup_user("root", &uid, &gid), 0);
-	assert_int_equal(uid, 0);
-	assert_int_equal(gid, 0);
-	pw = getpwnam("nobody");
-	assert_non_null(pw);
-	assert_int_equal(privdrop_lookup_user("nobody", &uid, &gid), 0);
-	assert_int_equal(uid, pw->pw_uid);
-	assert_int_equal(gid, pw->pw_gid);
-
-	uid = 7;
-	gid = 7;
-	assert_int_equal(privdrop_lookup_user("no-such-user-rove", &uid, &gid),
-	    -ENOENT);
-	assert_int_equal(privdrop_lookup_user("", &uid, &gid), -ENOENT);
-	assert_int_equal(uid, 7);
-	assert_int_equal(gid, 7);
-
-	assert_int_equal(privdrop_lookup_group("root", &gid), 0);
-	assert_int_equal(gid, 0);
-	gr = getgrgid(pw->pw_gid);
-	assert_non_null(gr);
-	assert_int_equal(privdrop_lookup_group(gr->gr_name, &gid), 0);
-	assert_int_equal(gid, pw->pw_gid);
-	gid = 7;
-	assert_int_equal(privdrop_lookup_group("no-such-group-rove", &gid),
-	    -ENOENT);
-	assert_int_equal(gid, 7);
 }
 
 /* What the parser keeps of User and Group. */
@@ -550,7 +512,6 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_caps),
 		cmocka_unit_test(test_caps_str),
-		cmocka_unit_test(test_lookup),
 		cmocka_unit_test(test_config),
 		cmocka_unit_test(test_needed),
 		cmocka_unit_test(test_prepare),

@@ -19,6 +19,7 @@
 #include <event2/event.h>
 
 #include "base/clock.h"
+#include "base/safedir.h"
 #include "transport/state.h"
 
 /* The register file: a header and one 64-byte record per entry. */
@@ -1329,17 +1330,17 @@ test_statedir_owner(void **state)
 
 	/* The helper privdrop uses: the same checks, without creating. */
 	assert_int_equal(chown(t->dir, 12345, 12345), 0);
-	assert_int_equal(state_dir_open(t->dir, 65534, false, &cause), -1);
+	assert_int_equal(safedir_open("StateDir", t->dir, 65534, false, &cause), -1);
 	snprintf(path, sizeof path, "StateDir %s: owned by uid 12345, not by "
 	    "root or uid 65534", t->dir);
 	assert_string_equal(cause, path);
 	free(cause);
 	cause = NULL;
-	fd = state_dir_open(t->dir, 12345, false, &cause);
+	fd = safedir_open("StateDir", t->dir, 12345, false, &cause);
 	assert_true(fd >= 0);
 	close(fd);
 	rm_rf(t->dir);
-	assert_int_equal(state_dir_open(t->dir, 12345, false, &cause), -1);
+	assert_int_equal(safedir_open("StateDir", t->dir, 12345, false, &cause), -1);
 	snprintf(path, sizeof path, "StateDir %s: No such file or directory",
 	    t->dir);
 	assert_string_equal(cause, path);
