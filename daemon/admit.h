@@ -37,7 +37,7 @@
  * of a large server to come back at once after a restart (a waiter costs
  * its datagram, some 1.4 KiB, against some 40 KiB for a session), and
  * bounded at about 24 MiB. How long one may wait: its client gives up on
- * the attempt after 10 s (quic.c), so one started later would only hold
+ * the attempt after 10 s (quic-udp.c), so one started later would only hold
  * a slot for nothing. The datagrams kept per waiter: the Initial and the
  * 0-RTT packets that follow it. */
 #define ADMIT_WAIT_MAX 16384

@@ -218,7 +218,7 @@ make_initial(WOLFSSL_CTX *ctx, const ngtcp2_path *path, uint8_t *buf, size_t len
 
 	ngtcp2_settings_default(&settings);
 	settings.initial_ts = now_ns();
-	/* The transport parameters rove's client offers (common/transport/quic.c), so
+	/* The transport parameters rove's client offers (common/transport/quic-udp.c), so
 	 * that the ClientHello is the size and shape of a real one. */
 	ngtcp2_transport_params_default(&params);
 	params.initial_max_data = 16 * 1024 * 1024;
