@@ -1,8 +1,9 @@
-/* The inside of a session (struct quic_conn), shared by its two transports:
- * QUIC through ngtcp2 (quic.c) and QUIC's frames over TLS on TCP
- * (quic-tcp.c). The stream send queues, the limits on unacknowledged bytes
- * and the owner's callbacks are common; only how bytes reach the peer and
- * how flow control is kept differ. Private to those two files. */
+/* The inside of a session (struct quic_conn): the shared half (quic.c)
+ * and the interface its two transports serve, QUIC through ngtcp2
+ * (quic-udp.c) and QUIC's frames over TLS on TCP (quic-tcp.c). The stream
+ * send queues, the limits on unacknowledged bytes and the owner's
+ * callbacks are common; only how bytes reach the peer and how flow
+ * control is kept differ. Private to those three files. */
 #ifndef ROVE_QUIC_INT_H
 #define ROVE_QUIC_INT_H
 
@@ -49,7 +50,29 @@ struct quic_stream {
 
 struct quic_tcp;
 
+/* What a transport does for the calls of quic.h that depend on it; quic.c
+ * passes each call on. Every member is required. */
+struct quic_transport {
+	/* Free what the transport holds (not the session itself). */
+	void (*free)(struct quic_conn *);
+	/* The write loop (the session was taken off the dirty list). */
+	void (*write)(struct quic_conn *);
+	void (*close)(struct quic_conn *, uint64_t app_error, const char *reason);
+	size_t (*dgram_max)(struct quic_conn *);
+	void (*stream_consume)(struct quic_conn *, int64_t id, size_t n);
+	void (*stream_reset)(struct quic_conn *, int64_t id, uint64_t code);
+	void (*stream_stop_reading)(struct quic_conn *, int64_t id, uint64_t code);
+	int64_t (*open_stream)(struct quic_conn *, void *stream_arg);
+	bool (*stream_is_local)(struct quic_conn *, int64_t id);
+	uint64_t (*streams_left)(struct quic_conn *);
+	bool (*stalled)(struct quic_conn *);
+	void (*get_stats)(struct quic_conn *, struct quic_conn_stats *);
+	const struct sockaddr *(*local)(const struct quic_conn *, socklen_t *);
+	const struct sockaddr *(*remote)(const struct quic_conn *, socklen_t *);
+};
+
 struct quic_conn {
+	const struct quic_transport *tr;
 	/* Set when the session runs over TLS on TCP: every transport call
 	 * goes to quic-tcp.c, and `conn` and `batch` stay NULL. */
 	struct quic_tcp *tcp;
@@ -120,23 +143,10 @@ void quic_unacked_sub(struct quic_conn *, size_t);
 void quic_wake_blocked(struct quic_conn *);
 /* Mark closed and report `closed` from a fresh event. */
 void quic_finish(struct quic_conn *);
-/* A session without a transport yet: the owner's callbacks, the queues. */
+/* A session on transport `tr`, which sets up its own part next: the
+ * owner's callbacks, the queues. */
 struct quic_conn *quic_conn_alloc(struct event_base *, const struct quic_settings *,
     const struct quic_conn_cbs *, void *arg, const struct sockaddr *remote,
-    socklen_t remotelen);
-
-/* quic-tcp.c: the TLS/TCP transport's side of the calls in quic.h. */
-void quic_tcp_free(struct quic_conn *);
-void quic_tcp_write(struct quic_conn *);
-void quic_tcp_close(struct quic_conn *, uint64_t app_error, const char *reason);
-void quic_tcp_stream_consume(struct quic_conn *, int64_t id, size_t n);
-void quic_tcp_stream_reset(struct quic_conn *, int64_t id, uint64_t code);
-void quic_tcp_stream_stop_reading(struct quic_conn *, int64_t id, uint64_t code);
-int64_t quic_tcp_open_stream(struct quic_conn *, void *stream_arg);
-uint64_t quic_tcp_streams_left(struct quic_conn *);
-bool quic_tcp_stream_is_local(struct quic_conn *, int64_t id);
-size_t quic_tcp_dgram_max(struct quic_conn *);
-bool quic_tcp_stalled(struct quic_conn *);
-void quic_tcp_get_stats(struct quic_conn *, struct quic_conn_stats *);
+    socklen_t remotelen, const struct quic_transport *tr);
 
 #endif

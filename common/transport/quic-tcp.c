@@ -107,6 +107,7 @@ static void io_cb(evutil_socket_t, short, void *);
 static void again_cb(evutil_socket_t, short, void *);
 static void timer_cb(evutil_socket_t, short, void *);
 static void flush(struct quic_conn *);
+static const struct quic_transport tcp_transport;
 
 static bool
 is_local_id(const struct quic_conn *qc, int64_t id)
@@ -216,7 +217,7 @@ fail(struct quic_conn *qc, uint64_t code, const char *reason)
 	end(qc);
 }
 
-void
+static void
 quic_tcp_close(struct quic_conn *qc, uint64_t app_error, const char *reason)
 {
 	uint8_t buf[512];
@@ -896,7 +897,7 @@ flush(struct quic_conn *qc)
 		quic_mark_dirty(qc);
 }
 
-void
+static void
 quic_tcp_write(struct quic_conn *qc)
 {
 	if (qc->state == QUIC_STATE_CLOSED || !qc->tcp->tls_done)
@@ -958,7 +959,7 @@ tcp_create(struct event_base *base, const struct quic_settings *qs,
     const struct sockaddr *remote, socklen_t remotelen, bool connected)
 {
 	struct quic_conn *qc = quic_conn_alloc(base, qs, cbs, arg, remote,
-	    remotelen);
+	    remotelen, &tcp_transport);
 	struct quic_tcp *t = xcalloc(1, sizeof *t);
 	socklen_t len = sizeof qc->local;
 
@@ -1090,7 +1091,7 @@ linger_close(struct event_base *base, int fd)
 	nlinger++;
 }
 
-void
+static void
 quic_tcp_free(struct quic_conn *qc)
 {
 	struct quic_tcp *t = qc->tcp;
@@ -1106,7 +1107,7 @@ quic_tcp_free(struct quic_conn *qc)
 	qc->tcp = NULL;
 }
 
-void
+static void
 quic_tcp_stream_consume(struct quic_conn *qc, int64_t id, size_t n)
 {
 	struct quic_tcp *t = qc->tcp;
@@ -1126,7 +1127,7 @@ quic_tcp_stream_consume(struct quic_conn *qc, int64_t id, size_t n)
 	}
 }
 
-void
+static void
 quic_tcp_stream_stop_reading(struct quic_conn *qc, int64_t id, uint64_t code)
 {
 	struct quic_stream *s = quic_stream_find(qc, id);
@@ -1141,7 +1142,7 @@ quic_tcp_stream_stop_reading(struct quic_conn *qc, int64_t id, uint64_t code)
 	    (uint64_t)id, code));
 }
 
-void
+static void
 quic_tcp_stream_reset(struct quic_conn *qc, int64_t id, uint64_t code)
 {
 	struct quic_stream *s = quic_stream_find(qc, id);
@@ -1153,7 +1154,7 @@ quic_tcp_stream_reset(struct quic_conn *qc, int64_t id, uint64_t code)
 	quic_mark_dirty(qc);
 }
 
-int64_t
+static int64_t
 quic_tcp_open_stream(struct quic_conn *qc, void *arg)
 {
 	struct quic_tcp *t = qc->tcp;
@@ -1166,7 +1167,7 @@ quic_tcp_open_stream(struct quic_conn *qc, void *arg)
 	return s->id;
 }
 
-uint64_t
+static uint64_t
 quic_tcp_streams_left(struct quic_conn *qc)
 {
 	struct quic_tcp *t = qc->tcp;
@@ -1174,13 +1175,13 @@ quic_tcp_streams_left(struct quic_conn *qc)
 	return t->local_max - t->local_next;
 }
 
-bool
+static bool
 quic_tcp_stream_is_local(struct quic_conn *qc, int64_t id)
 {
 	return is_local_id(qc, id);
 }
 
-size_t
+static size_t
 quic_tcp_dgram_max(struct quic_conn *qc)
 {
 	/* What one QUIC packet on a 1500-byte path would carry (short
@@ -1193,7 +1194,7 @@ quic_tcp_dgram_max(struct quic_conn *qc)
 	return qc->max_udp_payload - overhead;
 }
 
-bool
+static bool
 quic_tcp_stalled(struct quic_conn *qc)
 {
 	(void)qc;
@@ -1201,7 +1202,7 @@ quic_tcp_stalled(struct quic_conn *qc)
 	return false;
 }
 
-void
+static void
 quic_tcp_get_stats(struct quic_conn *qc, struct quic_conn_stats *st)
 {
 	struct tcp_info ti;
@@ -1216,3 +1217,34 @@ quic_tcp_get_stats(struct quic_conn *qc, struct quic_conn_stats *st)
 	st->cwnd = (uint64_t)ti.tcpi_snd_cwnd * ti.tcpi_snd_mss;
 	st->bytes_in_flight = (uint64_t)ti.tcpi_unacked * ti.tcpi_snd_mss;
 }
+
+static const struct sockaddr *
+quic_tcp_local(const struct quic_conn *qc, socklen_t *len)
+{
+	*len = qc->path.local.addrlen;
+	return (const struct sockaddr *)&qc->local;
+}
+
+static const struct sockaddr *
+quic_tcp_remote(const struct quic_conn *qc, socklen_t *len)
+{
+	*len = qc->path.remote.addrlen;
+	return (const struct sockaddr *)&qc->remote;
+}
+
+static const struct quic_transport tcp_transport = {
+	.free = quic_tcp_free,
+	.write = quic_tcp_write,
+	.close = quic_tcp_close,
+	.dgram_max = quic_tcp_dgram_max,
+	.stream_consume = quic_tcp_stream_consume,
+	.stream_reset = quic_tcp_stream_reset,
+	.stream_stop_reading = quic_tcp_stream_stop_reading,
+	.open_stream = quic_tcp_open_stream,
+	.stream_is_local = quic_tcp_stream_is_local,
+	.streams_left = quic_tcp_streams_left,
+	.stalled = quic_tcp_stalled,
+	.get_stats = quic_tcp_get_stats,
+	.local = quic_tcp_local,
+	.remote = quic_tcp_remote,
+};

@@ -1,5 +1,6 @@
-/* One QUIC connection: ngtcp2 callbacks, the write loop, the expiry timer,
- * a bounded DATAGRAM queue and acknowledged-until-freed stream buffers. */
+/* QUIC over UDP through ngtcp2, one of the session's two transports
+ * (quic.c holds what they share): ngtcp2's callbacks, the packet write
+ * loop and its pacing, the expiry timer, 0-RTT, tokens and migration. */
 #include <wolfssl/options.h>
 #include <wolfssl/ssl.h>
 
@@ -25,52 +26,11 @@
 #include "quic-int.h"
 #include "quic.h"
 
+static const struct quic_transport quic_udp_transport;
+
 static size_t dgram_max_for(struct quic_conn *, size_t udp);
 static size_t path_udp_now(struct quic_conn *);
 
-static bool (*pin_check)(struct quic_conn *, const uint8_t *, void *);
-static TAILQ_HEAD(, quic_conn) dirty_conns = TAILQ_HEAD_INITIALIZER(dirty_conns);
-/* Every connection, for waking writers when process-wide room returns. */
-static LIST_HEAD(, quic_conn) all_conns = LIST_HEAD_INITIALIZER(all_conns);
-/* Unacknowledged stream bytes of the whole process, and their limit. */
-static size_t unacked_all, unacked_all_limit;
-static bool unacked_all_blocked;
-/* Runs the write loop for work queued outside any I/O callback (a timer,
- * a TCP connect finishing): one event for the process, made active when
- * the first connection becomes dirty. */
-static struct event *flush_ev;
-
-void
-quic_set_pin_check(bool (*check)(struct quic_conn *, const uint8_t *, void *))
-{
-	pin_check = check;
-}
-
-bool
-quic_tls_resumed(WOLFSSL *ssl, const uint8_t pubkey[static KEY_LEN])
-{
-	/* The key was pinned when the ticket was issued; check it is still
-	 * configured, exactly as for a full handshake. */
-	return quic_tls_pin(ssl, pubkey);
-}
-
-bool
-quic_tls_pin(WOLFSSL *ssl, const uint8_t pubkey[static KEY_LEN])
-{
-	ngtcp2_crypto_conn_ref *ref = wolfSSL_get_app_data(ssl);
-	struct quic_conn *qc;
-
-	if (ref == NULL)
-		return false;
-	qc = ref->user_data;
-	if (pin_check == NULL || !pin_check(qc, pubkey, qc->arg)) {
-		qc->close_info.pin_mismatch = true;
-		return false;
-	}
-	memcpy(qc->peer_key, pubkey, KEY_LEN);
-	qc->peer_key_set = true;
-	return true;
-}
 
 int
 quic_tls_new_session(WOLFSSL *ssl, WOLFSSL_SESSION *session)
@@ -251,68 +211,6 @@ recv_datagram_cb(ngtcp2_conn *conn, uint32_t flags, const uint8_t *data,
 	return 0;
 }
 
-struct quic_stream *
-quic_stream_find(struct quic_conn *qc, int64_t id)
-{
-	struct quic_stream *s;
-
-	LIST_FOREACH(s, &qc->streams, entry) {
-		if (s->id == id)
-			return s;
-	}
-	return NULL;
-}
-
-struct quic_stream *
-quic_stream_get(struct quic_conn *qc, int64_t id)
-{
-	struct quic_stream *s = quic_stream_find(qc, id);
-
-	if (s == NULL) {
-		s = xcalloc(1, sizeof *s);
-		s->id = id;
-		LIST_INSERT_HEAD(&qc->streams, s, entry);
-	}
-	return s;
-}
-
-void
-quic_stream_set_pending(struct quic_conn *qc, struct quic_stream *s)
-{
-	bool want = !s->blocked && !s->reset &&
-	    (s->send_off < s->end || (s->fin && !s->fin_sent));
-
-	if (want && !s->pending)
-		TAILQ_INSERT_TAIL(&qc->pending_streams, s, pending_entry);
-	else if (!want && s->pending)
-		TAILQ_REMOVE(&qc->pending_streams, s, pending_entry);
-	s->pending = want;
-}
-
-/* `n` queued stream bytes are gone (acknowledged or discarded). */
-void
-quic_unacked_sub(struct quic_conn *qc, size_t n)
-{
-	qc->unacked -= n;
-	unacked_all -= n;
-}
-
-void
-quic_stream_free(struct quic_conn *qc, struct quic_stream *s)
-{
-	struct stream_chunk *c, *next;
-
-	quic_unacked_sub(qc, (size_t)(s->end - s->acked));
-	for (c = s->head; c != NULL; c = next) {
-		next = c->next;
-		free(c);
-	}
-	if (s->pending)
-		TAILQ_REMOVE(&qc->pending_streams, s, pending_entry);
-	LIST_REMOVE(s, entry);
-	free(s);
-}
-
 static int
 recv_stream_data_cb(ngtcp2_conn *conn, uint32_t flags, int64_t stream_id,
     uint64_t offset, const uint8_t *data, size_t len, void *user_data,
@@ -343,27 +241,6 @@ lost_datagram_cb(ngtcp2_conn *conn, uint64_t dgram_id, void *user_data)
 	(void)dgram_id;
 	qc->stats.dgram_lost++;
 	return 0;
-}
-
-void
-quic_stream_acked_to(struct quic_conn *qc, struct quic_stream *s, uint64_t upto)
-{
-	struct stream_chunk *c;
-
-	/* Acknowledged prefixes only grow. */
-	if (upto > s->acked) {
-		quic_unacked_sub(qc, (size_t)(upto - s->acked));
-		s->acked = upto;
-	}
-	while ((c = s->head) != NULL && c->off + c->len <= s->acked) {
-		s->head = c->next;
-		if (s->head == NULL)
-			s->tail = NULL;
-		free(c);
-	}
-	if (qc->cbs->stream_acked != NULL)
-		qc->cbs->stream_acked(qc, s->id, s->arg, qc->arg);
-	quic_wake_blocked(qc);
 }
 
 static int
@@ -740,41 +617,6 @@ fill_params(ngtcp2_transport_params *p, const struct quic_settings *qs)
 }
 
 static void timer_cb(evutil_socket_t, short, void *);
-static void flush_cb(evutil_socket_t, short, void *);
-static void closed_event_cb(evutil_socket_t, short, void *);
-
-struct quic_conn *
-quic_conn_alloc(struct event_base *base, const struct quic_settings *qs,
-    const struct quic_conn_cbs *cbs, void *arg, const struct sockaddr *remote,
-    socklen_t remotelen)
-{
-	struct quic_conn *qc = xcalloc(1, sizeof *qc);
-
-	qc->role = qs->role;
-	qc->state = QUIC_STATE_HANDSHAKING;
-	qc->base = base;
-	qc->cbs = cbs;
-	qc->arg = arg;
-	qc->reset_secret = qs->reset_secret;
-	qc->server_id = qs->server_id;
-	qc->max_udp_payload = qs->max_udp_payload;
-	qc->conn_ref.get_conn = get_conn;
-	qc->last_rx = clock_now();
-	qc->last_ack = qc->last_rx;
-	qc->conn_ref.user_data = qc;
-	qc->qlog_fd = -1;
-	memcpy(&qc->remote, remote, remotelen);
-	qc->path.local.addr = (ngtcp2_sockaddr *)&qc->local;
-	qc->path.remote.addr = (ngtcp2_sockaddr *)&qc->remote;
-	qc->path.remote.addrlen = remotelen;
-	LIST_INIT(&qc->streams);
-	TAILQ_INIT(&qc->pending_streams);
-	LIST_INSERT_HEAD(&all_conns, qc, all_entry);
-	if (flush_ev == NULL)
-		flush_ev = event_new(base, -1, 0, flush_cb, NULL);
-	qc->closed_ev = evtimer_new(base, closed_event_cb, qc);
-	return qc;
-}
 
 static struct quic_conn *
 conn_alloc(struct event_base *base, const struct quic_settings *qs,
@@ -782,8 +624,9 @@ conn_alloc(struct event_base *base, const struct quic_settings *qs,
     const struct sockaddr *remote, socklen_t remotelen)
 {
 	struct quic_conn *qc = quic_conn_alloc(base, qs, cbs, arg, remote,
-	    remotelen);
+	    remotelen, &quic_udp_transport);
 
+	qc->conn_ref.get_conn = get_conn;
 	qc->batch = batch;
 	memcpy(&qc->local, &batch->sock->local, batch->sock->locallen);
 	qc->path.local.addrlen = batch->sock->locallen;
@@ -915,58 +758,6 @@ quic_conn_server_create(struct event_base *base, const struct quic_settings *qs,
 	return qc;
 }
 
-void
-quic_conn_free(struct quic_conn *qc)
-{
-	struct quic_stream *s;
-
-	if (qc == NULL)
-		return;
-	if (qc->tcp != NULL)
-		quic_tcp_free(qc);
-	if (qc->dirty)
-		TAILQ_REMOVE(&dirty_conns, qc, dirty_entry);
-	while ((s = LIST_FIRST(&qc->streams)) != NULL)
-		quic_stream_free(qc, s);
-	LIST_REMOVE(qc, all_entry);
-	dgramq_clear(&qc->dq);
-	if (qc->timer != NULL)
-		event_free(qc->timer);
-	if (qc->closed_ev != NULL)
-		event_free(qc->closed_ev);
-	if (qc->conn != NULL)
-		ngtcp2_conn_del(qc->conn);
-	if (qc->ssl != NULL)
-		wolfSSL_free(qc->ssl);
-	if (qc->qlog_fd != -1)
-		close(qc->qlog_fd);
-	free(qc);
-}
-
-/* Report the end to the owner from a fresh event, so that no ngtcp2 call
- * is on the stack when the owner frees the connection. */
-void
-quic_finish(struct quic_conn *qc)
-{
-	struct timeval now = { 0, 0 };
-
-	if (qc->state == QUIC_STATE_CLOSED)
-		return;
-	qc->state = QUIC_STATE_CLOSED;
-	evtimer_del(qc->timer);
-	evtimer_add(qc->closed_ev, &now);
-}
-
-static void
-closed_event_cb(evutil_socket_t fd, short what, void *arg)
-{
-	struct quic_conn *qc = arg;
-
-	(void)fd;
-	(void)what;
-	qc->cbs->closed(qc, &qc->close_info, qc->arg);
-}
-
 static void
 send_close(struct quic_conn *qc, const ngtcp2_ccerr *ccerr)
 {
@@ -1012,17 +803,6 @@ fail(struct quic_conn *qc, int liberr)
 	quic_finish(qc);
 }
 
-void
-quic_mark_dirty(struct quic_conn *qc)
-{
-	if (!qc->dirty) {
-		qc->dirty = true;
-		TAILQ_INSERT_TAIL(&dirty_conns, qc, dirty_entry);
-		if (flush_ev != NULL)
-			event_active(flush_ev, EV_TIMEOUT, 0);
-	}
-}
-
 static uint64_t
 bytes_in_flight(struct quic_conn *qc)
 {
@@ -1030,15 +810,6 @@ bytes_in_flight(struct quic_conn *qc)
 
 	ngtcp2_conn_get_conn_info(qc->conn, &ci);
 	return ci.bytes_in_flight;
-}
-
-static void
-flush_cb(evutil_socket_t fd, short what, void *arg)
-{
-	(void)fd;
-	(void)what;
-	(void)arg;
-	quic_write_dirty();
 }
 
 void
@@ -1263,22 +1034,144 @@ expire_datagrams(struct quic_conn *qc, ngtcp2_tstamp now)
 	    QUIC_DGRAM_MAX_RTTS * max_age);
 }
 
+static void
+timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct quic_conn *qc = arg;
+	int rv;
+
+	(void)fd;
+	(void)what;
+	rv = ngtcp2_conn_handle_expiry(qc->conn, clock_now());
+	if (rv == NGTCP2_ERR_IDLE_CLOSE || rv == NGTCP2_ERR_HANDSHAKE_TIMEOUT) {
+		qc->close_info.idle = true;
+		snprintf(qc->close_info.reason, sizeof qc->close_info.reason, "%s",
+		    rv == NGTCP2_ERR_IDLE_CLOSE ? "idle timeout" : "handshake timeout");
+		quic_finish(qc);
+		return;
+	}
+	if (rv != 0) {
+		fail(qc, rv);
+		udp_batch_flush(qc->batch);
+		return;
+	}
+	quic_conn_write(qc);
+	udp_batch_flush(qc->batch);
+}
+
+/* The largest DATAGRAM payload a packet of `udp` bytes can carry. */
+static size_t
+dgram_max_for(struct quic_conn *qc, size_t udp)
+{
+	const ngtcp2_transport_params *rp;
+	size_t overhead, max;
+
+	rp = ngtcp2_conn_get_remote_transport_params(qc->conn);
+	if (rp == NULL || rp->max_datagram_frame_size == 0)
+		return 0;
+	if (rp->max_udp_payload_size < udp)
+		udp = (size_t)rp->max_udp_payload_size;
+	/* Short header (flags, DCID, packet number of up to 4 bytes), the
+	 * AEAD tag, and the DATAGRAM frame's type and 2-byte length. */
+	overhead = 1 + ngtcp2_conn_get_dcid(qc->conn)->datalen + 4 +
+	    QUIC_AEAD_TAG_LEN + 1 + 2;
+	if (udp <= overhead)
+		return 0;
+	max = udp - overhead;
+	if (max + 3 > rp->max_datagram_frame_size)
+		max = (size_t)rp->max_datagram_frame_size - 3;
+	return max;
+}
+
+/* The UDP payload size that packets on the current path may use now, as
+ * ngtcp2's path MTU discovery has confirmed it. */
+static size_t
+path_udp_now(struct quic_conn *qc)
+{
+	size_t cur = ngtcp2_conn_get_path_max_tx_udp_payload_size(qc->conn);
+
+	if (cur > qc->path_udp_best)
+		qc->path_udp_best = cur;
+	return cur;
+}
+
 void
-quic_conn_write(struct quic_conn *qc)
+quic_conn_submit_new_token(struct quic_conn *qc, const uint8_t *token,
+    size_t len)
+{
+	if (qc->tcp != NULL)
+		return; /* nothing to skip over TCP: no Retry */
+	if (qc->state == QUIC_STATE_CLOSED || len == 0)
+		return;
+	if (ngtcp2_conn_submit_new_token(qc->conn, token, len) == 0)
+		quic_mark_dirty(qc);
+}
+
+uint64_t
+quic_conn_ack_silence_ms(struct quic_conn *qc)
+{
+	if (qc->tcp != NULL || qc->state != QUIC_STATE_ESTABLISHED ||
+	    bytes_in_flight(qc) == 0)
+		return 0;
+	return (clock_now() - qc->last_ack) / 1000000u;
+}
+
+int
+quic_conn_migrate(struct quic_conn *qc, struct udp_batch *batch, bool immediate)
+{
+	ngtcp2_path path;
+	int rv;
+
+	if (qc->tcp != NULL)
+		return -1;
+	if (qc->state != QUIC_STATE_ESTABLISHED)
+		return -1;
+	path.local.addr = (ngtcp2_sockaddr *)&batch->sock->local;
+	path.local.addrlen = batch->sock->locallen;
+	path.remote.addr = (ngtcp2_sockaddr *)&qc->remote;
+	path.remote.addrlen = qc->path.remote.addrlen;
+	path.user_data = NULL;
+	rv = immediate ?
+	    ngtcp2_conn_initiate_immediate_migration(qc->conn, &path, clock_now()) :
+	    ngtcp2_conn_initiate_migration(qc->conn, &path, clock_now());
+	if (rv != 0) {
+		log_warn("migration: %s", ngtcp2_strerror(rv));
+		return -1;
+	}
+	/* Reads on the new socket carry its local address from now on. */
+	quic_conn_set_batch(qc, batch);
+	qc->path_udp_best = 0;
+	return 0;
+}
+
+void
+quic_conn_set_batch(struct quic_conn *qc, struct udp_batch *batch)
+{
+	if (qc->tcp != NULL)
+		return;
+	memcpy(&qc->local, &batch->sock->local, batch->sock->locallen);
+	qc->path.local.addrlen = batch->sock->locallen;
+	qc->batch = batch;
+	quic_mark_dirty(qc);
+}
+
+/* What only a UDP session holds: ngtcp2's connection. */
+static void
+quic_udp_free(struct quic_conn *qc)
+{
+	if (qc->conn != NULL)
+		ngtcp2_conn_del(qc->conn);
+}
+
+static void
+quic_udp_write(struct quic_conn *qc)
 {
 	ngtcp2_tstamp ts = clock_now();
 	ngtcp2_path_storage ps;
 	size_t max_pkts, npkts;
 	struct udp_batch *other = NULL; /* a second socket's, while migrating */
 
-	if (qc->dirty) {
-		qc->dirty = false;
-		TAILQ_REMOVE(&dirty_conns, qc, dirty_entry);
-	}
-	if (qc->tcp != NULL) {
-		quic_tcp_write(qc);
-		return;
-	}
+
 	if (qc->state == QUIC_STATE_CLOSED)
 		return;
 	expire_datagrams(qc, ts);
@@ -1332,121 +1225,11 @@ quic_conn_write(struct quic_conn *qc)
 	rearm_timer(qc);
 }
 
-void
-quic_write_dirty(void)
-{
-	struct udp_batch *batches[16];
-	size_t nbatches = 0;
-	struct quic_conn *qc;
-
-	while ((qc = TAILQ_FIRST(&dirty_conns)) != NULL) {
-		struct udp_batch *b = qc->batch;
-		size_t i;
-
-		quic_conn_write(qc);
-		if (b == NULL)
-			continue; /* TLS over TCP: written already */
-		for (i = 0; i < nbatches && batches[i] != b; i++)
-			;
-		if (i == nbatches) {
-			if (nbatches == sizeof batches / sizeof batches[0]) {
-				udp_batch_flush(b);
-				continue;
-			}
-			batches[nbatches++] = b;
-		}
-	}
-	for (size_t i = 0; i < nbatches; i++)
-		udp_batch_flush(batches[i]);
-}
-
-static void
-timer_cb(evutil_socket_t fd, short what, void *arg)
-{
-	struct quic_conn *qc = arg;
-	int rv;
-
-	(void)fd;
-	(void)what;
-	rv = ngtcp2_conn_handle_expiry(qc->conn, clock_now());
-	if (rv == NGTCP2_ERR_IDLE_CLOSE || rv == NGTCP2_ERR_HANDSHAKE_TIMEOUT) {
-		qc->close_info.idle = true;
-		snprintf(qc->close_info.reason, sizeof qc->close_info.reason, "%s",
-		    rv == NGTCP2_ERR_IDLE_CLOSE ? "idle timeout" : "handshake timeout");
-		quic_finish(qc);
-		return;
-	}
-	if (rv != 0) {
-		fail(qc, rv);
-		udp_batch_flush(qc->batch);
-		return;
-	}
-	quic_conn_write(qc);
-	udp_batch_flush(qc->batch);
-}
-
-int
-quic_conn_send_datagram(struct quic_conn *qc, const uint8_t *data, size_t len)
-{
-	size_t dropped;
-
-	if (qc->state != QUIC_STATE_ESTABLISHED && !qc->early_ready)
-		return -ENOTCONN;
-	if (len == 0)
-		return -EINVAL;
-	if (len > quic_conn_dgram_max(qc)) {
-		qc->stats.dgram_too_big++;
-		return -EMSGSIZE;
-	}
-	dropped = dgramq_push(&qc->dq, data, len, clock_now());
-	qc->stats.dgram_queue_full += dropped;
-	quic_mark_dirty(qc);
-	return (int)dropped;
-}
-
-/* The largest DATAGRAM payload a packet of `udp` bytes can carry. */
 static size_t
-dgram_max_for(struct quic_conn *qc, size_t udp)
-{
-	const ngtcp2_transport_params *rp;
-	size_t overhead, max;
-
-	rp = ngtcp2_conn_get_remote_transport_params(qc->conn);
-	if (rp == NULL || rp->max_datagram_frame_size == 0)
-		return 0;
-	if (rp->max_udp_payload_size < udp)
-		udp = (size_t)rp->max_udp_payload_size;
-	/* Short header (flags, DCID, packet number of up to 4 bytes), the
-	 * AEAD tag, and the DATAGRAM frame's type and 2-byte length. */
-	overhead = 1 + ngtcp2_conn_get_dcid(qc->conn)->datalen + 4 +
-	    QUIC_AEAD_TAG_LEN + 1 + 2;
-	if (udp <= overhead)
-		return 0;
-	max = udp - overhead;
-	if (max + 3 > rp->max_datagram_frame_size)
-		max = (size_t)rp->max_datagram_frame_size - 3;
-	return max;
-}
-
-/* The UDP payload size that packets on the current path may use now, as
- * ngtcp2's path MTU discovery has confirmed it. */
-static size_t
-path_udp_now(struct quic_conn *qc)
-{
-	size_t cur = ngtcp2_conn_get_path_max_tx_udp_payload_size(qc->conn);
-
-	if (cur > qc->path_udp_best)
-		qc->path_udp_best = cur;
-	return cur;
-}
-
-size_t
-quic_conn_dgram_max(struct quic_conn *qc)
+quic_udp_dgram_max(struct quic_conn *qc)
 {
 	size_t cur;
 
-	if (qc->tcp != NULL)
-		return quic_tcp_dgram_max(qc);
 	cur = path_udp_now(qc);
 
 	/* A path starts at QUIC's 1200 bytes and grows as discovery confirms
@@ -1460,186 +1243,9 @@ quic_conn_dgram_max(struct quic_conn *qc)
 	return dgram_max_for(qc, qc->max_udp_payload);
 }
 
-int
-quic_conn_stream_send(struct quic_conn *qc, int64_t id, const uint8_t *data,
-    size_t len, bool fin)
+static void
+quic_udp_stream_consume(struct quic_conn *qc, int64_t id, size_t n)
 {
-	struct quic_stream *s;
-	struct stream_chunk *c;
-
-	if (qc->state == QUIC_STATE_CLOSED)
-		return -1;
-	s = quic_stream_find(qc, id);
-	if (s == NULL || s->fin || s->reset)
-		return -1;
-	if (len > 0) {
-		c = xmalloc(sizeof *c + len);
-		c->next = NULL;
-		c->off = s->end;
-		c->len = len;
-		memcpy(c->data, data, len);
-		if (s->tail != NULL)
-			s->tail->next = c;
-		else
-			s->head = c;
-		s->tail = c;
-		if (s->cur == NULL)
-			s->cur = c;
-		s->end += len;
-		qc->unacked += len;
-		unacked_all += len;
-	}
-	s->fin = fin;
-	quic_stream_set_pending(qc, s);
-	quic_mark_dirty(qc);
-	return 0;
-}
-
-ssize_t
-quic_conn_stream_read_fd(struct quic_conn *qc, int64_t id, int fd, size_t max)
-{
-	struct quic_stream *s;
-	struct stream_chunk *c, *shrunk;
-	ssize_t n;
-	int saved;
-
-	s = quic_stream_find(qc, id);
-	if (qc->state == QUIC_STATE_CLOSED || s == NULL || s->fin || s->reset) {
-		errno = EPIPE;
-		return -1;
-	}
-	if (max == 0)
-		return 0;
-	/* The chunk is what ngtcp2 sends from, so read straight into it. */
-	c = xmalloc(sizeof *c + max);
-	n = read(fd, c->data, max);
-	if (n <= 0) {
-		saved = errno;
-		free(c);
-		errno = saved;
-		return n;
-	}
-	/* A short read keeps only what it holds: the queue may be bounded by
-	 * bytes, but its memory must be too. Shrinking a heap block splits
-	 * it in place. */
-	if ((size_t)n < max && (shrunk = realloc(c, sizeof *c + (size_t)n)) != NULL)
-		c = shrunk;
-	c->next = NULL;
-	c->off = s->end;
-	c->len = (size_t)n;
-	if (s->tail != NULL)
-		s->tail->next = c;
-	else
-		s->head = c;
-	s->tail = c;
-	if (s->cur == NULL)
-		s->cur = c;
-	s->end += (uint64_t)n;
-	qc->unacked += (size_t)n;
-	unacked_all += (size_t)n;
-	quic_stream_set_pending(qc, s);
-	quic_mark_dirty(qc);
-	return n;
-}
-
-/* Tell the writers of streams that found no room (a limit was reached)
- * once acknowledgements made some: every stream of this connection, or of
- * every connection when the process-wide limit was the one reached. */
-void
-quic_wake_blocked(struct quic_conn *qc)
-{
-	struct quic_conn *c, *next;
-	struct quic_stream *s, *snext;
-
-	if (unacked_all_blocked && unacked_all < unacked_all_limit) {
-		unacked_all_blocked = false;
-		for (c = LIST_FIRST(&all_conns); c != NULL; c = next) {
-			next = LIST_NEXT(c, all_entry);
-			c->unacked_blocked = true;
-			if (c != qc)
-				quic_wake_blocked(c);
-		}
-	}
-	if (!qc->unacked_blocked ||
-	    (qc->unacked_limit != 0 && qc->unacked >= qc->unacked_limit) ||
-	    qc->cbs->stream_acked == NULL)
-		return;
-	qc->unacked_blocked = false;
-	for (s = LIST_FIRST(&qc->streams); s != NULL; s = snext) {
-		snext = LIST_NEXT(s, entry);
-		if (s->arg != NULL)
-			qc->cbs->stream_acked(qc, s->id, s->arg, qc->arg);
-	}
-}
-
-size_t
-quic_conn_stream_room(struct quic_conn *qc, int64_t id, size_t cap)
-{
-	size_t unacked = quic_conn_stream_unacked(qc, id), room;
-
-	room = unacked < cap ? cap - unacked : 0;
-	if (qc->unacked_limit != 0) {
-		size_t left = qc->unacked < qc->unacked_limit ?
-		    qc->unacked_limit - qc->unacked : 0;
-		if (left < room) {
-			room = left;
-			/* Cleared only by the wake-up: another writer that
-			 * still found room does not unblock this one. */
-			if (room == 0)
-				qc->unacked_blocked = true;
-		}
-	}
-	if (unacked_all_limit != 0) {
-		size_t left = unacked_all < unacked_all_limit ?
-		    unacked_all_limit - unacked_all : 0;
-		if (left < room) {
-			room = left;
-			if (room == 0)
-				unacked_all_blocked = true;
-		}
-	}
-	return room;
-}
-
-void
-quic_conn_set_send_limit(struct quic_conn *qc, size_t limit)
-{
-	qc->unacked_limit = limit;
-}
-
-void
-quic_set_send_limit_all(size_t limit)
-{
-	unacked_all_limit = limit;
-}
-
-size_t
-quic_conn_unacked(const struct quic_conn *qc)
-{
-	return qc->unacked;
-}
-
-size_t
-quic_unacked_all(void)
-{
-	return unacked_all;
-}
-
-size_t
-quic_conn_stream_unacked(struct quic_conn *qc, int64_t id)
-{
-	struct quic_stream *s = quic_stream_find(qc, id);
-
-	return s != NULL ? (size_t)(s->end - s->acked) : 0;
-}
-
-void
-quic_conn_stream_consume(struct quic_conn *qc, int64_t id, size_t n)
-{
-	if (qc->tcp != NULL) {
-		quic_tcp_stream_consume(qc, id, n);
-		return;
-	}
 	if (qc->state == QUIC_STATE_CLOSED || n == 0)
 		return;
 	ngtcp2_conn_extend_max_stream_offset(qc->conn, id, n);
@@ -1647,21 +1253,11 @@ quic_conn_stream_consume(struct quic_conn *qc, int64_t id, size_t n)
 	quic_mark_dirty(qc);
 }
 
-void
-quic_conn_stream_set_arg(struct quic_conn *qc, int64_t id, void *arg)
-{
-	quic_stream_get(qc, id)->arg = arg;
-}
-
-void
-quic_conn_stream_reset(struct quic_conn *qc, int64_t id, uint64_t code)
+static void
+quic_udp_stream_reset(struct quic_conn *qc, int64_t id, uint64_t code)
 {
 	struct quic_stream *s = quic_stream_find(qc, id);
 
-	if (qc->tcp != NULL) {
-		quic_tcp_stream_reset(qc, id, code);
-		return;
-	}
 	if (qc->state == QUIC_STATE_CLOSED)
 		return;
 	if (s != NULL) {
@@ -1673,26 +1269,20 @@ quic_conn_stream_reset(struct quic_conn *qc, int64_t id, uint64_t code)
 	quic_mark_dirty(qc);
 }
 
-void
-quic_conn_stream_stop_reading(struct quic_conn *qc, int64_t id, uint64_t code)
+static void
+quic_udp_stream_stop_reading(struct quic_conn *qc, int64_t id, uint64_t code)
 {
-	if (qc->tcp != NULL) {
-		quic_tcp_stream_stop_reading(qc, id, code);
-		return;
-	}
 	if (qc->state == QUIC_STATE_CLOSED)
 		return;
 	ngtcp2_conn_shutdown_stream_read(qc->conn, 0, id, code);
 	quic_mark_dirty(qc);
 }
 
-int64_t
-quic_conn_open_stream(struct quic_conn *qc, void *arg)
+static int64_t
+quic_udp_open_stream(struct quic_conn *qc, void *arg)
 {
 	int64_t id;
 
-	if (qc->tcp != NULL)
-		return quic_tcp_open_stream(qc, arg);
 	/* A client may open streams in 0-RTT: the server's remembered
 	 * transport parameters give their limits. */
 	if ((qc->state != QUIC_STATE_ESTABLISHED && !quic_conn_early_ready(qc)) ||
@@ -1702,31 +1292,23 @@ quic_conn_open_stream(struct quic_conn *qc, void *arg)
 	return id;
 }
 
-bool
-quic_conn_stream_is_local(struct quic_conn *qc, int64_t id)
+static bool
+quic_udp_stream_is_local(struct quic_conn *qc, int64_t id)
 {
-	if (qc->tcp != NULL)
-		return quic_tcp_stream_is_local(qc, id);
 	return ngtcp2_conn_is_local_stream(qc->conn, id) != 0;
 }
 
-uint64_t
-quic_conn_streams_left(struct quic_conn *qc)
+static uint64_t
+quic_udp_streams_left(struct quic_conn *qc)
 {
-	if (qc->tcp != NULL)
-		return quic_tcp_streams_left(qc);
 	return ngtcp2_conn_get_streams_bidi_left(qc->conn);
 }
 
-void
-quic_conn_close(struct quic_conn *qc, uint64_t app_error, const char *reason)
+static void
+quic_udp_close(struct quic_conn *qc, uint64_t app_error, const char *reason)
 {
 	ngtcp2_ccerr ccerr;
 
-	if (qc->tcp != NULL) {
-		quic_tcp_close(qc, app_error, reason);
-		return;
-	}
 	if (qc->state == QUIC_STATE_CLOSED)
 		return;
 	ngtcp2_ccerr_default(&ccerr);
@@ -1744,37 +1326,11 @@ quic_conn_close(struct quic_conn *qc, uint64_t app_error, const char *reason)
 	quic_finish(qc);
 }
 
-void
-quic_conn_submit_new_token(struct quic_conn *qc, const uint8_t *token,
-    size_t len)
-{
-	if (qc->tcp != NULL)
-		return; /* nothing to skip over TCP: no Retry */
-	if (qc->state == QUIC_STATE_CLOSED || len == 0)
-		return;
-	if (ngtcp2_conn_submit_new_token(qc->conn, token, len) == 0)
-		quic_mark_dirty(qc);
-}
-
-enum quic_state
-quic_conn_state(const struct quic_conn *qc)
-{
-	return qc->state;
-}
-
-uint64_t
-quic_conn_rx_idle_ms(const struct quic_conn *qc)
-{
-	return (clock_now() - qc->last_rx) / 1000000u;
-}
-
-bool
-quic_conn_stalled(struct quic_conn *qc)
+static bool
+quic_udp_stalled(struct quic_conn *qc)
 {
 	uint64_t now = clock_now();
 
-	if (qc->tcp != NULL)
-		return quic_tcp_stalled(qc);
 	/* A probe timeout's worth of silence about packets in flight is
 	 * what makes ngtcp2 send probes. */
 	return (bytes_in_flight(qc) > 0 &&
@@ -1782,97 +1338,11 @@ quic_conn_stalled(struct quic_conn *qc)
 	    quic_conn_rx_idle_ms(qc) > 1000;
 }
 
-uint64_t
-quic_conn_ack_silence_ms(struct quic_conn *qc)
-{
-	if (qc->tcp != NULL || qc->state != QUIC_STATE_ESTABLISHED ||
-	    bytes_in_flight(qc) == 0)
-		return 0;
-	return (clock_now() - qc->last_ack) / 1000000u;
-}
-
-bool
-quic_conn_early_ready(const struct quic_conn *qc)
-{
-	return qc->early_ready && qc->state == QUIC_STATE_HANDSHAKING;
-}
-
-bool
-quic_conn_early_rx(const struct quic_conn *qc)
-{
-	return qc->role == QUIC_ROLE_SERVER && qc->early_rx &&
-	    qc->state == QUIC_STATE_HANDSHAKING;
-}
-
-WOLFSSL *
-quic_conn_tls(const struct quic_conn *qc)
-{
-	return qc->ssl;
-}
-
-int
-quic_conn_migrate(struct quic_conn *qc, struct udp_batch *batch, bool immediate)
-{
-	ngtcp2_path path;
-	int rv;
-
-	if (qc->tcp != NULL)
-		return -1;
-	if (qc->state != QUIC_STATE_ESTABLISHED)
-		return -1;
-	path.local.addr = (ngtcp2_sockaddr *)&batch->sock->local;
-	path.local.addrlen = batch->sock->locallen;
-	path.remote.addr = (ngtcp2_sockaddr *)&qc->remote;
-	path.remote.addrlen = qc->path.remote.addrlen;
-	path.user_data = NULL;
-	rv = immediate ?
-	    ngtcp2_conn_initiate_immediate_migration(qc->conn, &path, clock_now()) :
-	    ngtcp2_conn_initiate_migration(qc->conn, &path, clock_now());
-	if (rv != 0) {
-		log_warn("migration: %s", ngtcp2_strerror(rv));
-		return -1;
-	}
-	/* Reads on the new socket carry its local address from now on. */
-	quic_conn_set_batch(qc, batch);
-	qc->path_udp_best = 0;
-	return 0;
-}
-
-void
-quic_conn_set_batch(struct quic_conn *qc, struct udp_batch *batch)
-{
-	if (qc->tcp != NULL)
-		return;
-	memcpy(&qc->local, &batch->sock->local, batch->sock->locallen);
-	qc->path.local.addrlen = batch->sock->locallen;
-	qc->batch = batch;
-	quic_mark_dirty(qc);
-}
-
-const struct sockaddr *
-quic_conn_local(const struct quic_conn *qc, socklen_t *len)
-{
-	const ngtcp2_path *p;
-
-	if (qc->tcp != NULL) {
-		*len = qc->path.local.addrlen;
-		return (const struct sockaddr *)&qc->local;
-	}
-	p = ngtcp2_conn_get_path(qc->conn);
-
-	*len = p->local.addrlen;
-	return (const struct sockaddr *)p->local.addr;
-}
-
-void
-quic_conn_get_stats(struct quic_conn *qc, struct quic_conn_stats *st)
+static void
+quic_udp_get_stats(struct quic_conn *qc, struct quic_conn_stats *st)
 {
 	ngtcp2_conn_info cs;
 
-	if (qc->tcp != NULL) {
-		quic_tcp_get_stats(qc, st);
-		return;
-	}
 	*st = qc->stats;
 	st->stream_unacked = qc->unacked;
 	if (qc->conn == NULL)
@@ -1885,35 +1355,41 @@ quic_conn_get_stats(struct quic_conn *qc, struct quic_conn_stats *st)
 	st->bytes_in_flight = cs.bytes_in_flight;
 }
 
-const char *
-quic_conn_id(const struct quic_conn *qc)
-{
-	return qc->id;
-}
-
-const uint8_t *
-quic_conn_peer_key(const struct quic_conn *qc)
-{
-	return qc->peer_key_set ? qc->peer_key : NULL;
-}
-
-const struct sockaddr *
-quic_conn_remote(const struct quic_conn *qc, socklen_t *len)
+static const struct sockaddr *
+quic_udp_local(const struct quic_conn *qc, socklen_t *len)
 {
 	const ngtcp2_path *p;
 
-	if (qc->tcp != NULL) {
-		*len = qc->path.remote.addrlen;
-		return (const struct sockaddr *)&qc->remote;
-	}
+	p = ngtcp2_conn_get_path(qc->conn);
+
+	*len = p->local.addrlen;
+	return (const struct sockaddr *)p->local.addr;
+}
+
+static const struct sockaddr *
+quic_udp_remote(const struct quic_conn *qc, socklen_t *len)
+{
+	const ngtcp2_path *p;
+
 	p = ngtcp2_conn_get_path(qc->conn);
 
 	*len = p->remote.addrlen;
 	return (const struct sockaddr *)p->remote.addr;
 }
 
-bool
-quic_conn_is_tcp(const struct quic_conn *qc)
-{
-	return qc->tcp != NULL;
-}
+static const struct quic_transport quic_udp_transport = {
+	.free = quic_udp_free,
+	.write = quic_udp_write,
+	.close = quic_udp_close,
+	.dgram_max = quic_udp_dgram_max,
+	.stream_consume = quic_udp_stream_consume,
+	.stream_reset = quic_udp_stream_reset,
+	.stream_stop_reading = quic_udp_stream_stop_reading,
+	.open_stream = quic_udp_open_stream,
+	.stream_is_local = quic_udp_stream_is_local,
+	.streams_left = quic_udp_streams_left,
+	.stalled = quic_udp_stalled,
+	.get_stats = quic_udp_get_stats,
+	.local = quic_udp_local,
+	.remote = quic_udp_remote,
+};

@@ -13,7 +13,7 @@
  * roved at ADDR:PORT whose public key is PUBKEY (base64). Each session is
  * a rove client in all that the server sees: its own key and certificate
  * (tls.c's context), its own UDP socket, a QUIC connection made by
- * quic.c's quic_conn_client_create, the control stream's CLIENT_HELLO and
+ * quic-udp.c's quic_conn_client_create, the control stream's CLIENT_HELLO and
  * SERVER_CONFIG (proto.c), session tickets and NEW_TOKEN tokens kept for
  * 0-RTT reconnects, and the client's reconnect back-off. It has no TUN
  * device and no forwards. Options:

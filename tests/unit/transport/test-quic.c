@@ -1,5 +1,6 @@
-/* Unit tests for common/transport/quic.c, tls.c and the ticket side of state.c: real
- * handshakes between two connections over loopback on a virtual clock. */
+/* Unit tests for the session (transport/quic.c, quic-udp.c), tls.c and the
+ * ticket side of state.c: real handshakes between two connections over
+ * loopback on a virtual clock. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
