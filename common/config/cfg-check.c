@@ -1,5 +1,6 @@
 /* Configuration checks across fields, run by finish once every line is
- * parsed and defaults are filled in: what one value alone cannot tell. */
+ * parsed and defaults are filled in: what one value alone cannot tell
+ * (cfg_check in cfg-int.h). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -7,6 +8,7 @@
 #include "cfg-int.h"
 #include "keyidx.h"
 
+/* "missing required key" at the section's header, for each one it lacks. */
 static void
 check_required(struct cfg_parse *cp, unsigned sec, struct cfg_seen *seen,
     unsigned header)

@@ -58,8 +58,10 @@ struct listen_set cfg_value_listen_set(struct cfg_parse *cp,
 
 /* The cross-field checks of finish, once defaults are filled in: required
  * keys, peers against the server's addresses and each other, forwards
- * against each other, timers, User and Group. `eof` is the line to blame
- * for what is missing from the whole file. Errors go to cp's list. */
+ * against each other, timers, User and Group. It also sets the values that
+ * follow from others: ServerID's config bits, ServerTCP's default from
+ * Server, and Group's from User. `eof` is the line to blame for what is
+ * missing from the whole file. Errors go to cp's list. */
 void cfg_check(struct cfg_parse *, unsigned eof);
 
 /* User text for a message: anything but printable ASCII becomes \xNN. */
