@@ -1,6 +1,7 @@
 /* The configuration key table and the line parser's context: private to
- * cfg.c and cfg-table.c, and to harnesses (fuzzers) that drive the parser
- * line by line. Other modules use cfg.h. */
+ * the parser's files (cfg.c, cfg-value.c, cfg-check.c, cfg-print.c and
+ * cfg-table.c, which share more through cfg-int.h), and to harnesses
+ * (fuzzers) that drive the parser line by line. Other modules use cfg.h. */
 #ifndef ROVE_CFG_TABLE_H
 #define ROVE_CFG_TABLE_H
 
