@@ -5,6 +5,7 @@
  * that can fail (addresses, the TUN's routes) is tried before anything
  * changes. */
 #include <linux/capability.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>

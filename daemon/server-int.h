@@ -154,14 +154,16 @@ struct server {
 	size_t nsessions, max_sessions;
 	size_t half_open;           /* sessions still in their handshake */
 	struct admit admit;
-	struct event *wait_ev;      /* one-shot: start_waiting */
-	struct cid_entry **cid_map; /* cid_buckets chains, a power of two */
+	struct event *wait_ev;      /* one-shot: start_waiting (listener.c) */
+	/* The connection-ID map (session.c): cid_buckets chains, a power
+	 * of two. */
+	struct cid_entry **cid_map;
 	size_t cid_buckets, ncids;
 
 	struct tunnel_counters counters;
 	uint64_t stateless_resets;
 	struct egress *egress;
-	struct unknown_log unknown_log[UNKNOWN_LOG_SLOTS];
+	struct unknown_log unknown_log[UNKNOWN_LOG_SLOTS]; /* the pin check's */
 	struct control *control;
 	struct metrics *metrics;    /* MetricsListen; NULL: off */
 	bool shutting_down;

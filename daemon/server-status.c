@@ -2,7 +2,7 @@
  * control socket, a page of peers at a time; the metrics scrape; and,
  * with workers, the board both ways: workers 1..N-1 put their peers and
  * totals on it, and worker 0 adds them to its own. */
-#include <event2/buffer.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

@@ -3,9 +3,11 @@
  * This file makes the server and takes it down, and owns the TUN device;
  * server-int.h says which file owns the rest. */
 #include <event2/event.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <signal.h>
 #include <unistd.h>
 
 #include "base/clock.h"
@@ -264,8 +266,7 @@ server_create(struct event_base *base, const struct cfg *cfg, int verbose,
 	srv->control_path = workers_name(cfg->control_socket, ".", srv->worker,
 	    SIZE_MAX);
 	srv->control = control_create(base, srv->control_path,
-	    server_status_control_cb, srv,
-	    cause);
+	    server_status_control_cb, srv, cause);
 	if (srv->control == NULL)
 		goto fail;
 	workers_watch(srv->workers, base, worker_died, srv);

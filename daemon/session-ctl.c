@@ -2,6 +2,7 @@
  * hello answered with SERVER_CONFIG, and its remote forwards (-R), whose
  * listeners the session holds, opened and closed at its request or when a
  * reload narrows AllowRemoteForward. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
