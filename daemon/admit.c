@@ -242,7 +242,7 @@ admit_check(struct admit *a, const ngtcp2_pkt_hd *hd,
 		return ADMIT_DROP;
 	}
 	/* Behind those already waiting too, while there is room: slots free
-	 * up a batch at a time (server.c), and the line is first come,
+	 * up a batch at a time (listener.c), and the line is first come,
 	 * first served. */
 	if (half_open >= ADMIT_MAX_HALF_OPEN ||
 	    (a->nwaiting > 0 && res->validated && a->nwaiting < ADMIT_WAIT_MAX))

@@ -41,7 +41,7 @@
  * a slot for nothing. The datagrams kept per waiter: the Initial and the
  * 0-RTT packets that follow it. */
 #define ADMIT_WAIT_MAX 16384
-/* Waiters started in one pass of the event loop (server.c). */
+/* Waiters started in one pass of the event loop (listener.c). */
 #define ADMIT_WAIT_BATCH 16
 #define ADMIT_WAIT_TIMEOUT (8 * NGTCP2_SECONDS)
 #define ADMIT_WAIT_PKTS 4

@@ -344,7 +344,7 @@ accept_data(struct fwd_set *set, struct fwd *f, const uint8_t *data, size_t len,
 		snprintf(f->target, sizeof f->target, "%s:%u", hdr.host, hdr.port);
 	else
 		snprintf(f->target, sizeof f->target, "port %u", hdr.port);
-	/* The owner let this in only from a fresh ticket (server.c). */
+	/* The owner let this in only from a fresh ticket (daemon/session.c). */
 	if (quic_conn_early_rx(set->qc))
 		set->counters->opened_0rtt++;
 	f->state = FWD_S_CONNECTING;

@@ -537,7 +537,7 @@ half_open(void)
 	return n;
 }
 
-/* What roved's listener does (daemon/server.c new_session): admission,
+/* What roved's listener does (daemon/listener.c new_session): admission,
  * then a new connection from a packet ngtcp2_accept takes, then every
  * packet to it. Here the slot stands for the connection-ID lookup. */
 static void

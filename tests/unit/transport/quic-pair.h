@@ -379,7 +379,7 @@ pair_connect(struct pair *p, const struct quic_resume *resume)
 	}
 }
 
-/* What roved's listener does with a packet (daemon/server.c new_session):
+/* What roved's listener does with a packet (daemon/listener.c new_session):
  * a connection from the first Initial, then every packet to it. */
 static inline void
 pair_server_input(struct pair *p, const uint8_t *pkt, size_t len,

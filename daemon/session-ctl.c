@@ -1,0 +1,214 @@
+/* A session's control stream (stream 0, docs/PROTOCOL.md): the client's
+ * hello answered with SERVER_CONFIG, and its remote forwards (-R), whose
+ * listeners the session holds, opened and closed at its request or when a
+ * reload narrows AllowRemoteForward. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/log.h"
+#include "base/xmalloc.h"
+#include "egress.h"
+#include "server-int.h"
+#include "transport/quic.h"
+#include "wire/proto-fwd.h"
+#include "wire/proto.h"
+
+/* A client has no reason to ask for more remote forwards than it may hold,
+ * give or take a few retries; past this its control stream is abuse. */
+#define CTL_MAX_REQUESTS (4 * CFG_MAX_REMOTE_FORWARDS)
+/* Control replies the client has not acknowledged: a client that stops
+ * reading its control stream is closed before they pile up. */
+#define CTL_MAX_UNACKED 16384
+/* The longest control message, with its type and length. */
+#define SESSION_CTL_MAX (PROTO_MAX_MSG + 16)
+
+_Static_assert(CFG_MAX_DNS <= PROTO_MAX_DNS &&
+    CFG_MAX_DNS_SEARCH <= PROTO_MAX_DNS_SEARCH,
+    "the config may list more DNS entries than a SERVER_CONFIG carries");
+
+int
+session_ctl_send_config(struct session *sess)
+{
+	struct server *srv = sess->srv;
+	struct peer *peer = sess->peer;
+	struct proto_server_config sc;
+	uint8_t buf[PROTO_MAX_MSG];
+	size_t n;
+
+	memset(&sc, 0, sizeof sc);
+	sc.version = PROTO_VERSION;
+	for (size_t i = 0; i < peer->naddrs; i++) {
+		sc.addrs[sc.naddrs] = peer->addrs[i];
+		sc.addrs[sc.naddrs].len = peer->subnet_len[i];
+		sc.naddrs++;
+	}
+	/* The tunnel subnets; the client adds its own Routes on top. */
+	for (size_t i = 0; i < srv->cfg->naddrs && sc.nroutes < PROTO_MAX_ROUTES; i++) {
+		sc.routes[sc.nroutes] = srv->cfg->addrs[i];
+		addr_prefix_mask(&sc.routes[sc.nroutes]);
+		sc.nroutes++;
+	}
+	sc.mtu = srv->cfg->mtu;
+	sc.keepalive = srv->cfg->keepalive;
+	/* DNS and DNSSearch: the config parser bounds both lists by the
+	 * protocol's limits and validates every name. */
+	sc.ndns = srv->cfg->ndns_servers;
+	memcpy(sc.dns, srv->cfg->dns_servers, sc.ndns * sizeof sc.dns[0]);
+	for (size_t i = 0; i < srv->cfg->ndns_search; i++)
+		snprintf(sc.dns_search[sc.ndns_search++], sizeof sc.dns_search[0],
+		    "%s", srv->cfg->dns_search[i]);
+	sc.features = sess->features;
+	n = proto_encode_server_config(buf, sizeof buf, &sc);
+	if (n == 0)
+		return -1;
+	sess->configured = true;
+	return quic_conn_stream_send(sess->qc, 0, buf, n, false);
+}
+
+/* -R: listen where the peer asks, if its AllowRemoteForward permits. */
+static int
+remote_forward(struct session *sess, const uint8_t *body, size_t len)
+{
+	struct proto_remote_forward rf;
+	uint8_t buf[64];
+	size_t n;
+
+	if (!sess->configured || proto_fwd_remote_decode(body, len, &rf) != 0)
+		return -1;
+	/* Bounded: every request costs a reply we keep until it is
+	 * acknowledged. */
+	if (++sess->ctl_requests > CTL_MAX_REQUESTS ||
+	    quic_conn_stream_unacked(sess->qc, 0) > CTL_MAX_UNACKED) {
+		quic_conn_close(sess->qc, 2, "control stream abuse");
+		return 0;
+	}
+	rf.status = PROTO_FWD_OK;
+	if (sess->nrlisteners == sizeof sess->rlisteners / sizeof sess->rlisteners[0])
+		rf.status = PROTO_FWD_ERR_LIMIT;
+	else {
+		struct egress_listener *l = egress_listen(sess->srv->egress,
+		    sess->peer->cfg, &sess->fwds, rf.port, &rf.status);
+		if (l != NULL)
+			sess->rlisteners[sess->nrlisteners++] = l;
+	}
+	n = proto_fwd_remote_encode(buf, sizeof buf, PROTO_MSG_REMOTE_FORWARD_REPLY, &rf);
+	return n > 0 ? quic_conn_stream_send(sess->qc, 0, buf, n, false) : -1;
+}
+
+/* -R taken back (the client's configuration was reloaded): stop
+ * listening there. Connections accepted before carry on. Counted with the
+ * requests, so asking and cancelling in a loop ends as abuse too. */
+static int
+remote_forward_cancel(struct session *sess, const uint8_t *body, size_t len)
+{
+	struct proto_remote_forward rf;
+	size_t kept = 0;
+
+	if (!sess->configured || proto_fwd_remote_decode(body, len, &rf) != 0)
+		return -1;
+	if (++sess->ctl_requests > CTL_MAX_REQUESTS) {
+		quic_conn_close(sess->qc, 2, "control stream abuse");
+		return 0;
+	}
+	for (size_t i = 0; i < sess->nrlisteners; i++) {
+		if (egress_listener_port(sess->rlisteners[i]) != rf.port) {
+			sess->rlisteners[kept++] = sess->rlisteners[i];
+			continue;
+		}
+		log_info("peer %s: remote forward on port %u closed at its "
+		    "request", sess->peer->cfg->name, rf.port);
+		egress_listener_free(sess->rlisteners[i]);
+	}
+	sess->nrlisteners = kept;
+	return 0;
+}
+
+static int
+control_message(struct session *sess, uint64_t type, const uint8_t *body, size_t len)
+{
+	struct proto_client_hello hello;
+
+	if (type == PROTO_MSG_REMOTE_FORWARD)
+		return remote_forward(sess, body, len);
+	/* Only from a client that announced it, as docs/PROTOCOL.md has it. */
+	if (type == PROTO_MSG_REMOTE_FORWARD_CANCEL &&
+	    (sess->features & PROTO_FEATURE_CANCEL_REMOTE))
+		return remote_forward_cancel(sess, body, len);
+	if (type != PROTO_MSG_CLIENT_HELLO || sess->configured)
+		return -1;
+	if (proto_decode_client_hello(body, len, &hello) != 0)
+		return -1;
+	if (hello.version != PROTO_VERSION) {
+		quic_conn_close(sess->qc, 4, "unsupported protocol version");
+		return 0;
+	}
+	sess->features = hello.features & PROTO_FEATURES;
+	return session_ctl_send_config(sess);
+}
+
+int
+session_ctl_data(struct session *sess, struct quic_conn *qc,
+    const uint8_t *data, size_t len)
+{
+	const uint8_t *body;
+	uint64_t type;
+	size_t bodylen;
+	long used;
+
+	if (sess->ctl == NULL)
+		sess->ctl = xmalloc(SESSION_CTL_MAX);
+	if (len > SESSION_CTL_MAX - sess->ctllen)
+		return -1;
+	memcpy(sess->ctl + sess->ctllen, data, len);
+	sess->ctllen += len;
+	quic_conn_stream_consume(qc, 0, len);
+	while ((used = proto_msg_next(sess->ctl, sess->ctllen, &type, &body,
+	    &bodylen)) > 0) {
+		if (control_message(sess, type, body, bodylen) != 0)
+			return -1;
+		if (quic_conn_state(qc) == QUIC_STATE_CLOSED)
+			return 0;
+		memmove(sess->ctl, sess->ctl + used, sess->ctllen - (size_t)used);
+		sess->ctllen -= (size_t)used;
+	}
+	/* Kept only while a message is incomplete: the control stream is
+	 * quiet after the hello, so an idle session holds no buffer. */
+	if (sess->ctllen == 0) {
+		free(sess->ctl);
+		sess->ctl = NULL;
+	}
+	return used < 0 ? -1 : 0;
+}
+
+/* Connections already accepted on a listener closed here carry on. */
+void
+session_ctl_close_remote(struct session *sess, const struct cfg_peer *cp)
+{
+	size_t kept = 0;
+
+	for (size_t i = 0; i < sess->nrlisteners; i++) {
+		struct proto_remote_forward rf = {
+			.port = egress_listener_port(sess->rlisteners[i]),
+			.status = PROTO_FWD_ERR_DENIED,
+		};
+		bool allowed = false;
+		uint8_t buf[64];
+		size_t n;
+
+		for (size_t j = 0; j < cp->nallow_remote_forward; j++)
+			allowed |= cp->allow_remote_forward[j] == rf.port;
+		if (allowed) {
+			sess->rlisteners[kept++] = sess->rlisteners[i];
+			continue;
+		}
+		log_info("reload: peer %s: remote forward on port %u closed: "
+		    "no longer in AllowRemoteForward", cp->name, rf.port);
+		egress_listener_free(sess->rlisteners[i]);
+		n = proto_fwd_remote_encode(buf, sizeof buf,
+		    PROTO_MSG_REMOTE_FORWARD_REPLY, &rf);
+		if (n > 0)
+			(void)quic_conn_stream_send(sess->qc, 0, buf, n, false);
+	}
+	sess->nrlisteners = kept;
+}

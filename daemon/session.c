@@ -1,0 +1,491 @@
+/* One client's connection to roved (server-int.h): found by its connection
+ * IDs, authenticated by the pin check, given its peer at the handshake's
+ * end, and the QUIC callbacks that carry its packets to the TUN and its
+ * forward streams to fwd.c; its control stream is session-ctl.c's. */
+#include <ngtcp2/ngtcp2.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/clock.h"
+#include "base/key.h"
+#include "base/log.h"
+#include "base/xmalloc.h"
+#include "server-int.h"
+#include "transport/quic.h"
+#include "transport/state.h"
+#include "wire/proto-fwd.h"
+
+#define UNKNOWN_LOG_INTERVAL_MS 60000
+
+/* Only one server per process; the pin check reaches it through here. */
+static struct server *the_server;
+
+static uint64_t
+cid_hash(const struct server *srv, const uint8_t *cid, size_t len)
+{
+	/* Keyed so that client-chosen initial CIDs cannot aim at one bucket. */
+	uint64_t h = srv->cid_seed ^ 0xcbf29ce484222325ULL;
+
+	for (size_t i = 0; i < len; i++) {
+		h ^= cid[i];
+		h *= 0x100000001b3ULL;
+	}
+	h ^= h >> 29;
+	return h;
+}
+
+static struct cid_entry **
+cid_bucket(struct server *srv, const uint8_t *cid, size_t len)
+{
+	return &srv->cid_map[cid_hash(srv, cid, len) & (srv->cid_buckets - 1)];
+}
+
+struct session *
+session_find(struct server *srv, const uint8_t *cid, size_t len)
+{
+	struct cid_entry *e;
+
+	for (e = *cid_bucket(srv, cid, len); e != NULL; e = e->next) {
+		if (e->cid.datalen == len && memcmp(e->cid.data, cid, len) == 0)
+			return e->sess;
+	}
+	return NULL;
+}
+
+/* Twice as many buckets, so that chains stay short as peers connect. */
+static void
+cid_grow(struct server *srv)
+{
+	struct cid_entry **old = srv->cid_map, *e, *next;
+	size_t n = srv->cid_buckets;
+
+	srv->cid_buckets = n * 2;
+	srv->cid_map = xcalloc(srv->cid_buckets, sizeof *srv->cid_map);
+	for (size_t i = 0; i < n; i++) {
+		for (e = old[i]; e != NULL; e = next) {
+			struct cid_entry **b = cid_bucket(srv, e->cid.data,
+			    e->cid.datalen);
+
+			next = e->next;
+			e->next = *b;
+			*b = e;
+		}
+	}
+	free(old);
+}
+
+static void
+cid_add_cb(struct quic_conn *qc, const ngtcp2_cid *cid, void *arg)
+{
+	struct session *sess = arg;
+	struct server *srv = sess->srv;
+	struct cid_entry *e, **b;
+
+	(void)qc;
+	if (session_find(srv, cid->data, cid->datalen) != NULL)
+		return;
+	if (srv->ncids >= 2 * srv->cid_buckets)
+		cid_grow(srv);
+	e = xcalloc(1, sizeof *e);
+	e->cid = *cid;
+	e->sess = sess;
+	b = cid_bucket(srv, cid->data, cid->datalen);
+	e->next = *b;
+	*b = e;
+	srv->ncids++;
+	e->sess_next = sess->cids;
+	sess->cids = e;
+}
+
+static void
+cid_unlink(struct server *srv, struct cid_entry *e)
+{
+	struct cid_entry **pp = cid_bucket(srv, e->cid.data, e->cid.datalen);
+
+	for (; *pp != NULL; pp = &(*pp)->next) {
+		if (*pp == e) {
+			*pp = e->next;
+			srv->ncids--;
+			return;
+		}
+	}
+}
+
+static void
+cid_remove_cb(struct quic_conn *qc, const ngtcp2_cid *cid, void *arg)
+{
+	struct session *sess = arg;
+	struct cid_entry **pp;
+
+	(void)qc;
+	for (pp = &sess->cids; *pp != NULL; pp = &(*pp)->sess_next) {
+		struct cid_entry *e = *pp;
+		if (e->cid.datalen == cid->datalen &&
+		    memcmp(e->cid.data, cid->data, cid->datalen) == 0) {
+			*pp = e->sess_next;
+			cid_unlink(sess->srv, e);
+			free(e);
+			return;
+		}
+	}
+}
+
+/* The handshake is over, one way or the other. */
+static void
+session_opened(struct session *sess)
+{
+	if (sess->half_open) {
+		sess->half_open = false;
+		sess->srv->half_open--;
+		/* A slot is free: the next waiter may start, once this
+		 * callback has returned. */
+		if (sess->srv->admit.nwaiting > 0 && sess->srv->wait_ev != NULL)
+			event_active(sess->srv->wait_ev, EV_TIMEOUT, 1);
+	}
+}
+
+void
+session_free(struct session *sess)
+{
+	struct server *srv = sess->srv;
+	struct cid_entry *e, *next;
+
+	session_opened(sess);
+	/* Under MaxSessions too, a waiter may start now. */
+	if (srv->admit.nwaiting > 0 && srv->wait_ev != NULL)
+		event_active(srv->wait_ev, EV_TIMEOUT, 1);
+	for (e = sess->cids; e != NULL; e = next) {
+		next = e->sess_next;
+		cid_unlink(srv, e);
+		free(e);
+	}
+	/* Forwards and -R listeners go away with the session. */
+	for (size_t i = 0; i < sess->nrlisteners; i++)
+		egress_listener_free(sess->rlisteners[i]);
+	if (sess->fwds.qc != NULL)
+		fwd_set_clear(&sess->fwds);
+	if (sess->peer != NULL && sess->peer->sess == sess) {
+		sess->peer->sess = NULL;
+		srv->nconnected--;
+		board_drop(srv->board, sess->peer->idx, srv->worker, sess->since);
+		if (!srv->shutting_down)
+			peer_routes(srv, sess->peer, false);
+	}
+	LIST_REMOVE(sess, entry);
+	srv->nsessions--;
+	quic_conn_free(sess->qc);
+	free(sess->ctl);
+	free(sess);
+}
+
+void
+session_set_server(struct server *srv)
+{
+	the_server = srv;
+}
+
+bool
+session_pin_check(struct quic_conn *qc, const uint8_t *pub, void *arg)
+{
+	struct session *sess = arg;
+	struct server *srv = the_server;
+	const struct sockaddr *remote;
+	struct unknown_log *slot;
+	struct ipaddr from;
+	socklen_t len;
+	uint64_t now;
+	size_t i;
+
+	if (srv == NULL || sess == NULL)
+		return false;
+	if (keyidx_find(&srv->keys, pub, &i)) {
+		sess->pending_peer = srv->peers[i];
+		return true;
+	}
+	tunnel_drop(TUNNEL_DROP_UNKNOWN_PEER, NULL, &srv->counters);
+	/* At most one line per source prefix per minute: an IPv6 host holds
+	 * a whole /64 and could otherwise buy a line per handshake. */
+	remote = quic_conn_remote(qc, &len);
+	if (!admit_source_prefix(remote, &from))
+		return false;
+	slot = &srv->unknown_log[cid_hash(srv, from.b, sizeof from.b) %
+	    UNKNOWN_LOG_SLOTS];
+	now = clock_now_ms();
+	if (!addr_equal(&slot->addr, &from) || slot->last_ms == 0 ||
+	    now - slot->last_ms >= UNKNOWN_LOG_INTERVAL_MS) {
+		char abuf[ADDR_STRLEN], kbuf[KEY_B64_LEN + 1];
+
+		slot->addr = from;
+		slot->last_ms = now;
+		key_encode(pub, kbuf);
+		log_warn("unknown peer %s with public key %s: rejected",
+		    addr_sockaddr_str(remote, abuf), kbuf);
+	}
+	return false;
+}
+
+static void
+fwd_request(struct fwd_set *set, struct fwd *f, const struct proto_fwd_header *hdr)
+{
+	struct session *sess = set->arg;
+
+	egress_request(sess->srv->egress, sess->fwd_peer->cfg, f, hdr);
+}
+
+static const struct fwd_ops session_fwd_ops = {
+	.request = fwd_request,
+	.release = egress_release,
+};
+
+/* Start serving the forwards of `peer` on this session. */
+static void
+session_fwds_init(struct session *sess, struct peer *peer)
+{
+	if (sess->fwd_peer != NULL)
+		return;
+	sess->fwd_peer = peer;
+	fwd_set_init(&sess->fwds, sess->srv->base, sess->qc,
+	    sess->srv->cfg->forward_buffer, sess->srv->cfg->max_forwards,
+	    &session_fwd_ops, sess, &peer->fwd_counters, peer->cfg->name);
+}
+
+/* May forward streams arriving before the handshake's end be served?
+ * They came in 0-RTT, which anyone who saw the client's first flight can
+ * send again. They are served only when this handshake spent a ticket
+ * the register held unspent: a replay presents a spent ticket, gets a
+ * full handshake without 0-RTT keys (so ngtcp2 cannot even read its
+ * 0-RTT packets), and cannot finish that handshake without the client's
+ * private key. The three checks say the same thing three ways: wolfSSL
+ * accepted the early data, the register spent the ticket for this very
+ * handshake, and the ticket named a configured peer. */
+static bool
+early_forwards_ok(struct session *sess)
+{
+	return sess->srv->cfg->zero_rtt && sess->pending_peer != NULL &&
+	    quic_conn_early_rx(sess->qc) &&
+	    state_ticket_spent_here(quic_conn_tls(sess->qc));
+}
+
+static void
+handshake_done_cb(struct quic_conn *qc, void *arg)
+{
+	struct session *sess = arg;
+	struct peer *peer = sess->pending_peer;
+	const struct sockaddr *remote;
+	uint8_t token[NGTCP2_CRYPTO_MAX_REGULAR_TOKENLEN];
+	char abuf[ADDR_STRLEN];
+	socklen_t len;
+	size_t tokenlen;
+
+	session_opened(sess);
+	if (peer == NULL) {
+		quic_conn_close(qc, 3, "unknown peer");
+		return;
+	}
+	/* A peer has one live connection: a new one (a reconnect after a
+	 * restart or a lost path) replaces the old. */
+	if (peer->sess != NULL && peer->sess != sess) {
+		struct session *old = peer->sess;
+		old->peer = NULL;
+		quic_conn_close(old->qc, 0, "replaced by a new connection");
+	} else if (peer->sess == NULL)
+		sess->srv->nconnected++;
+	sess->peer = peer;
+	sess->since = clock_now();
+	peer->sess = sess;
+	peer->handshakes++;
+	peer_routes(sess->srv, peer, true);
+	{
+		struct quic_conn_stats st;
+		quic_conn_get_stats(qc, &st);
+		if (st.early_accepted)
+			peer->zero_rtt++;
+	}
+	session_fwds_init(sess, peer);
+	server_status_show_peer(sess->srv, peer);
+	remote = quic_conn_remote(qc, &len);
+	/* Its next connection from this address skips the Retry that a
+	 * server under load asks of unknown addresses. */
+	tokenlen = admit_new_token(&sess->srv->admit, remote, len, clock_now(),
+	    token, sizeof token);
+	quic_conn_submit_new_token(qc, token, tokenlen);
+	log_info("peer %s connected from %s", peer->cfg->name,
+	    addr_sockaddr_str(remote, abuf));
+	server_notify(sess->srv);
+}
+
+static int
+stream_data_cb(struct quic_conn *qc, int64_t stream_id, const uint8_t *data,
+    size_t len, bool fin, void *stream_arg, void *arg)
+{
+	struct session *sess = arg;
+
+	(void)fin;
+	if (sess->peer == NULL && stream_id != 0 && early_forwards_ok(sess)) {
+		session_fwds_init(sess, sess->pending_peer);
+		return fwd_on_data(&sess->fwds, stream_id, stream_arg, data, len, fin);
+	}
+	if (sess->peer == NULL) {
+		/* Other streams before the handshake completed (the control
+		 * stream, or 0-RTT we cannot prove fresh) are refused. */
+		quic_conn_stream_consume(qc, stream_id, len);
+		quic_conn_stream_reset(qc, stream_id, PROTO_FWD_ERR_DENIED);
+		return 0;
+	}
+	if (stream_id != 0)
+		return fwd_on_data(&sess->fwds, stream_id, stream_arg, data, len, fin);
+	return session_ctl_data(sess, qc, data, len);
+}
+
+static void
+datagram_cb(struct quic_conn *qc, const uint8_t *data, size_t len, void *arg)
+{
+	struct session *sess = arg;
+	struct server *srv = sess->srv;
+	struct peer *peer = sess->peer;
+	struct ippkt_info info;
+	const uint8_t *pkt;
+	size_t pktlen;
+
+	(void)qc;
+	/* 0-RTT arrives before the handshake completes: the peer is then
+	 * the one its session ticket named. */
+	if (peer == NULL)
+		peer = sess->pending_peer;
+	if (peer == NULL) {
+		tunnel_drop(TUNNEL_DROP_UNKNOWN_PEER, NULL, &srv->counters);
+		return;
+	}
+	if (tunnel_decode(data, len, &pkt, &pktlen, &info, &peer->counters,
+	    &srv->counters) != 0)
+		return;
+	/* Cryptokey routing: the source must be one this peer owns. */
+	if (route_lookup(srv->routes, &info.src) != peer) {
+		tunnel_drop(TUNNEL_DROP_SPOOFED_SOURCE, &peer->counters, &srv->counters);
+		return;
+	}
+	if (!srv->has_tun) {
+		tunnel_drop(TUNNEL_DROP_NO_ROUTE, &peer->counters, &srv->counters);
+		return;
+	}
+	tunnel_deliver(&srv->tun_out, pkt, pktlen, &peer->counters);
+}
+
+static void
+path_validated_cb(struct quic_conn *qc, enum quic_path_result res,
+    const struct sockaddr *local, const struct sockaddr *remote, void *arg)
+{
+	struct session *sess = arg;
+	char abuf[ADDR_STRLEN];
+
+	(void)qc;
+	(void)local;
+	if (res != QUIC_PATH_OK || sess->peer == NULL)
+		return;
+	/* A validated new path on our side is the peer's NAT rebinding or
+	 * its migration; routing is by connection ID, so nothing else moves. */
+	sess->peer->rebinds++;
+	log_info("peer %s now at %s", sess->peer->cfg->name,
+	    addr_sockaddr_str(remote, abuf));
+}
+
+static void
+closed_cb(struct quic_conn *qc, const struct quic_close_info *ci, void *arg)
+{
+	struct session *sess = arg;
+	struct server *srv = sess->srv;
+	bool was_peer = sess->peer != NULL;
+
+	(void)qc;
+	if (was_peer)
+		log_info("peer %s disconnected: %s%s", sess->peer->cfg->name,
+		    ci->remote ? "closed by peer: " : "", ci->reason);
+	session_free(sess);
+	if (was_peer)
+		server_notify(srv);
+}
+
+/* A burst over TCP brought packets for the TUN: out they go, coalesced. */
+static void
+input_done_cb(struct quic_conn *qc, void *arg)
+{
+	struct session *sess = arg;
+
+	(void)qc;
+	if (sess->srv->has_tun)
+		tunnel_flush(&sess->srv->tun_out);
+}
+
+static const struct quic_conn_cbs session_cbs = {
+	.handshake_done = handshake_done_cb,
+	.datagram = datagram_cb,
+	.stream_data = stream_data_cb,
+	.stream_reset = fwd_stream_reset,
+	.stream_acked = fwd_stream_acked,
+	.stream_close = fwd_stream_close,
+	.cid_add = cid_add_cb,
+	.cid_remove = cid_remove_cb,
+	.closed = closed_cb,
+	.path_validated = path_validated_cb,
+	.input_done = input_done_cb,
+};
+
+/* A session for a handshake admission let through, whichever transport
+ * it arrived on: counted against the session cap and as half-open until
+ * its handshake completes. */
+static struct session *
+session_new_half_open(struct server *srv)
+{
+	struct session *sess = xcalloc(1, sizeof *sess);
+
+	sess->srv = srv;
+	LIST_INSERT_HEAD(&srv->sessions, sess, entry);
+	srv->nsessions++;
+	sess->half_open = true;
+	srv->half_open++;
+	return sess;
+}
+
+void
+session_start(struct listener *l, const ngtcp2_pkt_hd *hd,
+    const struct admit_result *adm, const uint8_t *pkt, size_t len,
+    const struct sockaddr *from, socklen_t fromlen, uint8_t ecn)
+{
+	struct server *srv = l->srv;
+	struct quic_settings qs;
+	struct session *sess;
+	char *cause = NULL;
+
+	sess = session_new_half_open(srv);
+	qs = srv->qs;
+	qs.max_udp_payload = l->sock.family == AF_INET6 ? UDP_MAX_PAYLOAD6 :
+	    UDP_MAX_PAYLOAD;
+	if (adm->validated) {
+		qs.token = hd->token;
+		qs.tokenlen = hd->tokenlen;
+		qs.token_retry = adm->retried;
+		qs.odcid = &adm->odcid;
+	}
+	sess->qc = quic_conn_server_create(srv->base, &qs, &session_cbs, sess,
+	    srv->tls, &l->batch, hd, from, fromlen, &cause);
+	if (sess->qc == NULL) {
+		log_warn("%s: %s", __func__, cause);
+		free(cause);
+		session_free(sess);
+		return;
+	}
+	quic_conn_set_send_limit(sess->qc, srv->cfg->forward_memory);
+	quic_conn_read(sess->qc, &l->sock, from, fromlen, pkt, len, ecn);
+}
+
+void
+session_start_tcp(struct server *srv, int fd, const struct sockaddr *from,
+    socklen_t fromlen)
+{
+	struct session *sess = session_new_half_open(srv);
+
+	sess->qc = quic_tcp_server_create(srv->base, &srv->qs, &session_cbs,
+	    sess, srv->tls_tcp, fd, from, fromlen);
+	quic_conn_set_send_limit(sess->qc, srv->cfg->forward_memory);
+}
