@@ -4,7 +4,8 @@
 #   make test       unit tests, config checks, end-to-end tests (root)
 #   make demo       a real tunnel between network namespaces, with traffic
 #   make bench      throughput against wireguard-go and the raw link; forward
-#                   set-up time against ssh -L (bench/setup.sh); thousands
+#                   set-up time against ssh -L (bench/setup.sh); forwards
+#                   over a WAN path with a bottleneck (bench/wan.sh); thousands
 #                   of peers on one roved (bench/scale.sh); a group of two
 #                   behind a CID balancer, failing over (bench/lb.sh); one
 #                   roved process against two (bench/workers.sh)
@@ -176,6 +177,7 @@ demo: all
 bench: all $(BUILD)/tests/delay-relay $(E2E_TOOLS)
 	$(Q)bench/run.sh $(BUILD)
 	$(Q)bench/forward.sh $(BUILD)
+	$(Q)bench/wan.sh $(BUILD)
 	$(Q)bench/setup.sh $(BUILD)
 	$(Q)bench/roam.sh $(BUILD)
 	$(Q)bench/lossy.sh $(BUILD)
