@@ -1,10 +1,11 @@
-/* Unit tests for how well common/quic.c fills a wide-area path: a client
- * and a server quic_conn in one process, their packets carried over a
- * simulated path (a rate-limited bottleneck with a drop-tail queue, then a
- * fixed delay) on a virtual clock, so that a 50 ms round trip costs no real
- * time and every run is the same. The client sends one bulk stream, kept
- * topped up the way relay.c keeps a forward's stream; the test checks that
- * the congestion window is used and the bottleneck kept busy. */
+/* Unit tests for how well the session (transport/quic.c over quic-udp.c)
+ * fills a wide-area path: a client and a server quic_conn in one process,
+ * their packets carried over a simulated path (a rate-limited bottleneck
+ * with a drop-tail queue, then a fixed delay) on a virtual clock, so that
+ * a 50 ms round trip costs no real time and every run is the same. The
+ * client sends one bulk stream, kept topped up the way relay.c keeps a
+ * forward's stream; the test checks that the congestion window is used
+ * and the bottleneck kept busy. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,9 +18,9 @@
 #include <cmocka.h>
 #include <event2/event.h>
 
-#include "daemon.h"
-#include "quic-int.h"
+#include "ops/daemon.h"
 #include "quic-pair.h"
+#include "transport/quic-int.h"
 
 #define SIM_MTU 1500             /* outer packet: IP + UDP + QUIC */
 #define SIM_IP_UDP 28            /* IPv4 + UDP header, on the wire */
