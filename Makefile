@@ -1,7 +1,8 @@
 # rove: QUIC tunnel daemon (roved) and client (rove).
 #   make            build both programs (installs dependencies when missing)
 #   make SAN=1      build with AddressSanitizer + UndefinedBehaviorSanitizer
-#   make test       unit tests, config checks, end-to-end tests (root)
+#   make test       layer check, unit tests, config checks, end-to-end
+#                   tests (root)
 #   make demo       a real tunnel between network namespaces, with traffic
 #   make bench      throughput against wireguard-go and the raw link; forward
 #                   set-up time against ssh -L (bench/setup.sh); forwards
@@ -89,7 +90,7 @@ UNIT_SRC := $(wildcard tests/unit/*/test-*.c)
 UNIT_BIN := $(patsubst %.c,$(BUILD)/tests/%,$(notdir $(UNIT_SRC)))
 vpath test-%.c $(sort $(dir $(UNIT_SRC)))
 
-.PHONY: FORCE all deps test check check-unit check-configs check-e2e demo bench \
+.PHONY: FORCE all deps test check check-layers check-unit check-configs check-e2e demo bench \
 	clean distclean install uninstall deb
 
 all: $(BUILD)/roved $(BUILD)/rove $(BUILD)/tests/rove-load
@@ -140,7 +141,13 @@ check-unit: $(UNIT_BIN)
 check-configs: all
 	$(Q)tests/check-configs.sh $(BUILD)
 
-check: check-unit check-configs
+# Which folder may include which (docs/ARCHITECTURE.md), and that the
+# check itself catches a slip planted in a copy of the tree.
+check-layers:
+	$(Q)tests/check-layers.sh
+	$(Q)tests/check-layers.sh --self-test
+
+check: check-layers check-unit check-configs
 
 # Test tools built on rove's own code: tun-probe drives tun/ for
 # test-tun.sh; quic-flood sends valid QUIC Initials at full rate, from one

@@ -4,7 +4,6 @@
 
 #include "base/random.h"
 #include "cid.h"
-#include "transport/quic.h"
 
 /* The first octet: config rotation in bits 7-5, then the length of the
  * rest of the CID (QUIC-LB's self-encoded length), which lets a balancer
