@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "proto-fwd.h"
+#include "tlv.h"
 
 /* Field IDs of REMOTE_FORWARD and REMOTE_FORWARD_REPLY bodies. */
 enum {
@@ -76,11 +77,11 @@ proto_fwd_encode(uint8_t *out, size_t outlen, const struct proto_fwd_header *h)
 		return 0;
 
 	/* Nothing is written unless all of it fits. */
-	if (outlen < proto_varint_len(h->type) + proto_varint_len(hostlen) +
+	if (outlen < varint_len(h->type) + varint_len(hostlen) +
 	    hostlen + 2)
 		return 0;
-	off = proto_varint_put(out, outlen, h->type);
-	off += proto_varint_put(out + off, outlen - off, hostlen);
+	off = varint_put(out, outlen, h->type);
+	off += varint_put(out + off, outlen - off, hostlen);
 	memcpy(out + off, h->host, hostlen);
 	off += hostlen;
 	out[off++] = (uint8_t)(h->port >> 8);
@@ -100,12 +101,12 @@ proto_fwd_decode(const uint8_t *in, size_t inlen, struct proto_fwd_header *h)
 	size_t n1, n2, avail;
 	uint16_t port;
 
-	n1 = proto_varint_get(in, inlen, &type);
+	n1 = varint_get(in, inlen, &type);
 	if (n1 == 0)
 		return 0;
 	if (type != PROTO_FWD_CONNECT && type != PROTO_FWD_REMOTE)
 		return -1;
-	n2 = proto_varint_get(in + n1, inlen - n1, &hostlen);
+	n2 = varint_get(in + n1, inlen - n1, &hostlen);
 	if (n2 == 0)
 		return 0;
 	if (hostlen > PROTO_FWD_MAX_HOST)
@@ -133,34 +134,12 @@ proto_fwd_decode(const uint8_t *in, size_t inlen, struct proto_fwd_header *h)
 	return (long)(n1 + n2 + hostlen + 2);
 }
 
-/* One field holding one varint, as proto.c writes scalars. */
-static size_t
-put_field_varint(uint8_t *out, size_t outlen, uint64_t id, uint64_t v)
-{
-	uint8_t buf[3 * 8];
-	size_t n = 0, m;
-
-	if ((m = proto_varint_put(buf, sizeof buf, id)) == 0)
-		return 0;
-	n += m;
-	if ((m = proto_varint_put(buf + n, sizeof buf - n, proto_varint_len(v))) == 0)
-		return 0;
-	n += m;
-	if ((m = proto_varint_put(buf + n, sizeof buf - n, v)) == 0)
-		return 0;
-	n += m;
-	if (outlen < n)
-		return 0;
-	memcpy(out, buf, n);
-	return n;
-}
-
 size_t
 proto_fwd_remote_encode(uint8_t *out, size_t outlen, uint64_t type,
     const struct proto_remote_forward *rf)
 {
 	uint8_t body[2 * 3 * 8];
-	size_t blen, n, off;
+	struct tlv_writer w = TLV_WRITER(body);
 
 	if (type != PROTO_MSG_REMOTE_FORWARD &&
 	    type != PROTO_MSG_REMOTE_FORWARD_REPLY &&
@@ -168,57 +147,34 @@ proto_fwd_remote_encode(uint8_t *out, size_t outlen, uint64_t type,
 		return 0;
 	if (rf->port == 0)
 		return 0;
-	blen = put_field_varint(body, sizeof body, REMOTE_PORT, rf->port);
+	tlv_put_field_varint(&w, REMOTE_PORT, rf->port);
 	/* Only a reply has a status; a request's would mean nothing. */
-	if (type == PROTO_MSG_REMOTE_FORWARD_REPLY) {
-		if ((n = put_field_varint(body + blen, sizeof body - blen,
-		    REMOTE_STATUS, rf->status)) == 0)
-			return 0;
-		blen += n;
+	if (type == PROTO_MSG_REMOTE_FORWARD_REPLY)
+		tlv_put_field_varint(&w, REMOTE_STATUS, rf->status);
+	return tlv_put_message(out, outlen, type, &w);
+}
+
+struct remote_fields {
+	uint64_t port, status;
+};
+
+static int
+take_remote(const struct tlv_field *f, void *arg)
+{
+	struct remote_fields *r = arg;
+	uint64_t x;
+
+	switch (f->id) {
+	case REMOTE_PORT:
+		if (tlv_field_varint(f, &x) != 0 || x == 0 || x > UINT16_MAX)
+			return -1;
+		r->port = x;
+		return 0;
+	case REMOTE_STATUS:
+		return tlv_field_varint(f, &r->status);
+	default:
+		return 0;
 	}
-
-	if (outlen < proto_varint_len(type) + proto_varint_len(blen) + blen)
-		return 0;
-	off = proto_varint_put(out, outlen, type);
-	off += proto_varint_put(out + off, outlen - off, blen);
-	memcpy(out + off, body, blen);
-	return off + blen;
-}
-
-/* The next (id, value) field of a body: 1, 0 at the end, -1 if malformed. */
-static int
-next_field(const uint8_t **p, size_t *left, uint64_t *id, const uint8_t **v,
-    size_t *vlen)
-{
-	uint64_t len;
-	size_t n;
-
-	if (*left == 0)
-		return 0;
-	if ((n = proto_varint_get(*p, *left, id)) == 0)
-		return -1;
-	*p += n;
-	*left -= n;
-	if ((n = proto_varint_get(*p, *left, &len)) == 0)
-		return -1;
-	*p += n;
-	*left -= n;
-	if (len > *left)
-		return -1;
-	*v = *p;
-	*vlen = (size_t)len;
-	*p += len;
-	*left -= (size_t)len;
-	return 1;
-}
-
-/* A scalar field holds exactly one varint and nothing else. */
-static int
-field_varint(const uint8_t *v, size_t vlen, uint64_t *x)
-{
-	if (vlen == 0 || proto_varint_get(v, vlen, x) != vlen)
-		return -1;
-	return 0;
 }
 
 /* As in proto.c, a repeated field overrides the earlier one. */
@@ -226,31 +182,12 @@ int
 proto_fwd_remote_decode(const uint8_t *body, size_t len,
     struct proto_remote_forward *rf)
 {
-	const uint8_t *v;
-	uint64_t id, x, port = 0, status = PROTO_FWD_OK;
-	size_t vlen;
-	int r;
+	struct remote_fields r = { 0, PROTO_FWD_OK };
 
-	while ((r = next_field(&body, &len, &id, &v, &vlen)) == 1) {
-		switch (id) {
-		case REMOTE_PORT:
-			if (field_varint(v, vlen, &x) != 0 || x == 0 ||
-			    x > UINT16_MAX)
-				return -1;
-			port = x;
-			break;
-		case REMOTE_STATUS:
-			if (field_varint(v, vlen, &status) != 0)
-				return -1;
-			break;
-		default:
-			break;
-		}
-	}
-	if (r != 0 || port == 0)
+	if (tlv_decode(body, len, take_remote, &r) != 0 || r.port == 0)
 		return -1;
 	memset(rf, 0, sizeof *rf);
-	rf->port = (uint16_t)port;
-	rf->status = status;
+	rf->port = (uint16_t)r.port;
+	rf->status = r.status;
 	return 0;
 }

@@ -9,19 +9,13 @@
 #include <stdint.h>
 
 #include "base/addr.h"
+#include "varint.h"
 
 #define PROTO_ALPN "rove/1"
 #define PROTO_VERSION 1
 
 /* DATAGRAM payload = varint context ID, then the payload. */
 #define PROTO_CTX_IP 0 /* one whole IPv4 or IPv6 packet */
-
-/* QUIC varints (RFC 9000 section 16). */
-size_t proto_varint_len(uint64_t v);     /* 1, 2, 4 or 8; 0 if v >= 2^62 */
-/* Write v at out; returns bytes written or 0 if it does not fit. */
-size_t proto_varint_put(uint8_t *out, size_t outlen, uint64_t v);
-/* Read a varint; returns bytes consumed, or 0 if truncated. */
-size_t proto_varint_get(const uint8_t *in, size_t inlen, uint64_t *v);
 
 /* Split a DATAGRAM payload into context ID and body. Returns 0 or -1 if
  * the varint is truncated. */

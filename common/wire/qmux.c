@@ -17,7 +17,7 @@ struct rd {
 static bool
 get_varint(struct rd *r, uint64_t *v)
 {
-	size_t n = proto_varint_get(r->p, r->left, v);
+	size_t n = varint_get(r->p, r->left, v);
 
 	if (n == 0) {
 		r->short_input = true;
@@ -127,7 +127,7 @@ put_varint(struct wr *w, uint64_t v)
 
 	if (w->bad)
 		return;
-	if (v > MAX_VARINT || (n = proto_varint_put(w->p, w->left, v)) == 0) {
+	if (v > MAX_VARINT || (n = varint_put(w->p, w->left, v)) == 0) {
 		w->bad = true;
 		return;
 	}
@@ -267,7 +267,7 @@ static void
 put_param(struct wr *w, uint64_t id, uint64_t v)
 {
 	put_varint(w, id);
-	put_varint(w, proto_varint_len(v));
+	put_varint(w, varint_len(v));
 	put_varint(w, v);
 }
 

@@ -45,7 +45,7 @@ check_decoded(const uint8_t *data, long r, const struct proto_fwd_header *h)
 	/* Re-encoding uses minimal varints, so it may only be shorter. */
 	n = proto_fwd_encode(enc, sizeof enc, h);
 	assert(n > 0 && n <= (size_t)r);
-	assert(n == proto_varint_len(h->type) + proto_varint_len(hostlen) +
+	assert(n == varint_len(h->type) + varint_len(hostlen) +
 	    hostlen + 2);
 	assert(proto_fwd_decode(enc, n, &h2) == (long)n);
 	assert(memcmp(h, &h2, sizeof h2) == 0);
@@ -136,7 +136,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		valid = host_byte(data[i]);
 	assert(proto_fwd_host_valid((const char *)data, size) == valid);
 
-	if (proto_varint_get(data, size, &code) > 0) {
+	if (varint_get(data, size, &code) > 0) {
 		name = proto_fwd_error_name(code);
 		assert(name != NULL && name[0] != '\0');
 		assert((strcmp(name, "unknown") == 0) ==

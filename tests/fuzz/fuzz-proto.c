@@ -19,16 +19,16 @@ check_varint(const uint8_t *data, size_t size)
 	uint64_t v, w;
 	size_t n, m;
 
-	n = proto_varint_get(data, size, &v);
+	n = varint_get(data, size, &v);
 	if (n == 0) {
 		assert(size == 0 || size < (size_t)1 << (data[0] >> 6));
 		return;
 	}
 	assert(n == (size_t)1 << (data[0] >> 6));
-	assert(proto_varint_len(v) != 0 && proto_varint_len(v) <= n);
-	m = proto_varint_put(buf, sizeof buf, v);
-	assert(m == proto_varint_len(v));
-	assert(proto_varint_get(buf, m, &w) == m && w == v);
+	assert(varint_len(v) != 0 && varint_len(v) <= n);
+	m = varint_put(buf, sizeof buf, v);
+	assert(m == varint_len(v));
+	assert(varint_get(buf, m, &w) == m && w == v);
 }
 
 /* Decode `body` as every message type; whatever decodes must re-encode,

@@ -63,16 +63,16 @@ static void
 test_varint_len(void **state)
 {
 	(void)state;
-	assert_int_equal(proto_varint_len(0), 1);
-	assert_int_equal(proto_varint_len(63), 1);
-	assert_int_equal(proto_varint_len(64), 2);
-	assert_int_equal(proto_varint_len(16383), 2);
-	assert_int_equal(proto_varint_len(16384), 4);
-	assert_int_equal(proto_varint_len((UINT64_C(1) << 30) - 1), 4);
-	assert_int_equal(proto_varint_len(UINT64_C(1) << 30), 8);
-	assert_int_equal(proto_varint_len((UINT64_C(1) << 62) - 1), 8);
-	assert_int_equal(proto_varint_len(UINT64_C(1) << 62), 0);
-	assert_int_equal(proto_varint_len(UINT64_MAX), 0);
+	assert_int_equal(varint_len(0), 1);
+	assert_int_equal(varint_len(63), 1);
+	assert_int_equal(varint_len(64), 2);
+	assert_int_equal(varint_len(16383), 2);
+	assert_int_equal(varint_len(16384), 4);
+	assert_int_equal(varint_len((UINT64_C(1) << 30) - 1), 4);
+	assert_int_equal(varint_len(UINT64_C(1) << 30), 8);
+	assert_int_equal(varint_len((UINT64_C(1) << 62) - 1), 8);
+	assert_int_equal(varint_len(UINT64_C(1) << 62), 0);
+	assert_int_equal(varint_len(UINT64_MAX), 0);
 }
 
 static void
@@ -82,21 +82,21 @@ check_put_get(uint64_t v, const uint8_t *want, size_t n)
 	uint64_t got;
 
 	memset(buf, 0xee, sizeof buf);
-	assert_int_equal(proto_varint_put(buf, sizeof buf, v), n);
+	assert_int_equal(varint_put(buf, sizeof buf, v), n);
 	assert_memory_equal(buf, want, n);
 	assert_int_equal(buf[n], 0xee);
 	/* One byte less room writes nothing. */
 	memset(buf, 0xee, sizeof buf);
-	assert_int_equal(proto_varint_put(buf, n - 1, v), 0);
+	assert_int_equal(varint_put(buf, n - 1, v), 0);
 	for (size_t i = 0; i < sizeof buf; i++)
 		assert_int_equal(buf[i], 0xee);
 
 	got = 12345;
-	assert_int_equal(proto_varint_get(want, n, &got), n);
+	assert_int_equal(varint_get(want, n, &got), n);
 	assert_true(got == v);
 	/* Every truncation needs more bytes. */
 	for (size_t i = 0; i < n; i++)
-		assert_int_equal(proto_varint_get(want, i, &got), 0);
+		assert_int_equal(varint_get(want, i, &got), 0);
 }
 
 static void
@@ -122,8 +122,8 @@ test_varint_put_get(void **state)
 	check_put_get((UINT64_C(1) << 30) - 1, v30m1, 4);
 	check_put_get(UINT64_C(1) << 30, v30, 8);
 	check_put_get((UINT64_C(1) << 62) - 1, v62m1, 8);
-	assert_int_equal(proto_varint_put(buf, sizeof buf, UINT64_C(1) << 62), 0);
-	assert_int_equal(proto_varint_put(buf, sizeof buf, UINT64_MAX), 0);
+	assert_int_equal(varint_put(buf, sizeof buf, UINT64_C(1) << 62), 0);
+	assert_int_equal(varint_put(buf, sizeof buf, UINT64_MAX), 0);
 }
 
 static void
@@ -139,17 +139,17 @@ test_varint_rfc_examples(void **state)
 	uint64_t v;
 
 	(void)state;
-	assert_int_equal(proto_varint_get(e8, sizeof e8, &v), 8);
+	assert_int_equal(varint_get(e8, sizeof e8, &v), 8);
 	assert_true(v == UINT64_C(151288809941952652));
-	assert_int_equal(proto_varint_get(e4, sizeof e4, &v), 4);
+	assert_int_equal(varint_get(e4, sizeof e4, &v), 4);
 	assert_true(v == 494878333);
-	assert_int_equal(proto_varint_get(e2, sizeof e2, &v), 2);
+	assert_int_equal(varint_get(e2, sizeof e2, &v), 2);
 	assert_true(v == 15293);
-	assert_int_equal(proto_varint_get(e1, sizeof e1, &v), 1);
+	assert_int_equal(varint_get(e1, sizeof e1, &v), 1);
 	assert_true(v == 37);
-	assert_int_equal(proto_varint_get(e2n, sizeof e2n, &v), 2);
+	assert_int_equal(varint_get(e2n, sizeof e2n, &v), 2);
 	assert_true(v == 37);
-	assert_int_equal(proto_varint_get(e1, 0, &v), 0);
+	assert_int_equal(varint_get(e1, 0, &v), 0);
 }
 
 static void
