@@ -347,6 +347,27 @@ quic_conn_dgram_max(struct quic_conn *qc)
 	return qc->tr->dgram_max(qc);
 }
 
+/* Queue `c`, holding `len` new bytes, at the end of the stream's send
+ * queue; they count as unacknowledged until the peer acknowledges them. */
+static void
+stream_append(struct quic_conn *qc, struct quic_stream *s,
+    struct stream_chunk *c, size_t len)
+{
+	c->next = NULL;
+	c->off = s->end;
+	c->len = len;
+	if (s->tail != NULL)
+		s->tail->next = c;
+	else
+		s->head = c;
+	s->tail = c;
+	if (s->cur == NULL)
+		s->cur = c;
+	s->end += len;
+	qc->unacked += len;
+	unacked_all += len;
+}
+
 int
 quic_conn_stream_send(struct quic_conn *qc, int64_t id, const uint8_t *data,
     size_t len, bool fin)
@@ -361,20 +382,8 @@ quic_conn_stream_send(struct quic_conn *qc, int64_t id, const uint8_t *data,
 		return -1;
 	if (len > 0) {
 		c = xmalloc(sizeof *c + len);
-		c->next = NULL;
-		c->off = s->end;
-		c->len = len;
 		memcpy(c->data, data, len);
-		if (s->tail != NULL)
-			s->tail->next = c;
-		else
-			s->head = c;
-		s->tail = c;
-		if (s->cur == NULL)
-			s->cur = c;
-		s->end += len;
-		qc->unacked += len;
-		unacked_all += len;
+		stream_append(qc, s, c, len);
 	}
 	s->fin = fin;
 	quic_stream_set_pending(qc, s);
@@ -411,19 +420,7 @@ quic_conn_stream_read_fd(struct quic_conn *qc, int64_t id, int fd, size_t max)
 	 * it in place. */
 	if ((size_t)n < max && (shrunk = realloc(c, sizeof *c + (size_t)n)) != NULL)
 		c = shrunk;
-	c->next = NULL;
-	c->off = s->end;
-	c->len = (size_t)n;
-	if (s->tail != NULL)
-		s->tail->next = c;
-	else
-		s->head = c;
-	s->tail = c;
-	if (s->cur == NULL)
-		s->cur = c;
-	s->end += (uint64_t)n;
-	qc->unacked += (size_t)n;
-	unacked_all += (size_t)n;
+	stream_append(qc, s, c, (size_t)n);
 	quic_stream_set_pending(qc, s);
 	quic_mark_dirty(qc);
 	return n;
