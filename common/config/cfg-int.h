@@ -30,6 +30,8 @@ void cfg_error_at(struct cfg_parse *, unsigned line, const char *fmt, ...)
 
 /* The name of section `sec` (one CFG_SEC_* bit), "?" for none. */
 const char *cfg_section_name(unsigned sec);
+/* CFG_SEC_* of a section's name, in any case; 0 if there is none. */
+unsigned cfg_section_named(const char *name);
 /* The section holding a role's own keys: [Server] or [Client]. */
 unsigned cfg_main_section(enum cfg_role);
 
