@@ -109,6 +109,20 @@ new_session(struct listener *l, const uint8_t *pkt, size_t len,
 static void handle_packet(struct listener *, const uint8_t *, size_t,
     const struct sockaddr *, socklen_t, uint8_t);
 
+/* Whatever a batch of datagrams (or TUN reads) produced leaves now:
+ * packets for the TUN, coalesced, then every connection's writes and the
+ * listeners' batched datagrams. */
+void
+server_flush(struct server *srv)
+{
+	/* The packets this batch delivered go to the TUN, coalesced. */
+	if (srv->has_tun)
+		tunnel_flush(&srv->tun_out);
+	quic_write_dirty();
+	for (size_t i = 0; i < srv->nlisteners; i++)
+		udp_batch_flush(&srv->listeners[i].batch);
+}
+
 /* Starts the handshakes that waited for a half-open slot while slots are
  * free: returning clients first, each in the order they came. At most
  * ADMIT_WAIT_BATCH per pass, the next pass after the sockets have been

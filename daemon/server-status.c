@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/xmalloc.h"
+#include "ops/notify.h"
 #include "ops/status.h"
 #include "server-int.h"
 
@@ -342,4 +343,21 @@ server_status_control_cb(struct evbuffer *out, const char *request, void *arg,
 		return;
 	}
 	*more = (struct control_more){ status_more, free, ss };
+}
+
+/* The status line a service manager shows (sd_notify STATUS=). */
+void
+server_notify(struct server *srv)
+{
+	char buf[ADDR_STRLEN], status[200];
+
+	if (srv->shutting_down)
+		return;
+	snprintf(status, sizeof status, "%zu of %zu peers connected; "
+	    "listening on %s%s", srv->nconnected, srv->npeers,
+	    srv->nlisteners > 0 ?
+	    addr_sockaddr_str((const struct sockaddr *)
+	    &srv->listeners[0].sock.local, buf) : "-",
+	    srv->nlisteners > 1 ? " and more" : "");
+	notify_ready(status);
 }

@@ -17,22 +17,10 @@
 #include "base/xmalloc.h"
 #include "ops/control.h"
 #include "ops/metrics.h"
-#include "ops/notify.h"
 #include "server-int.h"
 #include "tun/tun-netlink.h"
 
 #define TUN_BURST 64
-
-void
-server_flush(struct server *srv)
-{
-	/* The packets this batch delivered go to the TUN, coalesced. */
-	if (srv->has_tun)
-		tunnel_flush(&srv->tun_out);
-	quic_write_dirty();
-	for (size_t i = 0; i < srv->nlisteners; i++)
-		udp_batch_flush(&srv->listeners[i].batch);
-}
 
 static void
 tun_read_cb(evutil_socket_t fd, short what, void *arg)
@@ -116,22 +104,6 @@ setup_tun(struct server *srv, char **cause)
 	    tun_read_cb, srv);
 	event_add(srv->tun_ev, NULL);
 	return 0;
-}
-
-void
-server_notify(struct server *srv)
-{
-	char buf[ADDR_STRLEN], status[200];
-
-	if (srv->shutting_down)
-		return;
-	snprintf(status, sizeof status, "%zu of %zu peers connected; "
-	    "listening on %s%s", srv->nconnected, srv->npeers,
-	    srv->nlisteners > 0 ?
-	    addr_sockaddr_str((const struct sockaddr *)
-	    &srv->listeners[0].sock.local, buf) : "-",
-	    srv->nlisteners > 1 ? " and more" : "");
-	notify_ready(status);
 }
 
 /* Worker 0: another worker died; the kernel's steering no longer matches
