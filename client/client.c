@@ -33,7 +33,6 @@
 #include "tunnel/tunnel.h"
 #include "wire/proto.h"
 
-#define TUN_BURST 64
 #define BACKOFF_MIN_MS 250
 #define BACKOFF_MAX_MS 30000
 #define MAX_ROUTES (PROTO_MAX_ROUTES + 64)
@@ -1003,40 +1002,32 @@ is_multicast(const struct ipaddr *a)
 	return a->b[0] == 0xff;
 }
 
+/* A packet from the TUN goes to the server, if it may go now. */
+static void
+send_read(uint8_t *buf, size_t n, const struct virtio_net_hdr *vh,
+    const struct ippkt_info *info, void *arg)
+{
+	struct client *c = arg;
+
+	/* The tunnel is point-to-point: the kernel's own multicast
+	 * (neighbour and router solicitations) has nobody to reach. */
+	/* While reconnecting with 0-RTT, packets go in the first flight
+	 * (DATAGRAMs only: replaying one is like a network duplicate). */
+	if (c->qc == NULL || is_multicast(&info->dst) || !can_send(c)) {
+		tunnel_drop(TUNNEL_DROP_NO_ROUTE, NULL, &c->counters);
+		return;
+	}
+	tunnel_send_read(c->qc, vh, buf, n, info, &c->tun, NULL, &c->counters);
+}
+
 static void
 tun_read_cb(evutil_socket_t fd, short what, void *arg)
 {
-	static uint8_t buf[TUNNEL_BUF];
 	struct client *c = arg;
-	struct virtio_net_hdr vh;
-	struct ippkt_info info;
-	ssize_t n;
 
 	(void)fd;
 	(void)what;
-	for (int i = 0; i < TUN_BURST; i++) {
-		n = tun_read_vnet(&c->tun, &vh, buf + TUNNEL_HEADROOM,
-		    sizeof buf - TUNNEL_HEADROOM);
-		/* EINVAL lost one packet and turned the offloads off. */
-		if (n == -EINVAL)
-			continue;
-		if (n <= 0)
-			break;
-		if (ippkt_parse(buf + TUNNEL_HEADROOM, (size_t)n, &info) != IPPKT_OK) {
-			tunnel_drop(TUNNEL_DROP_INVALID_PACKET, NULL, &c->counters);
-			continue;
-		}
-		/* The tunnel is point-to-point: the kernel's own multicast
-		 * (neighbour and router solicitations) has nobody to reach. */
-		/* While reconnecting with 0-RTT, packets go in the first flight
-		 * (DATAGRAMs only: replaying one is like a network duplicate). */
-		if (c->qc == NULL || is_multicast(&info.dst) || !can_send(c)) {
-			tunnel_drop(TUNNEL_DROP_NO_ROUTE, NULL, &c->counters);
-			continue;
-		}
-		tunnel_send_read(c->qc, &vh, buf, (size_t)n, &info, &c->tun, NULL,
-		    &c->counters);
-	}
+	tunnel_read(&c->tun, &c->counters, send_read, c);
 	quic_write_dirty();
 }
 
