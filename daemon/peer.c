@@ -276,7 +276,7 @@ peer_routes(struct server *srv, const struct peer *p, bool add)
 	}
 }
 
-/* state.c: the configured peer whose key a group member's ticket names
+/* state-ticket.c: the configured peer whose key a group member's ticket names
  * by its first octets. */
 bool
 peer_key_by_prefix(const uint8_t *prefix, size_t len, uint8_t key[KEY_LEN],

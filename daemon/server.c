@@ -3,7 +3,6 @@
  * This file makes the server and takes it down, and owns the TUN device;
  * server-int.h says which file owns the rest. */
 #include <event2/event.h>
-#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,42 +19,32 @@
 #include "server-int.h"
 #include "tun/tun-netlink.h"
 
-#define TUN_BURST 64
+/* A packet from the TUN goes to the peer that owns its destination. */
+static void
+route_read(uint8_t *buf, size_t n, const struct virtio_net_hdr *vh,
+    const struct ippkt_info *info, void *arg)
+{
+	struct server *srv = arg;
+	struct peer *peer = route_lookup(srv->routes, &info->dst);
+
+	if (peer == NULL || peer->sess == NULL) {
+		tunnel_drop(TUNNEL_DROP_NO_ROUTE, peer != NULL ? &peer->counters :
+		    NULL, &srv->counters);
+		return;
+	}
+	/* A super-packet has one destination: route it once. */
+	tunnel_send_read(peer->sess->qc, vh, buf, n, info, &srv->tun,
+	    &peer->counters, &srv->counters);
+}
 
 static void
 tun_read_cb(evutil_socket_t fd, short what, void *arg)
 {
-	static uint8_t buf[TUNNEL_BUF];
 	struct server *srv = arg;
-	struct virtio_net_hdr vh;
-	struct ippkt_info info;
-	struct peer *peer;
-	ssize_t n;
 
 	(void)fd;
 	(void)what;
-	for (int i = 0; i < TUN_BURST; i++) {
-		n = tun_read_vnet(&srv->tun, &vh, buf + TUNNEL_HEADROOM,
-		    sizeof buf - TUNNEL_HEADROOM);
-		/* EINVAL lost one packet and turned the offloads off. */
-		if (n == -EINVAL)
-			continue;
-		if (n <= 0)
-			break;
-		if (ippkt_parse(buf + TUNNEL_HEADROOM, (size_t)n, &info) != IPPKT_OK) {
-			tunnel_drop(TUNNEL_DROP_INVALID_PACKET, NULL, &srv->counters);
-			continue;
-		}
-		peer = route_lookup(srv->routes, &info.dst);
-		if (peer == NULL || peer->sess == NULL) {
-			tunnel_drop(TUNNEL_DROP_NO_ROUTE, peer != NULL ? &peer->counters :
-			    NULL, &srv->counters);
-			continue;
-		}
-		/* A super-packet has one destination: route it once. */
-		tunnel_send_read(peer->sess->qc, &vh, buf, (size_t)n, &info,
-		    &srv->tun, &peer->counters, &srv->counters);
-	}
+	tunnel_read(&srv->tun, &srv->counters, route_read, srv);
 	server_flush(srv);
 }
 

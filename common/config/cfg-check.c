@@ -307,7 +307,7 @@ check_server(struct cfg_parse *cp, unsigned eof)
 		    "minimum with an IPv6 Address", (unsigned)cfg->mtu);
 	cp->cfg->server_id.config = (uint8_t)cfg->server_id_config;
 	/* Sharing keys means taking tickets the others issued: each
-	 * server must tell its own from theirs (state.c). */
+	 * server must tell its own from theirs (state-ticket.c). */
 	if (m->line[CFG_KEY_KEY_DIR] != 0 && m->line[CFG_KEY_SERVER_ID] == 0)
 		error_at(cp, m->line[CFG_KEY_KEY_DIR], "KeyDir: needs a ServerID "
 		    "(each server of a group has its own)");

@@ -128,6 +128,33 @@ tunnel_send_read(struct quic_conn *qc, const struct virtio_net_hdr *vh,
 	}
 }
 
+void
+tunnel_read(struct tun *tun, struct tunnel_counters *global,
+    tunnel_read_cb cb, void *arg)
+{
+	/* One process reads one TUN, and cb is done with the packet (it
+	 * has been split and queued) before the next read. */
+	static uint8_t buf[TUNNEL_BUF];
+	struct virtio_net_hdr vh;
+	struct ippkt_info info;
+	ssize_t n;
+
+	for (int i = 0; i < TUNNEL_READ_BURST; i++) {
+		n = tun_read_vnet(tun, &vh, buf + TUNNEL_HEADROOM,
+		    sizeof buf - TUNNEL_HEADROOM);
+		/* EINVAL lost one packet and turned the offloads off. */
+		if (n == -EINVAL)
+			continue;
+		if (n <= 0)
+			break;
+		if (ippkt_parse(buf + TUNNEL_HEADROOM, (size_t)n, &info) != IPPKT_OK) {
+			tunnel_drop(TUNNEL_DROP_INVALID_PACKET, NULL, global);
+			continue;
+		}
+		cb(buf, (size_t)n, &vh, &info, arg);
+	}
+}
+
 int
 tunnel_decode(const uint8_t *dgram, size_t dlen, const uint8_t **pkt,
     size_t *len, struct ippkt_info *info, struct tunnel_counters *peer,

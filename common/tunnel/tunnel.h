@@ -60,6 +60,23 @@ void tunnel_send_read(struct quic_conn *qc, const struct virtio_net_hdr *vh,
     uint8_t *buf, size_t n, const struct ippkt_info *info, struct tun *tun,
     struct tunnel_counters *peer, struct tunnel_counters *global);
 
+/* Reads one TUN event takes at most, so that a busy TUN does not starve
+ * the network side of the loop. */
+#define TUNNEL_READ_BURST 64
+
+/* Where a packet read from the TUN goes (usually tunnel_send_read, or a
+ * drop): at buf[TUNNEL_HEADROOM..], n bytes, with its virtio_net_hdr `vh`
+ * and `info` from its IP header, which is sane. */
+typedef void (*tunnel_read_cb)(uint8_t *buf, size_t n,
+    const struct virtio_net_hdr *vh, const struct ippkt_info *info,
+    void *arg);
+
+/* Read up to TUNNEL_READ_BURST packets from `tun` (fewer if it runs dry)
+ * and hand each to `cb`; one whose IP header is not sane is counted as an
+ * invalid_packet drop into `global` instead. */
+void tunnel_read(struct tun *, struct tunnel_counters *global,
+    tunnel_read_cb cb, void *arg);
+
 /* Decode a received DATAGRAM. Returns 0 with the IP packet in *pkt, *len and
  * its header in *info, or counts the drop and returns -1. */
 int tunnel_decode(const uint8_t *dgram, size_t dlen, const uint8_t **pkt,

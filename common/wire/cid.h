@@ -15,7 +15,7 @@
 #define CID_LEN 16
 /* Server IDs are 1 to 3 octets (16 million servers in a group), which
  * leaves 12 random octets at least; a ticket names its issuer in a
- * field of that size (state.c). */
+ * field of that size (transport/state-ticket.c). */
 #define CID_SERVER_ID_MAX 3
 /* QUIC-LB's config rotation codepoint: bits 7-5 of the first octet, 0 to
  * 6 for a configuration (ServerIDConfig); 7 marks a CID no balancer can

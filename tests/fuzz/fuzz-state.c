@@ -1,7 +1,7 @@
-/* libFuzzer harness for common/transport/state.c: StateDir's files as a crash, a
- * full disk, an older version or someone with write access may leave
- * them, read back through the loaders (state_server_open,
- * state_client_take).
+/* libFuzzer harness for common/transport/state.c, state-register.c and
+ * state-client.c: StateDir's files as a crash, a full disk, an older
+ * version or someone with write access may leave them, read back through
+ * the loaders (state_server_open, state_client_take).
  *
  * Input: one byte of flags, then up to four files, each a 16-bit
  * little-endian length and that many bytes: reset.key, ticket.key,

@@ -1,5 +1,5 @@
 /* Unit tests for the session (transport/quic.c, quic-udp.c), tls.c and the
- * ticket side of state.c: real handshakes between two connections over
+ * ticket side of state (state-ticket.c): real handshakes between two connections over
  * loopback on a virtual clock. */
 #include <dirent.h>
 #include <errno.h>
@@ -1530,7 +1530,7 @@ test_foreign_ticket(void **state)
 	saved_clear(&s1);
 }
 
-/* The group's peer list, for state.c: only our client is configured. */
+/* The group's peer list, for state-ticket.c: only our client is configured. */
 static bool
 group_peer_key(const uint8_t *prefix, size_t len, uint8_t key[KEY_LEN],
     void *arg)

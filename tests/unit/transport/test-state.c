@@ -1,6 +1,7 @@
-/* Unit tests for common/transport/state.c: the server's StateDir files and the
- * client's single-use session store. Tickets themselves are exercised
- * through real handshakes in test-quic.c. */
+/* Unit tests for common/transport/state.c and its parts (state-register.c,
+ * state-client.c): the server's StateDir files and the client's single-use
+ * session store. Tickets themselves (state-ticket.c) are exercised through
+ * real handshakes in test-quic.c. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>

@@ -1,0 +1,171 @@
+/* The inside of rove's client (struct client and its path sockets),
+ * shared by the files that make it up and private to them: client.c (the
+ * session's life: connecting, the control stream, the auto transport,
+ * closing and reconnecting), client-tun.c (the TUN device the server's
+ * configuration brings up, and the IP packets through it), client-path.c
+ * (the UDP sockets of a path, and moving the session between them) and
+ * client-status.c (status and metrics). Nothing else includes it: the
+ * rest of rove sees client.h. */
+#ifndef ROVE_CLIENT_INT_H
+#define ROVE_CLIENT_INT_H
+
+#include <event2/event.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "base/addr.h"
+#include "base/key.h"
+#include "client.h"
+#include "config/cfg.h"
+#include "ops/control.h"
+#include "ops/metrics.h"
+#include "ops/status.h"
+#include "transport/quic.h"
+#include "transport/tls.h"
+#include "transport/udp.h"
+#include "tun/tun-monitor.h"
+#include "tun/tun-netlink.h"
+#include "tun/tun.h"
+#include "tunnel/tunnel.h"
+#include "wire/proto.h"
+
+#define MAX_ROUTES (PROTO_MAX_ROUTES + 64)
+
+/* One UDP socket, connected to the server: one local end of a path. */
+struct csock {
+	struct client *c;
+	struct udp_socket sock;
+	struct udp_batch batch;
+	struct event *ev;
+	uint64_t opened_ms;
+};
+
+struct client {
+	struct event_base *base;
+	const struct cfg *cfg;
+	WOLFSSL_CTX *tls;
+	WOLFSSL_CTX *tls_tcp;    /* TLS over TCP (Transport = tcp or auto) */
+	struct quic_settings qs;
+	uint8_t reset_secret[QUIC_RESET_SECRET_LEN];
+	/* The server's NEW_TOKEN token: the next connection presents it, so
+	 * a server under load admits it without a Retry round trip. Kept in
+	 * memory: reconnects are what it is for. */
+	uint8_t token[NGTCP2_CRYPTO_MAX_REGULAR_TOKENLEN];
+	size_t tokenlen;
+
+	struct sockaddr_storage server;
+	socklen_t serverlen;
+	struct ipaddr server_ip;
+	struct sockaddr_storage server_tcp;  /* ServerTCP, resolved */
+	socklen_t server_tcplen;
+
+	struct csock *sock;      /* the socket of the current path */
+	struct csock *old_sock;  /* the previous one, while migrating */
+	struct quic_conn *qc;    /* the session */
+	/* Transport = auto: TLS over TCP racing QUIC or taking over from a
+	 * stalled one; and, while on TCP, a QUIC handshake probing UDP with
+	 * its own socket. Either becomes `qc` when it completes. */
+	struct quic_conn *alt;
+	struct quic_conn *probe;
+	struct csock *probe_sock;
+	struct event *transport_ev;
+	struct event *probe_ev;
+	unsigned probes;         /* since the move to TCP, for the back-off */
+	unsigned alt_failures;   /* TLS over TCP attempts failed in a row */
+	uint64_t alt_not_before; /* clock_now_ms(): no attempt before */
+	uint8_t ctl[PROTO_MAX_MSG + 16];
+	size_t ctllen;
+	bool configured;     /* the server's configuration arrived */
+	bool ctl_open;       /* stream 0, the control stream, is opened */
+
+	struct tun tun;
+	struct tunnel_out tun_out; /* the TUN's write side, coalescing */
+	int tun_clone;     /* /dev/net/tun, opened at start; -1 once attached */
+	bool tun_open;
+	struct event *tun_ev;
+	struct prefix addrs[2];
+	size_t naddrs;
+	uint32_t tun_mtu;
+	struct prefix routes[MAX_ROUTES]; /* installed through the TUN */
+	size_t nroutes;
+	bool host_route;
+	struct tun_netlink_path host_path;
+
+	struct tunnel_counters counters;
+	uint64_t handshakes;
+	uint64_t reloads, reloads_refused;
+	unsigned failures;   /* consecutive, for the back-off */
+	struct event *reconnect_ev;
+	struct control *control;
+	struct metrics *metrics;    /* MetricsListen; NULL: off */
+	struct forward *fwd;
+	struct dns *dns;            /* the server's DNS on the resolver */
+	bool stopping;
+	int exit_status;
+	uint8_t presented_key[KEY_LEN];
+	bool have_presented_key;
+
+	char session_id[17];     /* names this server's remembered session */
+	struct tun_monitor *monitor;
+	struct event *path_ev;   /* debounced path check after netlink news */
+	bool link_event;         /* a link changed since the last check */
+	bool path_down;          /* at the last check: no route to the server,
+	                          * or its link down or without carrier */
+	struct status_roam roam;
+};
+
+/* --- client.c ----------------------------------------------------------- */
+
+/* Connect (again) to the server: a new session over QUIC, with 0-RTT if
+ * a ticket is remembered, or over TLS on TCP (Transport = tcp). */
+void client_connect(struct client *);
+/* The service manager learns we are up (READY, the first time) and over
+ * which path; `what` says how far the session is. */
+void client_notify(struct client *, const char *what);
+/* Transport = auto: TLS over TCP next to QUIC, unless it is trying
+ * already or may not yet; `why` goes into the log. */
+void client_start_alt(struct client *, const char *why);
+
+/* --- client-tun.c ------------------------------------------------------- */
+
+/* SERVER_CONFIG arrived on the control stream: bring the TUN up with its
+ * addresses, routes and DNS, or on a reconnect (or a reload there) change
+ * only what the server changed. Returns -1 for a message that closes the
+ * session. */
+int client_tun_apply_config(struct client *, const uint8_t *body,
+    size_t len);
+/* The session's DATAGRAM callback: an IP packet for the TUN. */
+void client_tun_datagram_cb(struct quic_conn *, const uint8_t *data,
+    size_t len, void *client);
+
+/* --- client-path.c ------------------------------------------------------ */
+
+/* A new UDP socket connected to the server, reading into its session.
+ * NULL with *cause. */
+struct csock *client_path_sock_open(struct client *, char **cause);
+void client_path_sock_free(struct csock *);
+/* The session's batch_for callback: the socket batch of `path`. */
+struct udp_batch *client_path_batch_for(struct quic_conn *,
+    const ngtcp2_path *path, void *client);
+/* The session's path_validated callback: keep the socket of the path
+ * that works. */
+void client_path_validated(struct quic_conn *, enum quic_path_result,
+    const struct sockaddr *local, const struct sockaddr *remote,
+    void *client);
+/* The timer after netlink news: move the session if the way to the
+ * server changed or came back. */
+void client_path_check(evutil_socket_t, short, void *client);
+/* The network monitor's callback: schedules client_path_check. */
+void client_path_monitor_cb(enum tun_monitor_event, void *client);
+
+/* --- client-status.c ---------------------------------------------------- */
+
+/* The control socket's "status" (and "metrics") request. */
+void client_status_control_cb(struct evbuffer *out, const char *request,
+    void *client, struct control_more *more);
+/* MetricsListen: the figures for one scrape. */
+struct metrics_scrape *client_status_scrape(void *client);
+
+#endif /* ROVE_CLIENT_INT_H */
