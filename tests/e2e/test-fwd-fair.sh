@@ -5,10 +5,18 @@
 # same connection. The loaded average must stay below 10 x the idle average
 # + 5 ms (a bulk stream may add queueing, but must not starve datagrams),
 # and at most 5% of the pings may be lost under load.
+#
+# The laptop's uplink is a 100 Mbit/s token bucket with a router's queue
+# (96 kB, 64 packets): on a real path the link is what the stream and the
+# datagrams compete for. On a bare veth the bottleneck is the CPU instead
+# (four busy processes on two cores), and a ping then measures the
+# scheduler, not rove's sending order.
 . "$(dirname "$0")/fwd-lib.sh"
 fwd_init "$@"
 command -v iperf3 >/dev/null || die "iperf3 is not installed"
 topo_up
+tc -n "$NS_LAP" qdisc replace dev eth0 root tbf rate 100mbit burst 32kb limit 96000 ||
+	die "cannot shape the laptop's uplink"
 
 L_PORT=15201
 T_PORT=5201
