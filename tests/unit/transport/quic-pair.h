@@ -272,6 +272,41 @@ pair_ctx(enum tls_role role, const uint8_t priv[static KEY_LEN])
 	return ctx;
 }
 
+/* The two ends' keys, fixed so that a failure replays, and contexts
+ * without resumption for the tests that need no tickets. */
+static uint8_t pair_server_priv[KEY_LEN], pair_server_pub[KEY_LEN];
+static uint8_t pair_client_priv[KEY_LEN], pair_client_pub[KEY_LEN];
+static WOLFSSL_CTX *pair_sctx, *pair_cctx;
+
+/* A cmocka group setup for the tests over a pair: the loop, the keys and
+ * the contexts above. */
+static inline int
+pair_group_setup(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < KEY_LEN; i++) {
+		pair_server_priv[i] = (uint8_t)(0x21 + i);
+		pair_client_priv[i] = (uint8_t)(0x42 + i * 5);
+	}
+	if (key_public(pair_server_priv, pair_server_pub) != 0 ||
+	    key_public(pair_client_priv, pair_client_pub) != 0 ||
+	    pair_global_setup() != 0)
+		return -1;
+	pair_sctx = pair_ctx(TLS_ROLE_SERVER, pair_server_priv);
+	pair_cctx = pair_ctx(TLS_ROLE_CLIENT, pair_client_priv);
+	return 0;
+}
+
+static inline int
+pair_group_teardown(void **state)
+{
+	(void)state;
+	wolfSSL_CTX_free(pair_cctx);
+	wolfSSL_CTX_free(pair_sctx);
+	pair_global_teardown();
+	return 0;
+}
+
 /* Two sockets and default settings; the client accepts `server_pub` and
  * the server `client_pub`. */
 static inline struct pair *
@@ -322,6 +357,13 @@ pair_new(WOLFSSL_CTX *cctx, WOLFSSL_CTX *sctx, const uint8_t *server_pub,
 		}
 	}
 	abort();
+}
+
+/* A pair over the plain contexts, each end pinning the other's key. */
+static inline struct pair *
+pair_new_plain(void)
+{
+	return pair_new(pair_cctx, pair_sctx, pair_server_pub, pair_client_pub);
 }
 
 static inline void

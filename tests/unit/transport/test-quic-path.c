@@ -28,9 +28,6 @@
 #define SIM_CAP (8u << 20)       /* the forward's buffer (ForwardBuffer) */
 #define SIM_CHUNK 65536          /* one relay read */
 
-static uint8_t server_priv[KEY_LEN], server_pub[KEY_LEN];
-static uint8_t client_priv[KEY_LEN], client_pub[KEY_LEN];
-static WOLFSSL_CTX *cctx, *sctx;
 
 struct sim_pkt {
 	uint64_t at;             /* virtual time it reaches the far end */
@@ -66,34 +63,6 @@ struct sim {
 	uint64_t max_inflight, fill_target, filled_at;
 	uint64_t cwnd_sum, inflight_sum, samples;
 };
-
-static int
-group_setup(void **state)
-{
-	(void)state;
-	for (size_t i = 0; i < KEY_LEN; i++) {
-		server_priv[i] = (uint8_t)(0x21 + i);
-		client_priv[i] = (uint8_t)(0x93 + i * 5);
-	}
-	if (key_public(server_priv, server_pub) != 0 ||
-	    key_public(client_priv, client_pub) != 0)
-		return -1;
-	if (pair_global_setup() != 0)
-		return -1;
-	sctx = pair_ctx(TLS_ROLE_SERVER, server_priv);
-	cctx = pair_ctx(TLS_ROLE_CLIENT, client_priv);
-	return 0;
-}
-
-static int
-group_teardown(void **state)
-{
-	(void)state;
-	wolfSSL_CTX_free(cctx);
-	wolfSSL_CTX_free(sctx);
-	pair_global_teardown();
-	return 0;
-}
 
 static void
 link_init(struct sim_link *l, uint64_t rate_bps, uint64_t delay,
@@ -323,7 +292,7 @@ bulk_transfer(ngtcp2_cc_algo cc, uint64_t rate_bps, uint64_t rtt, int secs,
     double *goodput_share, uint64_t *fill_rtts)
 {
 	static struct sim sm;
-	struct pair *p = pair_new(cctx, sctx, server_pub, client_pub);
+	struct pair *p = pair_new_plain();
 	uint64_t bdp = rate_bps / 8 * rtt / NGTCP2_SECONDS;
 	uint64_t t0, steady, end, bytes0, wire0;
 	double goodput, wire;
@@ -509,5 +478,5 @@ main(void)
 		cmocka_unit_test_teardown(test_bulk_bbr_50ms, pair_free_all),
 	};
 
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+	return cmocka_run_group_tests(tests, pair_group_setup, pair_group_teardown);
 }

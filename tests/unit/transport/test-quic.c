@@ -1,6 +1,6 @@
 /* Unit tests for the session (transport/quic.c, quic-udp.c), tls.c and the
- * ticket side of state (state-ticket.c): real handshakes between two connections over
- * loopback on a virtual clock. */
+ * ticket side of state (state-ticket.c): real handshakes between two
+ * connections over loopback on a virtual clock. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -24,41 +24,17 @@
 
 #define ROUNDS 4000
 
-static uint8_t server_priv[KEY_LEN], server_pub[KEY_LEN];
-static uint8_t client_priv[KEY_LEN], client_pub[KEY_LEN];
 static uint8_t stranger_priv[KEY_LEN], stranger_pub[KEY_LEN];
 
-/* Contexts without resumption, shared by the tests that need no tickets. */
-static WOLFSSL_CTX *plain_cctx, *plain_sctx;
-
+/* The pair's group setup, and a third key no one pins. */
 static int
 group_setup(void **state)
 {
-	(void)state;
-	for (size_t i = 0; i < KEY_LEN; i++) {
-		server_priv[i] = (uint8_t)(0x10 + i);
-		client_priv[i] = (uint8_t)(0x80 + i * 3);
+	for (size_t i = 0; i < KEY_LEN; i++)
 		stranger_priv[i] = (uint8_t)(0xc0 ^ i);
-	}
-	if (key_public(server_priv, server_pub) != 0 ||
-	    key_public(client_priv, client_pub) != 0 ||
-	    key_public(stranger_priv, stranger_pub) != 0)
+	if (key_public(stranger_priv, stranger_pub) != 0)
 		return -1;
-	if (pair_global_setup() != 0)
-		return -1;
-	plain_sctx = pair_ctx(TLS_ROLE_SERVER, server_priv);
-	plain_cctx = pair_ctx(TLS_ROLE_CLIENT, client_priv);
-	return 0;
-}
-
-static int
-group_teardown(void **state)
-{
-	(void)state;
-	wolfSSL_CTX_free(plain_cctx);
-	wolfSSL_CTX_free(plain_sctx);
-	pair_global_teardown();
-	return 0;
+	return pair_group_setup(state);
 }
 
 /* A session the client was handed, copied out of its endpoint. */
@@ -121,7 +97,7 @@ test_teardown(void **state)
 static struct pair *
 connected_pair(void)
 {
-	struct pair *p = pair_new(plain_cctx, plain_sctx, server_pub, client_pub);
+	struct pair *p = pair_new_plain();
 
 	pair_connect(p, NULL);
 	assert_true(pair_run(p, ROUNDS) > 0);
@@ -134,7 +110,7 @@ connected_pair(void)
 static void
 test_handshake(void **state)
 {
-	struct pair *p = pair_new(plain_cctx, plain_sctx, server_pub, client_pub);
+	struct pair *p = pair_new_plain();
 	struct quic_conn_stats cs, ss;
 
 	(void)state;
@@ -154,13 +130,13 @@ test_handshake(void **state)
 	assert_int_equal(p->s.closed, 0);
 	/* Each side checked the other's key once, and remembers it. */
 	assert_int_equal(p->c.pin_calls, 1);
-	assert_memory_equal(p->c.pin_seen, server_pub, KEY_LEN);
+	assert_memory_equal(p->c.pin_seen, pair_server_pub, KEY_LEN);
 	assert_int_equal(p->s.pin_calls, 1);
-	assert_memory_equal(p->s.pin_seen, client_pub, KEY_LEN);
+	assert_memory_equal(p->s.pin_seen, pair_client_pub, KEY_LEN);
 	assert_non_null(quic_conn_peer_key(p->c.qc));
-	assert_memory_equal(quic_conn_peer_key(p->c.qc), server_pub, KEY_LEN);
+	assert_memory_equal(quic_conn_peer_key(p->c.qc), pair_server_pub, KEY_LEN);
 	assert_non_null(quic_conn_peer_key(p->s.qc));
-	assert_memory_equal(quic_conn_peer_key(p->s.qc), client_pub, KEY_LEN);
+	assert_memory_equal(quic_conn_peer_key(p->s.qc), pair_client_pub, KEY_LEN);
 	/* The server has freed its TLS object; the client keeps its own
 	 * for the tickets that come after the handshake. */
 	assert_null(quic_conn_tls(p->s.qc));
@@ -184,14 +160,14 @@ static void
 test_client_refuses_server(void **state)
 {
 	/* The client expects a different server key. */
-	struct pair *p = pair_new(plain_cctx, plain_sctx, stranger_pub, client_pub);
+	struct pair *p = pair_new(pair_cctx, pair_sctx, stranger_pub, pair_client_pub);
 
 	(void)state;
 	pair_connect(p, NULL);
 	assert_true(pair_run(p, ROUNDS) > 0);
 
 	assert_int_equal(p->c.pin_calls, 1);
-	assert_memory_equal(p->c.pin_seen, server_pub, KEY_LEN);
+	assert_memory_equal(p->c.pin_seen, pair_server_pub, KEY_LEN);
 	assert_int_equal(p->c.handshakes, 0);
 	assert_int_equal(p->c.closed, 1);
 	assert_int_equal(quic_conn_state(p->c.qc), QUIC_STATE_CLOSED);
@@ -223,14 +199,14 @@ static void
 test_server_refuses_client(void **state)
 {
 	/* The server knows another client key. */
-	struct pair *p = pair_new(plain_cctx, plain_sctx, server_pub, stranger_pub);
+	struct pair *p = pair_new(pair_cctx, pair_sctx, pair_server_pub, stranger_pub);
 
 	(void)state;
 	pair_connect(p, NULL);
 	assert_true(pair_run(p, ROUNDS) > 0);
 
 	assert_int_equal(p->s.pin_calls, 1);
-	assert_memory_equal(p->s.pin_seen, client_pub, KEY_LEN);
+	assert_memory_equal(p->s.pin_seen, pair_client_pub, KEY_LEN);
 	assert_int_equal(p->s.handshakes, 0);
 	assert_int_equal(p->s.closed, 1);
 	assert_true(p->s.close_info.pin_mismatch);
@@ -266,7 +242,7 @@ fill(uint8_t *buf, size_t len, unsigned seed)
 static void
 test_datagrams(void **state)
 {
-	struct pair *p = pair_new(plain_cctx, plain_sctx, server_pub, client_pub);
+	struct pair *p = pair_new_plain();
 	struct quic_conn_stats cs, ss;
 	uint8_t big[1500], small[3] = { 'a', 'b', 'c' };
 
@@ -344,7 +320,7 @@ test_empty_datagram(void **state)
 		int rv, ok;
 
 		event_reinit(pair_base);
-		p = pair_new(plain_cctx, plain_sctx, server_pub, client_pub);
+		p = pair_new_plain();
 		pair_connect(p, NULL);
 		if (pair_run(p, ROUNDS) < 0)
 			_exit(2);
@@ -367,7 +343,7 @@ test_empty_datagram(void **state)
 static void
 test_datagram_small_path(void **state)
 {
-	struct pair *p = pair_new(plain_cctx, plain_sctx, server_pub, client_pub);
+	struct pair *p = pair_new_plain();
 	uint8_t buf[1500];
 
 	(void)state;
@@ -728,7 +704,7 @@ test_stream_chunks(void **state)
 static void
 test_open_stream_before_handshake(void **state)
 {
-	struct pair *p = pair_new(plain_cctx, plain_sctx, server_pub, client_pub);
+	struct pair *p = pair_new_plain();
 
 	(void)state;
 	pair_connect(p, NULL);
@@ -869,7 +845,7 @@ test_idle_timeout(void **state)
 static void
 test_keepalive(void **state)
 {
-	struct pair *p = pair_new(plain_cctx, plain_sctx, server_pub, client_pub);
+	struct pair *p = pair_new_plain();
 
 	(void)state;
 	p->cqs.keepalive_s = 5;
@@ -984,7 +960,7 @@ test_close_application(void **state)
 static void
 test_close_during_handshake(void **state)
 {
-	struct pair *p = pair_new(plain_cctx, plain_sctx, server_pub, client_pub);
+	struct pair *p = pair_new_plain();
 
 	(void)state;
 	pair_connect(p, NULL);
@@ -1062,7 +1038,7 @@ struct resumption {
 static WOLFSSL_CTX *
 resumption_server_ctx(struct state_server *st)
 {
-	WOLFSSL_CTX *ctx = pair_ctx(TLS_ROLE_SERVER, server_priv);
+	WOLFSSL_CTX *ctx = pair_ctx(TLS_ROLE_SERVER, pair_server_priv);
 
 	tls_ctx_enable_resumption(ctx, TLS_ROLE_SERVER, true);
 	state_server_attach(st, ctx);
@@ -1086,7 +1062,7 @@ resumption_setup(void **state)
 		return -1;
 	}
 	rs->sctx = resumption_server_ctx(rs->st);
-	rs->cctx = pair_ctx(TLS_ROLE_CLIENT, client_priv);
+	rs->cctx = pair_ctx(TLS_ROLE_CLIENT, pair_client_priv);
 	tls_ctx_enable_resumption(rs->cctx, TLS_ROLE_CLIENT, true);
 	*state = rs;
 	return 0;
@@ -1132,7 +1108,8 @@ resumption_teardown(void **state)
 static struct pair *
 resumption_pair(struct resumption *rs)
 {
-	struct pair *p = pair_new(rs->cctx, rs->sctx, server_pub, client_pub);
+	struct pair *p = pair_new(rs->cctx, rs->sctx, pair_server_pub,
+	    pair_client_pub);
 
 	p->sqs.early_data = true;
 	p->sqs.reset_secret = state_reset_secret(rs->st);
@@ -1236,9 +1213,9 @@ expect_accepted(struct pair *p, const char *msg)
 	 * server re-checked the key the ticket names. */
 	assert_int_equal(p->c.pin_calls, 0);
 	assert_int_equal(p->s.pin_calls, 1);
-	assert_memory_equal(p->s.pin_seen, client_pub, KEY_LEN);
+	assert_memory_equal(p->s.pin_seen, pair_client_pub, KEY_LEN);
 	assert_non_null(quic_conn_peer_key(p->s.qc));
-	assert_memory_equal(quic_conn_peer_key(p->s.qc), client_pub, KEY_LEN);
+	assert_memory_equal(quic_conn_peer_key(p->s.qc), pair_client_pub, KEY_LEN);
 }
 
 static void
@@ -1259,7 +1236,7 @@ expect_refused_early(struct pair *p, const char *after)
 	/* A full handshake instead: both keys checked again. */
 	assert_int_equal(p->c.pin_calls, 1);
 	assert_int_equal(p->s.pin_calls, 1);
-	assert_memory_equal(quic_conn_peer_key(p->s.qc), client_pub, KEY_LEN);
+	assert_memory_equal(quic_conn_peer_key(p->s.qc), pair_client_pub, KEY_LEN);
 	/* And the connection works. */
 	assert_int_equal(quic_conn_send_datagram(p->c.qc, (const uint8_t *)after,
 	    strlen(after)), 0);
@@ -1536,9 +1513,9 @@ group_peer_key(const uint8_t *prefix, size_t len, uint8_t key[KEY_LEN],
     void *arg)
 {
 	(void)arg;
-	if (memcmp(prefix, client_pub, len) != 0)
+	if (memcmp(prefix, pair_client_pub, len) != 0)
 		return false;
-	memcpy(key, client_pub, KEY_LEN);
+	memcpy(key, pair_client_pub, KEY_LEN);
 	return true;
 }
 
@@ -1632,7 +1609,7 @@ test_resume_other_suite(void **state)
 	 * is another suite. The server must still resume the ticket's suite
 	 * and take its 0-RTT (wolfSSL 5.5.4 did not: it zeroed the decrypted
 	 * ticket after trying the first suite), and the ticket counts once. */
-	rs->cctx = pair_ctx(TLS_ROLE_CLIENT, client_priv);
+	rs->cctx = pair_ctx(TLS_ROLE_CLIENT, pair_client_priv);
 	tls_ctx_enable_resumption(rs->cctx, TLS_ROLE_CLIENT, true);
 	assert_int_equal(wolfSSL_CTX_set_cipher_list(rs->cctx,
 	    "TLS13-AES256-GCM-SHA384"), WOLFSSL_SUCCESS);
@@ -1758,5 +1735,5 @@ main(void)
 		    resumption_setup, resumption_teardown),
 	};
 
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+	return cmocka_run_group_tests(tests, group_setup, pair_group_teardown);
 }

@@ -314,35 +314,6 @@ test_decode_invalid(void **state)
 	assert_counters_zero_but(&global, TUNNEL_DROP_INVALID_PACKET, n);
 }
 
-static uint8_t server_priv[KEY_LEN], server_pub[KEY_LEN];
-static uint8_t client_priv[KEY_LEN], client_pub[KEY_LEN];
-static WOLFSSL_CTX *cctx, *sctx;
-
-static int
-group_setup(void **state)
-{
-	(void)state;
-	for (size_t i = 0; i < KEY_LEN; i++) {
-		server_priv[i] = (uint8_t)(0x21 + i);
-		client_priv[i] = (uint8_t)(0x42 + i * 5);
-	}
-	if (key_public(server_priv, server_pub) != 0 ||
-	    key_public(client_priv, client_pub) != 0 || pair_global_setup() != 0)
-		return -1;
-	sctx = pair_ctx(TLS_ROLE_SERVER, server_priv);
-	cctx = pair_ctx(TLS_ROLE_CLIENT, client_priv);
-	return 0;
-}
-
-static int
-group_teardown(void **state)
-{
-	(void)state;
-	wolfSSL_CTX_free(cctx);
-	wolfSSL_CTX_free(sctx);
-	pair_global_teardown();
-	return 0;
-}
 
 /* An IPv4 packet of `total` bytes at buf + TUNNEL_HEADROOM, parsed. */
 static void
@@ -356,7 +327,7 @@ mk_send(uint8_t *buf, size_t total, struct ippkt_info *info)
 static void
 test_send(void **state)
 {
-	struct pair *p = pair_new(cctx, sctx, server_pub, client_pub);
+	struct pair *p = pair_new_plain();
 	struct tunnel_counters peer, global;
 	struct quic_conn_stats cs;
 	struct ippkt_info info, rinfo;
@@ -418,7 +389,7 @@ test_send(void **state)
 static void
 test_send_queue_full(void **state)
 {
-	struct pair *p = pair_new(cctx, sctx, server_pub, client_pub);
+	struct pair *p = pair_new_plain();
 	struct tunnel_counters peer, global;
 	struct quic_conn_stats cs;
 	struct ippkt_info info;
@@ -464,5 +435,5 @@ main(void)
 		cmocka_unit_test(test_send_queue_full),
 	};
 
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+	return cmocka_run_group_tests(tests, pair_group_setup, pair_group_teardown);
 }
