@@ -1,4 +1,4 @@
-/* rove wire protocol v1: QUIC varints, DATAGRAM contexts, control messages. */
+/* rove wire protocol v1: DATAGRAM contexts and the control messages. */
 #include <string.h>
 #include <sys/socket.h>
 
