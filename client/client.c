@@ -3,8 +3,6 @@
  * client and takes it down, and owns the session's life: connecting (over
  * QUIC, TLS over TCP, or both racing), the control stream, closing and
  * reconnecting; client-int.h says which file owns the rest. */
-#include <wolfssl/options.h>
-#include <wolfssl/wolfcrypt/hash.h>
 
 #include <event2/event.h>
 #include <netdb.h>

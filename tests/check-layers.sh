@@ -31,6 +31,7 @@ declare -A LIB=(
 	[ngtcp2/]="transport daemon"
 	[netlink/]="tun"
 	[cap-ng]="ops"
+	[wolfssl/]="base transport"
 )
 
 allowed() {
