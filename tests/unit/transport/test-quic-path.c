@@ -18,6 +18,7 @@
 #include <cmocka.h>
 #include <event2/event.h>
 
+#include "config/cfg.h"
 #include "ops/daemon.h"
 #include "quic-pair.h"
 #include "transport/quic-int.h"
@@ -25,7 +26,7 @@
 #define SIM_MTU 1500             /* outer packet: IP + UDP + QUIC */
 #define SIM_IP_UDP 28            /* IPv4 + UDP header, on the wire */
 #define SIM_MAX_PKTS 16384       /* per direction, in flight on the path */
-#define SIM_CAP (8u << 20)       /* the forward's buffer (ForwardBuffer) */
+#define SIM_CAP CFG_DEFAULT_FORWARD_BUFFER /* the forward's buffer */
 #define SIM_CHUNK 65536          /* one relay read */
 
 
@@ -286,10 +287,12 @@ static const struct quic_conn_cbs count_cbs = {
 };
 
 /* One bulk stream from client to server over `rate_bps` with a round trip
- * of `rtt`, for `secs` seconds of virtual time after the handshake. */
+ * of `rtt`: its goodput over `secs` seconds of virtual time that begin
+ * `warm_rtts` round trips after the stream's first byte (0: from that
+ * byte, start-up included, as iperf3 counts). */
 static void
-bulk_transfer(ngtcp2_cc_algo cc, uint64_t rate_bps, uint64_t rtt, int secs,
-    double *goodput_share, uint64_t *fill_rtts)
+bulk_transfer(ngtcp2_cc_algo cc, uint64_t rate_bps, uint64_t rtt,
+    unsigned warm_rtts, int secs, double *goodput_share, uint64_t *fill_rtts)
 {
 	static struct sim sm;
 	struct pair *p = pair_new_plain();
@@ -324,9 +327,7 @@ bulk_transfer(ngtcp2_cc_algo cc, uint64_t rate_bps, uint64_t rtt, int secs,
 	top_up(&sm);
 	quic_write_dirty();
 	flush_all(&sm);
-	/* Start-up and the first drain take a dozen round trips or so;
-	 * throughput is what comes after them. */
-	steady = t0 + 30 * rtt;
+	steady = t0 + warm_rtts * rtt;
 	sim_run(&sm, steady);
 	bytes0 = p->s.stream_len;
 	wire0 = sm.up.bytes + sm.up.forwarded * SIM_IP_UDP;
@@ -342,13 +343,14 @@ bulk_transfer(ngtcp2_cc_algo cc, uint64_t rate_bps, uint64_t rtt, int secs,
 	*goodput_share = goodput / (double)rate_bps;
 	*fill_rtts = sm.filled_at != 0 ? (sm.filled_at - t0 + rtt - 1) / rtt :
 	    UINT64_MAX;
-	print_message("%s, %.0f Mbit/s, %.0f ms RTT: stream %.1f Mbit/s "
+	print_message("%s, %.0f Mbit/s, %.0f ms RTT, %s: stream %.1f Mbit/s "
 	    "(%.1f%% of the bottleneck; on the wire %.1f Mbit/s), "
 	    "in flight reached the BDP (%llu bytes) after %lld RTTs, most in "
 	    "flight %llu, average in flight %llu of cwnd %llu, "
 	    "bottleneck drops %llu\n",
 	    cc == NGTCP2_CC_ALGO_BBR ? "bbr" : "cubic", (double)rate_bps / 1e6,
-	    (double)rtt / 1e6, goodput / 1e6, 100 * *goodput_share, wire / 1e6,
+	    (double)rtt / 1e6, warm_rtts == 0 ? "from the first byte" :
+	    "after start-up", goodput / 1e6, 100 * *goodput_share, wire / 1e6,
 	    (unsigned long long)bdp,
 	    sm.filled_at != 0 ? (long long)*fill_rtts : -1LL,
 	    (unsigned long long)sm.max_inflight,
@@ -442,20 +444,29 @@ test_bulk_cubic_50ms(void **state)
 	uint64_t rtts;
 
 	(void)state;
+	/* Start-up and the first drain take a dozen round trips or so;
+	 * throughput is what comes after them. */
 	bulk_transfer(NGTCP2_CC_ALGO_CUBIC, 100 * 1000 * 1000,
-	    50 * NGTCP2_MILLISECONDS, 4, &share, &rtts);
+	    50 * NGTCP2_MILLISECONDS, 30, 4, &share, &rtts);
 	assert_true(rtts <= 10);
 	assert_true(share >= 0.90);
 }
 
 /* The same with BBR, rove's default: in flight reaches the BDP as soon.
- * Its throughput stays under Cubic's: ngtcp2's BBRv3 (1.24) advances its
- * max-bandwidth filter at every round of PROBE_BW's DOWN and CRUISE
- * phases, not once after a probe as Linux's BBRv3 does, so the estimate
- * follows the cruise's samples, paced 1% under it, down by about 1% every
- * few rounds until the next probe (some 2-3 s later): 84-88% of the
- * bottleneck here. The bound below catches the sender falling behind
- * its pacer, which costs far more. */
+ * Its throughput stays under Cubic's because of ngtcp2's BBRv3 (1.24),
+ * not of rove: bbr_adapt_longterm_model() advances the max-bandwidth
+ * filter (2 cycles long) at the start of every round while ack_phase is
+ * ACKS_PROBE_STOPPING, and nothing leaves that phase until the next
+ * REFILL, so it advances every round of DOWN and CRUISE (the draft's
+ * pseudocode; Linux's BBRv3 and s2n-quic set the phase back to "init"
+ * after the first advance, once per cycle). Two rounds after a probe
+ * the probe's sample has aged out: the estimate is DOWN's, paced at 90%,
+ * then CRUISE's, paced 1% under the estimate, and it sinks until the
+ * next probe 2-3 s later (ngtcp2's own log: max_bw 196 -> 175 Mbit/s
+ * within DOWN on a 200 Mbit/s path). 80-88% of the bottleneck here; the
+ * same ngtcp2 with the phase reset gives 91-94% (on the wire 96-99%).
+ * The bound below catches the sender falling behind its pacer, which
+ * costs far more. */
 static void
 test_bulk_bbr_50ms(void **state)
 {
@@ -464,8 +475,40 @@ test_bulk_bbr_50ms(void **state)
 
 	(void)state;
 	bulk_transfer(NGTCP2_CC_ALGO_BBR, 100 * 1000 * 1000,
-	    50 * NGTCP2_MILLISECONDS, 4, &share, &rtts);
+	    50 * NGTCP2_MILLISECONDS, 30, 4, &share, &rtts);
 	assert_true(rtts <= 10);
+	assert_true(share >= 0.80);
+}
+
+/* 200 Mbit/s over 150 ms, a BDP of 3.75 MB, with as much again queued at
+ * the bottleneck: the forward's buffer, its stream's window and the
+ * connection's window (ForwardBuffer and 16 MiB, auto-tuned) let Cubic
+ * keep 6-7 MB in flight and the bottleneck busy, so on long paths too
+ * the windows are not what holds BBR back. */
+static void
+test_bulk_cubic_150ms(void **state)
+{
+	double share;
+	uint64_t rtts;
+
+	(void)state;
+	bulk_transfer(NGTCP2_CC_ALGO_CUBIC, 200 * 1000 * 1000,
+	    150 * NGTCP2_MILLISECONDS, 30, 4, &share, &rtts);
+	assert_true(rtts <= 12);
+	assert_true(share >= 0.90);
+}
+
+/* BBR there, after start-up: the filter as at 50 ms. */
+static void
+test_bulk_bbr_150ms(void **state)
+{
+	double share;
+	uint64_t rtts;
+
+	(void)state;
+	bulk_transfer(NGTCP2_CC_ALGO_BBR, 200 * 1000 * 1000,
+	    150 * NGTCP2_MILLISECONDS, 30, 4, &share, &rtts);
+	assert_true(rtts <= 12);
 	assert_true(share >= 0.80);
 }
 
@@ -476,6 +519,8 @@ main(void)
 		cmocka_unit_test(test_timer_precision),
 		cmocka_unit_test_teardown(test_bulk_cubic_50ms, pair_free_all),
 		cmocka_unit_test_teardown(test_bulk_bbr_50ms, pair_free_all),
+		cmocka_unit_test_teardown(test_bulk_cubic_150ms, pair_free_all),
+		cmocka_unit_test_teardown(test_bulk_bbr_150ms, pair_free_all),
 	};
 
 	return cmocka_run_group_tests(tests, pair_group_setup, pair_group_teardown);
