@@ -28,7 +28,13 @@ enum cfg_transport { CFG_TRANSPORT_AUTO, CFG_TRANSPORT_QUIC, CFG_TRANSPORT_TCP }
 #define CFG_DEFAULT_MTU 1380
 #define CFG_DEFAULT_KEEPALIVE 15
 #define CFG_DEFAULT_IDLE_TIMEOUT 120
-#define CFG_DEFAULT_FORWARD_BUFFER 8388608
+/* A forward's buffer bounds what its stream has unacknowledged. BBR's
+ * start-up keeps going until in flight stops raising the delivery rate,
+ * which takes some 2-3 times the path's BDP: 200 Mbit/s over 150 ms with
+ * a BDP of queue fills 7.5 MB, and at 8 MiB start-up was held back by the
+ * buffer (its samples app-limited, so never ending on the plateau) for
+ * 5 s, with loss (test-quic-path). */
+#define CFG_DEFAULT_FORWARD_BUFFER 16777216
 #define CFG_DEFAULT_MAX_FORWARDS 256
 #define CFG_DEFAULT_FORWARD_WAIT 10
 #define CFG_DEFAULT_FORWARD_WAIT_MAX 128
