@@ -33,6 +33,12 @@
 # Needs root, iproute2, iperf3, iputils-ping, openssh-client and
 # openssh-server (installed with apt-get when sshd is missing).
 . "$(dirname "$0")/../tests/e2e/fwd-lib.sh"
+# shellcheck source=bench/lib-measure.sh
+. "$(dirname "$0")/lib-measure.sh"
+# shellcheck source=bench/lib-path.sh
+. "$(dirname "$0")/lib-path.sh"
+# shellcheck source=bench/lib-ssh.sh
+. "$(dirname "$0")/lib-ssh.sh"
 # shellcheck disable=SC2034 # lib.sh's log() prints it
 TEST_NAME=bench-forward
 BENCH_TIME=${BENCH_TIME:-10}
@@ -42,41 +48,13 @@ ROVE_PORT=15201
 SSHL_PORT=25201
 T_PORT=5201
 
-if [ ! -x /usr/sbin/sshd ] && [ "$(id -u)" -eq 0 ]; then
-	log "installing openssh-server"
-	apt-get update -qq &&
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-			--no-install-recommends openssh-server openssh-client >/dev/null ||
-		echo "bench: cannot install openssh-server; the ssh row will be missing" >&2
-fi
+sshd_install
 fwd_init "$@"
 for p in iperf3 ping; do
 	command -v $p >/dev/null || die "$p is not installed (scripts/deps.sh installs it)"
 done
 
-NS_C=$NS_LAP
-NS_S=$NS_SRV
-ns_add "$NS_S"
-ns_add "$NS_C"
-veth "$NS_C" eth0 "$NS_S" eth0
-ip -n "$NS_S" addr add "$SRV_OUTER/24" dev eth0
-ip -n "$NS_C" addr add "$LAP_OUTER/24" dev eth0
-veth_pings() { nsx "$NS_C" ping -c 1 -W 1 "$SRV_OUTER" >/dev/null 2>&1; }
-wait_for 10 "the veth link" veth_pings || die "the veth link does not come up"
-
-HZ=$(getconf CLK_TCK)
-
-# cpu_ticks PID...: utime + stime of the processes, in clock ticks.
-cpu_ticks() {
-	local pid sum=0 f
-	for pid in "$@"; do
-		# Fields 14 and 15, counted after the command name's closing
-		# parenthesis (the name may hold spaces).
-		read -r -a f < <(sed 's/.*) //' "/proc/$pid/stat") || return 1
-		sum=$((sum + f[11] + f[12]))
-	done
-	echo "$sum"
-}
+veth_topo_up
 
 # descendants PID: PID and all its descendants, one per line.
 descendants() {
@@ -121,13 +99,9 @@ run_iperf() {
 		return 1
 	fi
 	c1=$(cpu_ticks "$@")
-	read -r GBPS bytes < <("$PY" -c '
-import json, sys
-r = json.load(open(sys.argv[1]))["end"]["sum_received"]
-print("%.3f %d" % (r["bits_per_second"] / 1e9, r["bytes"]))' "$json")
+	read -r GBPS bytes < <(iperf_received "$json")
 	if [ "$bytes" -gt 0 ]; then
-		CPU_PER_GB=$(awk -v t=$((c1 - c0)) -v hz="$HZ" -v b="$bytes" \
-			'BEGIN { printf "%.2f", t / hz / (b / 1e9) }')
+		CPU_PER_GB=$(cpu_per_gb $((c1 - c0)) "$bytes")
 	fi
 	log "$name, $streams stream(s): $GBPS Gbit/s, $CPU_PER_GB CPU s/GB"
 }
@@ -189,38 +163,10 @@ fi
 SSH_CIPHER_USED=-
 SSH_UP=0
 ssh_up() {
-	local d=$WORK/ssh
-	[ -x /usr/sbin/sshd ] || { log "sshd is not installed"; return 1; }
-	mkdir -p "$d" && chmod 700 "$d"
-	ssh-keygen -q -t ed25519 -N '' -f "$d/host_key" || return 1
-	ssh-keygen -q -t ed25519 -N '' -f "$d/id" || return 1
-	cp "$d/id.pub" "$d/authorized_keys"
-	# sshd insists on its privilege separation directory.
-	if [ ! -d /run/sshd ]; then
-		mkdir -m 755 /run/sshd || return 1
-		FWD_CLEANUP+=("rmdir /run/sshd 2>/dev/null")
-	fi
-	cat >"$d/sshd_config" <<EOF
-Port $SSH_PORT
-ListenAddress $SRV_OUTER
-HostKey $d/host_key
-AuthorizedKeysFile $d/authorized_keys
-PidFile none
-UsePAM no
-StrictModes no
-PermitRootLogin prohibit-password
-PubkeyAuthentication yes
-PasswordAuthentication no
-KbdInteractiveAuthentication no
-AllowTcpForwarding yes
-X11Forwarding no
-EOF
-	bg sshd "$NS_S" /usr/sbin/sshd -D -e -f "$d/sshd_config"
-	SSHD_PID=$BG_PID
+	FWD_CLEANUP+=(sshd_rundir_cleanup)
+	sshd_start "$NS_S" "$SRV_OUTER" "$SSH_PORT" "$WORK/ssh" || return 1
 	wait_for 10 "sshd" tcp_listening "$NS_S" "$SSH_PORT" || return 1
-	bg ssh "$NS_C" ssh -v -N -F /dev/null -i "$d/id" -p "$SSH_PORT" \
-		-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null \
-		-o BatchMode=yes -o ExitOnForwardFailure=yes \
+	bg ssh "$NS_C" ssh -v "${SSH_OPTS[@]}" \
 		${SSH_CIPHER:+-c "$SSH_CIPHER"} \
 		-L "127.0.0.1:$SSHL_PORT:127.0.0.1:$T_PORT" "root@$SRV_OUTER"
 	SSH_PID=$BG_PID
@@ -276,18 +222,6 @@ ratio() {
 		if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b; else printf "-" }'
 }
 
-# median VALUE...: the median of the numbers among the values ("failed"
-# and "-" left out), or "failed" when there are none.
-median() {
-	printf '%s\n' "$@" | grep -E '^[0-9]+(\.[0-9]+)?$' | sort -g | awk '
-		{ v[NR] = $1 }
-		END {
-			if (NR == 0) { print "failed"; exit }
-			if (NR % 2) print v[(NR + 1) / 2]
-			else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2
-		}'
-}
-
 # col KEY FIELD: the runs' values of one column, one a line.
 col() {
 	local run
@@ -323,7 +257,7 @@ declare -A M
 for key in rove rovetcp ssh; do
 	for f in g1 c1 g4 c4; do
 		mapfile -t vals < <(col "$key" "$f")
-		M[$key.$f]=$(median "${vals[@]}")
+		M[$key.$f]=$(median 3 "${vals[@]}")
 	done
 done
 label=""

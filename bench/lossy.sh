@@ -38,6 +38,8 @@
 # tunnel that stops carrying anything leaves iperf3 waiting for its
 # results, so every run is cut off BENCH_TIME + 15 s after it starts).
 . "$(dirname "$0")/../tests/e2e/roam-lib.sh"
+# shellcheck source=bench/lib-path.sh
+. "$(dirname "$0")/lib-path.sh"
 # shellcheck source=bench/lib-wg.sh
 . "$(dirname "$0")/lib-wg.sh"
 TEST_NAME=bench-lossy
@@ -55,31 +57,8 @@ for p in iperf3 ping timeout; do
 done
 roam_relay_bin
 
-NS_C=$NS_LAP          # lib.sh's start_client and start_roved use these two
-NS_S=$NS_SRV
 NS_R=rove-$$-lr
-C_ADDR=198.18.40.2
-R_C=198.18.40.1
-R_S=198.18.41.1
-S_ADDR=198.18.41.2
-
-for ns in "$NS_C" "$NS_R" "$NS_S"; do
-	ns_add "$ns"
-	# Replies from the relay come in on dA/dB, not on the link their
-	# source lies behind.
-	nsx "$ns" sysctl -qw net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.default.rp_filter=0
-done
-veth "$NS_C" eth0 "$NS_R" rc
-veth "$NS_R" rs "$NS_S" eth0
-ip -n "$NS_C" addr add "$C_ADDR/24" dev eth0
-ip -n "$NS_C" route add default via "$R_C"
-ip -n "$NS_R" addr add "$R_C/24" dev rc
-ip -n "$NS_R" addr add "$R_S/24" dev rs
-ip -n "$NS_S" addr add "$S_ADDR/24" dev eth0
-ip -n "$NS_S" route add default via "$R_S"
-nsx "$NS_R" sysctl -qw net.ipv4.ip_forward=1
-ip -n "$NS_R" rule add iif rc lookup 100 pref 100
-ip -n "$NS_R" rule add iif rs lookup 101 pref 101
+router_topo_up "$NS_R"
 
 conf_set "$WORK/configs/roved.conf" Listen "$S_ADDR:4433"
 conf_set "$WORK/configs/rove.conf" Server "$S_ADDR:4433"
@@ -106,9 +85,7 @@ relay_start() {
 		log "delay-relay did not start: $(head -c 300 "$WORK/$RELAY_LOG.log")"
 		return 1
 	}
-	nsx "$NS_R" sysctl -qw net.ipv4.conf.dA.rp_filter=0 net.ipv4.conf.dB.rp_filter=0
-	ip -n "$NS_R" route add default dev dA table 100 &&
-		ip -n "$NS_R" route add default dev dB table 101 || return 1
+	relay_routes "$NS_R" || return 1
 	wait_for 10 "the client reaching the server through the relay" \
 		quiet_ping "$NS_C" "$S_ADDR"
 }
@@ -124,22 +101,12 @@ relay_stop() {
 	done < <(sed -n 's/^delay-relay: //p' "$WORK/$RELAY_LOG.log")
 }
 
-# rove_up / rove_down: roved and the client, established, and a ping
-# through the tunnel answered.
-rove_pings() { quiet_ping "$NS_C" "$SRV_TUN4"; }
+# rove_up: roved and the client, established, and a ping through the
+# tunnel answered (rove_down stops them).
 rove_up() {
 	start_roved
 	start_client laptop
 	wait_established laptop && wait_for 15 "a ping through rove" rove_pings
-}
-rove_down() {
-	local p
-	for p in "${LAP_PID:-}" "${ROVED_PID:-}"; do
-		[ -n "$p" ] || continue
-		stop_pid "$p"
-		forget_pid "$p"
-	done
-	LAP_PID='' ROVED_PID=''
 }
 
 iperf_listening() { nsx "$NS_S" ss -Hltn "sport = :$IPERF_PORT" | grep -q "$IPERF_PORT"; }

@@ -18,6 +18,10 @@
 # summary on standard output: Gbit/s, CPU s/GB of both programs (from
 # /proc/PID/stat), and system calls per GB by name for each program.
 . "$(dirname "$0")/../tests/e2e/lib.sh"
+# shellcheck source=bench/lib-measure.sh
+. "$(dirname "$0")/lib-measure.sh"
+# shellcheck source=bench/lib-path.sh
+. "$(dirname "$0")/lib-path.sh"
 TEST_NAME=profile
 PROFILE_TIME=${PROFILE_TIME:-10}
 PROFILE_STREAMS=${PROFILE_STREAMS:-1}
@@ -38,23 +42,7 @@ if [ -n "${PROFILE_CC:-}" ]; then
 		sed -i "/^\[Client\]/a Congestion = $PROFILE_CC" "$WORK/configs/rove.conf"
 fi
 
-NS_C=$NS_LAP
-NS_S=$NS_SRV
-ns_add "$NS_S"
-ns_add "$NS_C"
-veth "$NS_C" eth0 "$NS_S" eth0
-ip -n "$NS_S" addr add "$SRV_OUTER/24" dev eth0
-ip -n "$NS_C" addr add "$LAP_OUTER/24" dev eth0
-veth_pings() { nsx "$NS_C" ping -c 1 -W 1 "$SRV_OUTER" >/dev/null 2>&1; }
-wait_for 10 "the veth link" veth_pings || die "the veth link does not come up"
-
-HZ=$(getconf CLK_TCK)
-# ticks PID: utime + stime in clock ticks.
-ticks() {
-	local f
-	read -r -a f < <(sed 's/.*) //' "/proc/$1/stat") || return 1
-	echo $((f[11] + f[12]))
-}
+veth_topo_up
 
 bg iperf3-server "$NS_S" iperf3 -s
 iperf_listening() { nsx "$NS_S" ss -Hltn 'sport = :5201' | grep -q 5201; }
@@ -80,17 +68,14 @@ done
 iperf_run() {
 	local rflag= s0 c0 s1 c1 bytes
 	[ "$1" = down ] && rflag=-R
-	s0=$(ticks "$ROVED_PID") c0=$(ticks "$LAP_PID")
+	s0=$(cpu_ticks "$ROVED_PID") c0=$(cpu_ticks "$LAP_PID")
 	nsx "$NS_C" timeout $((PROFILE_TIME + 30)) iperf3 -c "$SRV_TUN4" \
 		-t "$PROFILE_TIME" -P "$PROFILE_STREAMS" $rflag -J \
 		>"$OUT/iperf-$1-$2.json" 2>"$OUT/iperf-$1-$2.err" ||
 		log "iperf3 ($1, $2) failed"
-	s1=$(ticks "$ROVED_PID") c1=$(ticks "$LAP_PID")
+	s1=$(cpu_ticks "$ROVED_PID") c1=$(cpu_ticks "$LAP_PID")
 	CPU_S=$((s1 - s0)) CPU_C=$((c1 - c0))
-	read -r GBPS bytes < <("$PY" -c '
-import json, sys
-r = json.load(open(sys.argv[1]))["end"]["sum_received"]
-print("%.3f %d" % (r["bits_per_second"] / 1e9, r["bytes"]))' "$OUT/iperf-$1-$2.json")
+	read -r GBPS bytes < <(iperf_received "$OUT/iperf-$1-$2.json")
 	GB=$(awk -v b="$bytes" 'BEGIN { printf "%.4f", b / 1e9 }')
 }
 

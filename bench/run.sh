@@ -26,6 +26,10 @@
 # processes during the 1-stream run (perf stat on raw_syscalls:sys_enter,
 # when perf is installed; linux-perf).
 . "$(dirname "$0")/../tests/e2e/lib.sh"
+# shellcheck source=bench/lib-measure.sh
+. "$(dirname "$0")/lib-measure.sh"
+# shellcheck source=bench/lib-path.sh
+. "$(dirname "$0")/lib-path.sh"
 # shellcheck source=bench/lib-wg.sh
 . "$(dirname "$0")/lib-wg.sh"
 TEST_NAME=bench
@@ -39,30 +43,7 @@ for p in iperf3 ping; do
 	command -v $p >/dev/null || die "$p is not installed (scripts/deps.sh installs it)"
 done
 
-NS_C=$NS_LAP
-NS_S=$NS_SRV
-ns_add "$NS_S"
-ns_add "$NS_C"
-veth "$NS_C" eth0 "$NS_S" eth0
-ip -n "$NS_S" addr add "$SRV_OUTER/24" dev eth0
-ip -n "$NS_C" addr add "$LAP_OUTER/24" dev eth0
-veth_pings() { nsx "$NS_C" ping -c 1 -W 1 "$SRV_OUTER" >/dev/null 2>&1; }
-wait_for 10 "the veth link" veth_pings ||
-	die "the veth link does not come up"
-
-HZ=$(getconf CLK_TCK)
-
-# cpu_ticks PID...: utime + stime of the processes, in clock ticks.
-cpu_ticks() {
-	local pid sum=0 f
-	for pid in "$@"; do
-		# Fields 14 and 15; the command name (field 2) may hold spaces,
-		# so split after its closing parenthesis (field 3 is f[0]).
-		read -r -a f < <(sed 's/.*) //' "/proc/$pid/stat") || return 1
-		sum=$((sum + f[11] + f[12]))
-	done
-	echo "$sum"
-}
+veth_topo_up
 
 # run_iperf NAME DEST STREAMS PID...: iperf3 from the client to DEST for
 # $BENCH_TIME s; sets GBPS and CPU_PER_GB (CPU of the PIDs; "-" without).
@@ -104,13 +85,9 @@ run_iperf() {
 		LOAD_RTT=$(sed -n 's|^rtt min/avg/max/mdev = [^/]*/\([^/]*\)/.*|\1|p' "$ping_out")
 		LOAD_RTT=${LOAD_RTT:-failed}
 	fi
-	read -r GBPS bytes < <("$PY" -c '
-import json, sys
-r = json.load(open(sys.argv[1]))["end"]["sum_received"]
-print("%.3f %d" % (r["bits_per_second"] / 1e9, r["bytes"]))' "$json")
+	read -r GBPS bytes < <(iperf_received "$json")
 	if [ $# -gt 0 ] && [ "$bytes" -gt 0 ]; then
-		CPU_PER_GB=$(awk -v t=$((c1 - c0)) -v hz="$HZ" -v b="$bytes" \
-			'BEGIN { printf "%.2f", t / hz / (b / 1e9) }')
+		CPU_PER_GB=$(cpu_per_gb $((c1 - c0)) "$bytes")
 	fi
 	# perf -x, prints "COUNT,,EVENT,..."; the count covers a little more
 	# than the run (perf starts first), which only overstates it.

@@ -17,6 +17,8 @@
 # forward's listener exists, sends 100 bytes and waits for their echo.
 # Time zero is taken just before the program is started.
 . "$(dirname "$0")/../tests/e2e/roam-lib.sh"
+# shellcheck source=bench/lib-ssh.sh
+. "$(dirname "$0")/lib-ssh.sh"
 TEST_NAME=bench-setup
 RUNS=${2:-7}
 roam_init "$1"
@@ -39,39 +41,13 @@ roam_start_roved
 
 # sshd in the server namespace, with keys made for this run only.
 SSH_OK=0
-SSHD_DIR=$WORK/ssh
 ssh_setup() {
-	local d=$SSHD_DIR
 	[ -x /usr/sbin/sshd ] && command -v ssh >/dev/null || { log "openssh is not installed"; return 1; }
-	mkdir -p "$d" && chmod 700 "$d"
-	ssh-keygen -q -t ed25519 -N '' -f "$d/host_key" || return 1
-	ssh-keygen -q -t ed25519 -N '' -f "$d/id" || return 1
-	cp "$d/id.pub" "$d/authorized_keys"
-	if [ ! -d /run/sshd ]; then
-		mkdir -m 755 /run/sshd || return 1
-		RMDIR_SSHD=1
-	fi
-	cat >"$d/sshd_config" <<-EOC
-	Port $SSH_PORT
-	ListenAddress $S_OUT
-	HostKey $d/host_key
-	AuthorizedKeysFile $d/authorized_keys
-	PidFile none
-	UsePAM no
-	StrictModes no
-	PermitRootLogin prohibit-password
-	PubkeyAuthentication yes
-	PasswordAuthentication no
-	KbdInteractiveAuthentication no
-	AllowTcpForwarding yes
-	X11Forwarding no
-	EOC
-	bg sshd "$RNS_S" /usr/sbin/sshd -D -e -f "$d/sshd_config"
+	sshd_start "$RNS_S" "$S_OUT" "$SSH_PORT" "$WORK/ssh" || return 1
 	wait_for 10 "sshd" tcp_port_open "$RNS_S" "$SSH_PORT"
 }
-RMDIR_SSHD=0
 if ssh_setup; then SSH_OK=1; else log "no ssh row: $(tail -n 3 "$WORK/sshd.log" 2>/dev/null)"; fi
-trap '[ "$RMDIR_SSHD" = 1 ] && rmdir /run/sshd 2>/dev/null; roam_cleanup' EXIT
+trap 'sshd_rundir_cleanup; roam_cleanup' EXIT
 
 # sample NAME PORT CMD...: start the probe on PORT, then CMD in the client
 # namespace at time zero; prints the milliseconds to the echo (or "fail").
@@ -100,9 +76,7 @@ sample() {
 
 rove_up() { sample "$1" "$FWD_PORT" "$BUILD/rove" up -f -c "$RCONF_C"; }
 ssh_up() {
-	sample "$1" "$SSHL_PORT" ssh -N -F /dev/null -i "$SSHD_DIR/id" -p "$SSH_PORT" \
-		-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null \
-		-o BatchMode=yes -o ExitOnForwardFailure=yes \
+	sample "$1" "$SSHL_PORT" ssh "${SSH_OPTS[@]}" \
 		-L "127.0.0.1:$SSHL_PORT:$LAN:$FWD_PORT" "root@$S_OUT"
 }
 have_ticket() { compgen -G "$LAP_STATE/session-*" >/dev/null; }

@@ -38,6 +38,12 @@
 # Figures are the receiver's Mbit/s (iperf3's sum_received) and their
 # share of WAN_RATE.
 . "$(dirname "$0")/../tests/e2e/fwd-lib.sh"
+# shellcheck source=bench/lib-measure.sh
+. "$(dirname "$0")/lib-measure.sh"
+# shellcheck source=bench/lib-path.sh
+. "$(dirname "$0")/lib-path.sh"
+# shellcheck source=bench/lib-ssh.sh
+. "$(dirname "$0")/lib-ssh.sh"
 # shellcheck source=bench/lib-wg.sh
 . "$(dirname "$0")/lib-wg.sh"
 # shellcheck disable=SC2034 # lib.sh's log() prints it
@@ -56,12 +62,7 @@ SSHL_PORT=25201
 
 has() { case " $1 " in *" $2 "*) return 0 ;; esac; return 1; }
 
-if has "$WAN_ROWS" ssh && [ ! -x /usr/sbin/sshd ] && [ "$(id -u)" -eq 0 ]; then
-	apt-get update -qq &&
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-			--no-install-recommends openssh-server openssh-client >/dev/null ||
-		echo "bench: cannot install openssh-server; the ssh row will be missing" >&2
-fi
+has "$WAN_ROWS" ssh && sshd_install
 fwd_init "$@"
 for p in iperf3 ping tc timeout; do
 	command -v $p >/dev/null || die "$p is not installed (scripts/deps.sh installs it)"
@@ -70,13 +71,7 @@ has "$WAN_ROWS" wg && wg_find
 RELAY=$BUILD/tests/delay-relay
 [ -x "$RELAY" ] || die "$RELAY is missing (make $RELAY)"
 
-NS_C=$NS_LAP
-NS_S=$NS_SRV
 NS_R=rove-$$-wr
-C_ADDR=198.18.40.2
-R_C=198.18.40.1
-R_S=198.18.41.1
-S_ADDR=198.18.41.2
 
 # The end hosts' TCP may use any of these; the host's list comes back at
 # the end.
@@ -85,21 +80,7 @@ FWD_CLEANUP+=("sysctl -qw net.ipv4.tcp_allowed_congestion_control='$ALLOWED_CC'"
 sysctl -qw net.ipv4.tcp_allowed_congestion_control="reno bbr cubic" ||
 	die "cannot allow bbr and cubic"
 
-for ns in "$NS_C" "$NS_R" "$NS_S"; do
-	ns_add "$ns"
-	nsx "$ns" sysctl -qw net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.default.rp_filter=0
-done
-veth "$NS_C" eth0 "$NS_R" rc
-veth "$NS_R" rs "$NS_S" eth0
-ip -n "$NS_C" addr add "$C_ADDR/24" dev eth0
-ip -n "$NS_C" route add default via "$R_C"
-ip -n "$NS_R" addr add "$R_C/24" dev rc
-ip -n "$NS_R" addr add "$R_S/24" dev rs
-ip -n "$NS_S" addr add "$S_ADDR/24" dev eth0
-ip -n "$NS_S" route add default via "$R_S"
-nsx "$NS_R" sysctl -qw net.ipv4.ip_forward=1
-ip -n "$NS_R" rule add iif rc lookup 100 pref 100
-ip -n "$NS_R" rule add iif rs lookup 101 pref 101
+router_topo_up "$NS_R"
 
 # host_cc ALGO: the end hosts' TCP congestion control.
 host_cc() {
@@ -107,7 +88,6 @@ host_cc() {
 		nsx "$NS_S" sysctl -qw net.ipv4.tcp_congestion_control="$1"
 }
 
-quiet_ping() { nsx "$1" ping -c 1 -W 1 "$2" >/dev/null 2>&1; }
 ready_in() { grep -q '^ready' "$1" 2>/dev/null; }
 
 # path_up RTT LOSS: the delay relay and the bottleneck for one condition.
@@ -119,9 +99,7 @@ path_up() {
 	bg "$RELAY_LOG" "$NS_R" "$RELAY" "${args[@]}" dA dB $((rtt / 2))
 	RELAY_PID=$BG_PID
 	wait_for 10 "the delay relay" ready_in "$WORK/$RELAY_LOG.log" || return 1
-	nsx "$NS_R" sysctl -qw net.ipv4.conf.dA.rp_filter=0 net.ipv4.conf.dB.rp_filter=0
-	ip -n "$NS_R" route add default dev dA table 100 &&
-		ip -n "$NS_R" route add default dev dB table 101 || return 1
+	relay_routes "$NS_R" || return 1
 	# A router's queue: one bandwidth-delay product (at least 64 packets).
 	limit=$((WAN_RATE * 1000 * rtt / 8))
 	[ "$limit" -ge 96000 ] || limit=96000
@@ -146,9 +124,8 @@ e2e_transport quic "$S_ADDR"
 peer_set laptop AllowForward "127.0.0.1/32:$T_PORT"
 client_add "$WORK/configs/rove.conf" "LocalForward = $ROVE_PORT = 127.0.0.1:$T_PORT"
 
-# rove_up quic|tcp / rove_down: roved and the laptop over that transport,
-# the forward listening and the tunnel answering.
-rove_pings() { quiet_ping "$NS_C" "$SRV_TUN4"; }
+# rove_up quic|tcp: roved and the laptop over that transport, the forward
+# listening and the tunnel answering (rove_down stops them).
 rove_up() {
 	conf_set "$WORK/configs/rove.conf" Transport "$1"
 	start_roved
@@ -157,54 +134,17 @@ rove_up() {
 		wait_for 10 "rove's LocalForward" tcp_listening "$NS_C" "$ROVE_PORT" &&
 		wait_for 15 "a ping through rove" rove_pings
 }
-rove_down() {
-	local p
-	for p in "${LAP_PID:-}" "${ROVED_PID:-}"; do
-		[ -n "$p" ] || continue
-		stop_pid "$p"
-		forget_pid "$p"
-	done
-	LAP_PID='' ROVED_PID=''
-}
 
 SSH_UP=0
 ssh_up() {
-	local d=$WORK/ssh
-	[ -x /usr/sbin/sshd ] || { log "sshd is not installed"; return 1; }
-	mkdir -p "$d" && chmod 700 "$d"
-	ssh-keygen -q -t ed25519 -N '' -f "$d/host_key" || return 1
-	ssh-keygen -q -t ed25519 -N '' -f "$d/id" || return 1
-	cp "$d/id.pub" "$d/authorized_keys"
-	if [ ! -d /run/sshd ]; then
-		mkdir -m 755 /run/sshd || return 1
-		FWD_CLEANUP+=("rmdir /run/sshd 2>/dev/null")
-	fi
-	cat >"$d/sshd_config" <<EOF
-Port $SSH_PORT
-ListenAddress $S_ADDR
-HostKey $d/host_key
-AuthorizedKeysFile $d/authorized_keys
-PidFile none
-UsePAM no
-StrictModes no
-PermitRootLogin prohibit-password
-PubkeyAuthentication yes
-PasswordAuthentication no
-KbdInteractiveAuthentication no
-AllowTcpForwarding yes
-X11Forwarding no
-EOF
-	bg sshd "$NS_S" /usr/sbin/sshd -D -e -f "$d/sshd_config"
-	SSHD_PID=$BG_PID
+	FWD_CLEANUP+=(sshd_rundir_cleanup)
+	sshd_start "$NS_S" "$S_ADDR" "$SSH_PORT" "$WORK/ssh" || return 1
 	wait_for 10 "sshd" tcp_listening "$NS_S" "$SSH_PORT" || return 1
 }
 # ssh_connect / ssh_disconnect: the ssh -L session, opened anew for each
 # condition (its TCP connection takes the end hosts' congestion control).
 ssh_connect() {
-	local d=$WORK/ssh
-	bg ssh "$NS_C" ssh -N -F /dev/null -i "$d/id" -p "$SSH_PORT" \
-		-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null \
-		-o BatchMode=yes -o ExitOnForwardFailure=yes \
+	bg ssh "$NS_C" ssh "${SSH_OPTS[@]}" \
 		-L "127.0.0.1:$SSHL_PORT:127.0.0.1:$T_PORT" "root@$S_ADDR"
 	SSH_PID=$BG_PID
 	wait_for 15 "ssh's forward" tcp_listening "$NS_C" "$SSHL_PORT"
@@ -387,15 +327,6 @@ if has "$WAN_PARTS" multi; then
 fi
 ELAPSED=$(($(date +%s) - START))
 
-median() {
-	printf '%s\n' "$@" | grep -E '^[0-9]+(\.[0-9]+)?$' | sort -g | awk '
-		{ v[NR] = $1 }
-		END {
-			if (NR == 0) { print "failed"; exit }
-			if (NR % 2) print v[(NR + 1) / 2]
-			else printf "%.1f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2
-		}'
-}
 name() {
 	case $1 in
 	quic) echo "rove -L (QUIC)" ;;
@@ -413,12 +344,12 @@ printf '%-6s %-16s %-24s %-5s %3s %10s %7s %8s\n' part condition row dir st Mbit
 for key in "${ORDER[@]}"; do
 	IFS=/ read -r part cond row dir st <<<"$key"
 	# shellcheck disable=SC2086 # the runs are a list
-	m=$(median ${R[$key]})
+	m=$(median 1 ${R[$key]})
 	pct=-
 	[ "$m" = failed ] || pct=$(awk -v m="$m" -v r="$WAN_RATE" 'BEGIN { printf "%.0f", 100 * m / r }')
 	sp=-
 	# shellcheck disable=SC2086
-	[ -z "${S[$key]:-}" ] || sp="$(median ${S[$key]})%"
+	[ -z "${S[$key]:-}" ] || sp="$(median 1 ${S[$key]})%"
 	printf '%-6s %-16s %-24s %-5s %3s %10s %7s %8s\n' "$part" "$cond" "$(name "$row")" \
 		"$dir" "$st" "$m" "$pct" "$sp"
 done
