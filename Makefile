@@ -97,7 +97,7 @@ all: $(BUILD)/roved $(BUILD)/rove $(BUILD)/tests/rove-load
 
 deps: $(DEPS)/.complete
 
-$(DEPS)/.complete: scripts/deps.sh scripts/lib-apt.sh
+$(DEPS)/.complete: scripts/deps.sh scripts/lib-apt.sh $(wildcard scripts/patches/*.patch)
 	$(Q)scripts/deps.sh $(DEPS) && touch $(DEPS)/.complete
 
 # Which library build .deps points at. Rewritten only when that changes

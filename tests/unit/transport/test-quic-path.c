@@ -453,20 +453,16 @@ test_bulk_cubic_50ms(void **state)
 }
 
 /* The same with BBR, rove's default: in flight reaches the BDP as soon.
- * Its throughput stays under Cubic's because of ngtcp2's BBRv3 (1.24),
- * not of rove: bbr_adapt_longterm_model() advances the max-bandwidth
- * filter (2 cycles long) at the start of every round while ack_phase is
- * ACKS_PROBE_STOPPING, and nothing leaves that phase until the next
- * REFILL, so it advances every round of DOWN and CRUISE (the draft's
- * pseudocode; Linux's BBRv3 and s2n-quic set the phase back to "init"
- * after the first advance, once per cycle). Two rounds after a probe
- * the probe's sample has aged out: the estimate is DOWN's, paced at 90%,
- * then CRUISE's, paced 1% under the estimate, and it sinks until the
- * next probe 2-3 s later (ngtcp2's own log: max_bw 196 -> 175 Mbit/s
- * within DOWN on a 200 Mbit/s path). 80-88% of the bottleneck here; the
- * same ngtcp2 with the phase reset gives 91-94% (on the wire 96-99%).
- * The bound below catches the sender falling behind its pacer, which
- * costs far more. */
+ * ngtcp2's BBRv3 (1.24) advances its max-bandwidth filter (2 cycles
+ * long) at the start of every round while ack_phase is
+ * ACKS_PROBE_STOPPING, and nothing left that phase until the next REFILL,
+ * so it advanced every round of DOWN and CRUISE: two rounds after a probe
+ * the probe's sample aged out, the estimate sank to what DOWN (paced at
+ * 90%) and CRUISE deliver, and the sender kept 80-89% of the bottleneck.
+ * scripts/patches/ngtcp2-bbr-max-bw-filter.patch sets the phase back once
+ * the filter has advanced, as Linux's BBRv3 does; with it 91-92% here
+ * (on the wire 96%). The bound fails on an ngtcp2 without the fix, and on
+ * a sender that falls behind its pacer. */
 static void
 test_bulk_bbr_50ms(void **state)
 {
@@ -477,7 +473,7 @@ test_bulk_bbr_50ms(void **state)
 	bulk_transfer(NGTCP2_CC_ALGO_BBR, 100 * 1000 * 1000,
 	    50 * NGTCP2_MILLISECONDS, 30, 4, &share, &rtts);
 	assert_true(rtts <= 10);
-	assert_true(share >= 0.80);
+	assert_true(share >= 0.89);
 }
 
 /* 200 Mbit/s over 150 ms, a BDP of 3.75 MB, with as much again queued at
@@ -498,7 +494,7 @@ test_bulk_cubic_150ms(void **state)
 	assert_true(share >= 0.90);
 }
 
-/* BBR there, after start-up: the filter as at 50 ms. */
+/* BBR there, after start-up: 91% with the filter fixed, as at 50 ms. */
 static void
 test_bulk_bbr_150ms(void **state)
 {
@@ -509,7 +505,7 @@ test_bulk_bbr_150ms(void **state)
 	bulk_transfer(NGTCP2_CC_ALGO_BBR, 200 * 1000 * 1000,
 	    150 * NGTCP2_MILLISECONDS, 30, 4, &share, &rtts);
 	assert_true(rtts <= 12);
-	assert_true(share >= 0.80);
+	assert_true(share >= 0.89);
 }
 
 /* The same counted from the stream's first byte over 8 s, as iperf3
@@ -518,7 +514,7 @@ test_bulk_bbr_150ms(void **state)
  * with a forward's buffer (ForwardBuffer) of 8 MiB, under what this path
  * holds and BBR's start-up sends, the samples were app-limited, start-up
  * ran on for 5 s and ended by loss, 64-69% of the bottleneck; with
- * 16 MiB it ends after some 3 s, 75-77%. */
+ * 16 MiB it ends after some 3 s, 75-78%. */
 static void
 test_bulk_bbr_150ms_startup(void **state)
 {
@@ -529,7 +525,7 @@ test_bulk_bbr_150ms_startup(void **state)
 	bulk_transfer(NGTCP2_CC_ALGO_BBR, 200 * 1000 * 1000,
 	    150 * NGTCP2_MILLISECONDS, 0, 8, &share, &rtts);
 	assert_true(rtts <= 12);
-	assert_true(share >= 0.72);
+	assert_true(share >= 0.74);
 }
 
 int
