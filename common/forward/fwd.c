@@ -125,6 +125,14 @@ kill_stream(struct fwd *f, uint64_t code)
 	f->state = FWD_S_DEAD;
 	if (!f->stream_closed)
 		quic_conn_stream_reset(f->set->qc, f->sid, code);
+	/* Early bytes no target will take: their credit goes back to the
+	 * connection (see relay.c, return_credit). */
+	if (f->early != NULL && evbuffer_get_length(f->early) > 0) {
+		size_t n = evbuffer_get_length(f->early);
+
+		evbuffer_drain(f->early, n);
+		quic_conn_stream_consume(f->set->qc, f->sid, n);
+	}
 	reset_fd(f->fd);
 	f->fd = -1;
 }

@@ -99,6 +99,21 @@ tcp_reset(struct relay *r)
 	r->fd = -1;
 }
 
+/* Bytes the peer sent that TCP will never take still hold the
+ * connection's flow-control credit: give it back, or a few reset
+ * forwards with full buffers would leave the connection no window for
+ * any other stream. */
+static void
+return_credit(struct relay *r)
+{
+	size_t n = evbuffer_get_length(r->out);
+
+	if (n == 0)
+		return;
+	evbuffer_drain(r->out, n);
+	quic_conn_stream_consume(r->qc, r->sid, n);
+}
+
 /* Report the end from a fresh event, never from inside ngtcp2's callbacks,
  * since the owner frees the relay in `done`. */
 static void
@@ -109,6 +124,7 @@ finish(struct relay *r, uint64_t err)
 	if (r->finished)
 		return;
 	r->finished = true;
+	return_credit(r);
 	r->err = err;
 	if (r->rd_armed)
 		event_del(r->rd_ev);
@@ -303,8 +319,10 @@ relay_create(struct event_base *base, struct quic_conn *qc, int64_t sid, int fd,
 void
 relay_on_data(struct relay *r, const uint8_t *data, size_t len, bool fin)
 {
-	if (r->finished)
+	if (r->finished) {
+		quic_conn_stream_consume(r->qc, r->sid, len);
 		return;
+	}
 	/* Gather what a burst of packets brings and write it to TCP in one
 	 * call from the write event: one syscall per packet would cost more
 	 * than the copy. */
