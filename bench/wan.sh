@@ -7,8 +7,9 @@
 # usage: bench/wan.sh BUILD_DIR
 #   WAN_RATE=MBIT        the bottleneck, each direction (default 200)
 #   WAN_RTTS="10 50 150" round trips of the clean-path runs, in ms
-#   WAN_LOSSES="0.1 1 2" random loss of the lossy runs, percent per
-#                        direction (50 ms round trip, Cubic end hosts)
+#   WAN_LOSSES="0 0.1 1 2"  random loss of the lossy runs, percent per
+#                        direction (50 ms round trip)
+#   WAN_LOSSY_CCS="cubic bbr"  the end hosts' TCP in the lossy runs
 #   WAN_ROWS="quic tcp ssh tun wg"  what to run: rove -L over QUIC, rove -L
 #                        over TLS/TCP, ssh -L, rove's IP tunnel, wireguard-go
 #   WAN_PARTS="clean lossy multi"   which parts of the matrix below
@@ -31,8 +32,9 @@
 # The matrix is not a full cross product; it covers the targets:
 #   clean: every WAN_RTTS, BBR end hosts, every row, upload and download,
 #          one stream; a ping through rove's tunnel while rove -L uploads
-#   lossy: 50 ms, every WAN_LOSSES, Cubic end hosts, rove -L (QUIC and TCP)
-#          and ssh -L, upload and download, one stream
+#   lossy: 50 ms, every WAN_LOSSES and WAN_LOSSY_CCS (BBR without loss is
+#          the clean part's), rove -L (QUIC and TCP) and ssh -L upload and
+#          download, the IP tunnels upload, one stream
 #   multi: 50 ms clean, BBR end hosts, 4 streams through each forward,
 #          upload: the total and the spread between the streams
 # Figures are the receiver's Mbit/s (iperf3's sum_received) and their
@@ -50,7 +52,8 @@
 TEST_NAME=bench-wan
 WAN_RATE=${WAN_RATE:-200}
 WAN_RTTS=${WAN_RTTS:-10 50 150}
-WAN_LOSSES=${WAN_LOSSES:-0.1 1 2}
+WAN_LOSSES=${WAN_LOSSES:-0 0.1 1 2}
+WAN_LOSSY_CCS=${WAN_LOSSY_CCS:-cubic bbr}
 WAN_ROWS=${WAN_ROWS:-quic tcp ssh tun wg}
 WAN_PARTS=${WAN_PARTS:-clean lossy multi}
 BENCH_TIME=${BENCH_TIME:-8}
@@ -299,18 +302,26 @@ if has "$WAN_PARTS" clean; then
 	done
 fi
 if has "$WAN_PARTS" lossy; then
-	host_cc cubic
-	for loss in $WAN_LOSSES; do
-		cond="50ms-$loss%-cubic"
-		log "--- $cond"
-		path_up 50 "$loss" || { log "the path does not come up"; path_down; continue; }
-		for dir in up down; do
-			for row in quic tcp ssh; do
-				has "$WAN_ROWS" $row || continue
-				cell lossy "$cond" $row $dir 1
+	for cc in $WAN_LOSSY_CCS; do
+		host_cc "$cc" || die "cannot set the end hosts' TCP to $cc"
+		for loss in $WAN_LOSSES; do
+			# The clean part has measured this one already.
+			if [ "$cc" = bbr ] && [ "$loss" = 0 ] && has "$WAN_PARTS" clean &&
+				has "$WAN_RTTS" 50; then
+				continue
+			fi
+			cond="50ms-$loss%-$cc"
+			log "--- $cond"
+			path_up 50 "$loss" || { log "the path does not come up"; path_down; continue; }
+			for dir in up down; do
+				for row in quic tcp ssh tun wg; do
+					has "$WAN_ROWS" $row || continue
+					case $row in tun|wg) [ "$dir" = up ] || continue ;; esac
+					cell lossy "$cond" $row $dir 1
+				done
 			done
+			path_down
 		done
-		path_down
 	done
 fi
 if has "$WAN_PARTS" multi; then
