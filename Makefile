@@ -56,12 +56,15 @@ LDFLAGS += -pie -Wl,-z,relro,-z,now $(if $(SAN),$(SAN_FLAGS))
 # the service manager when we are ready (common/ops/notify.c).
 CAPNG_LIBS := $(shell pkg-config --libs libcap-ng 2>/dev/null || echo -lcap-ng)
 SYSTEMD_LIBS := $(shell pkg-config --libs libsystemd 2>/dev/null || echo -lsystemd)
+# ISA-L computes the erasure code of the tunnel's loss recovery
+# (common/tunnel/fec.c).
+ISAL_LIBS := -lisal
 # ngtcp2's calls of wolfSSL's QUIC HKDF go to common/transport/tls.c's, which skip
 # a DRBG per call (see there).
 HKDF_WRAP := -Wl,--wrap=wolfSSL_quic_hkdf_extract \
 	-Wl,--wrap=wolfSSL_quic_hkdf_expand -Wl,--wrap=wolfSSL_quic_hkdf
 LIBS := $(HKDF_WRAP) $(DEPS_LIBS) -levent_core -levent_extra -lnl-route-3 -lnl-3 \
-	$(CAPNG_LIBS) $(SYSTEMD_LIBS) -lm
+	$(ISAL_LIBS) $(CAPNG_LIBS) $(SYSTEMD_LIBS) -lm
 NL_CFLAGS := $(shell pkg-config --cflags libnl-route-3.0 2>/dev/null || echo -I/usr/include/libnl3)
 CPPFLAGS += $(NL_CFLAGS)
 

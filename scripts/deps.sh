@@ -47,12 +47,14 @@ WOLFSSL_CONFIGURE=(--enable-quic --enable-earlydata --enable-session-ticket
 # KeyLogFile (NSS key log, so Wireshark can decrypt a capture).
 WOLFSSL_CFLAGS="-O2 -fPIC -DWOLFSSL_ALWAYS_VERIFY_CB -DHAVE_AES_ECB -DHAVE_SECRET_CALLBACK -DWOLFSSL_GETRANDOM"
 
+# libisal-dev (ISA-L) is the erasure code of the tunnel's loss recovery
+# (common/tunnel/fec.c);
 # clang and libclang-rt-dev (libFuzzer, the sanitizers) build the fuzzers;
 # openssh is the reference for the forwarding benchmarks (bench/forward.sh,
 # bench/setup.sh); dbus-daemon runs the private bus of test-dns.sh.
 PACKAGES=(build-essential pkg-config autoconf automake libtool cmake dpkg-dev patch
 	libevent-dev libnl-3-dev libnl-route-3-dev libcap-ng-dev libcmocka-dev
-	libsystemd-dev
+	libsystemd-dev libisal-dev
 	iproute2 nftables conntrack iperf3 iputils-ping procps psmisc curl tcpdump
 	python3 openssl clang libclang-rt-dev debhelper lintian fakeroot
 	python3-prometheus-client tshark openssh-client openssh-server

@@ -32,6 +32,7 @@ declare -A LIB=(
 	[netlink/]="tun"
 	[cap-ng]="ops"
 	[wolfssl/]="base transport"
+	[isa-l]="tunnel"
 )
 
 allowed() {

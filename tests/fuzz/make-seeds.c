@@ -21,6 +21,7 @@
 
 #include <event2/event.h>
 
+#include "base/bytes.h"
 #include "base/key.h"
 #include "fuzz-quic.h"
 #include "quic-initial.h"
@@ -28,6 +29,7 @@
 #include "transport/state.h"
 #include "transport/tls.h"
 #include "transport/udp.h"
+#include "tunnel/fec.h"
 #include "wire/ippkt.h"
 #include "wire/proto-fwd.h"
 #include "wire/proto.h"
@@ -223,6 +225,157 @@ ippkt_seeds(void)
 	p[20] = 3;
 	p[21] = 4;
 	put("ippkt", "v4-icmp-error", p, 576);
+}
+
+/* --- FEC frames (fuzz-fec.c describes the two input modes) --- */
+
+/* The frames of one group from the real encoder. */
+static struct {
+	uint8_t orig[FEC_MAX_K][FEC_ORIG_OVERHEAD + 1500];
+	size_t olen[FEC_MAX_K];
+	uint8_t rep[FEC_MAX_M][FEC_REPAIR_OVERHEAD + FEC_SYMBOL_OVERHEAD + 1500];
+	size_t rlen[FEC_MAX_M];
+	unsigned nrep;
+} fg;
+
+static void
+fec_emit(const uint8_t *frame, size_t len, void *arg)
+{
+	(void)arg;
+	if (fg.nrep >= FEC_MAX_M || len > sizeof fg.rep[0])
+		die("fec: repair too long");
+	memcpy(fg.rep[fg.nrep], frame, len);
+	fg.rlen[fg.nrep++] = len;
+}
+
+/* k IPv4 packets of the lengths given, closed with m repairs. */
+static void
+fec_group(struct fec_enc *e, unsigned k, unsigned m, const size_t *len)
+{
+	static uint8_t p[1500];
+	ssize_t n;
+
+	for (unsigned i = 0; i < k; i++) {
+		memset(p, (int)i, sizeof p);
+		ip4(p, len[i], 17);
+		n = fec_enc_add(e, p, len[i], fg.orig[i], sizeof fg.orig[i]);
+		if (n < 0)
+			die("fec: encoding failed");
+		fg.olen[i] = (size_t)n;
+	}
+	fg.nrep = 0;
+	if (fec_enc_close(e, m, fec_emit, NULL) != (int)m)
+		die("fec: closing failed");
+}
+
+/* One record of the stream mode: kind (odd: original), length, frame. */
+static void
+fec_record(struct buf *b, bool original, const uint8_t *f, size_t n)
+{
+	add8(b, original ? 1 : 0);
+	add8(b, (unsigned)(n >> 8));
+	add8(b, (unsigned)(n & 0xff));
+	add(b, f, n);
+}
+
+/* One group of the round-trip mode. */
+static void
+fec_spec(struct buf *b, unsigned k, unsigned m, uint32_t lost,
+    unsigned lost_rep, unsigned seed, size_t len)
+{
+	add8(b, k - 1);
+	add8(b, m);
+	add8(b, lost >> 24);
+	add8(b, (lost >> 16) & 0xff);
+	add8(b, (lost >> 8) & 0xff);
+	add8(b, lost & 0xff);
+	add8(b, lost_rep);
+	add8(b, seed);
+	for (unsigned i = 0; i < k; i++) {
+		size_t l = (len + i * 37) % 1500 + 20;
+
+		add8(b, (unsigned)(l >> 8));
+		add8(b, (unsigned)(l & 0xff));
+	}
+}
+
+static void
+fec_seeds(void)
+{
+	static const size_t lens[] = { 84, 1400, 40, 576 }, small[] = { 28, 40 };
+	static const uint8_t bad[][10] = {
+		{ 0, 0, 0, 1, 0, 1, 0, 0, 1, 2 },       /* k = 0 */
+		{ 0, 0, 0, 1, 33, 1, 0, 0, 1, 2 },      /* k = 33 */
+		{ 0, 0, 0, 1, 2, 9, 0, 0, 1, 2 },       /* m = 9 */
+		{ 0, 0, 0, 1, 2, 2, 2, 0, 1, 2 },       /* row = m */
+	};
+	struct fec_enc *e = fec_enc_create();
+	struct buf b = { .n = 0 };
+
+	/* One original lost, rebuilt by the first repair. */
+	add8(&b, 0);
+	fec_group(e, 4, 2, lens);
+	fec_record(&b, true, fg.orig[0], fg.olen[0]);
+	fec_record(&b, true, fg.orig[2], fg.olen[2]);
+	fec_record(&b, true, fg.orig[3], fg.olen[3]);
+	fec_record(&b, false, fg.rep[0], fg.rlen[0]);
+	fec_record(&b, false, fg.rep[1], fg.rlen[1]);
+	put("fec", "lost-one", b.b, b.n);
+
+	/* The repairs first, then the originals (and one twice). */
+	b.n = 0;
+	add8(&b, 0);
+	fec_group(e, 3, 2, lens + 1);
+	fec_record(&b, false, fg.rep[1], fg.rlen[1]);
+	fec_record(&b, false, fg.rep[0], fg.rlen[0]);
+	fec_record(&b, true, fg.orig[2], fg.olen[2]);
+	fec_record(&b, true, fg.orig[2], fg.olen[2]);
+	put("fec", "repair-first", b.b, b.n);
+
+	/* Groups that lose too much and leave the window, then a late
+	 * repair and a late original. */
+	b.n = 0;
+	add8(&b, 0);
+	for (unsigned i = 0; i < FEC_DEC_WINDOW + 2; i++) {
+		fec_group(e, 2, 1, small);
+		if (i == 0)
+			continue;
+		fec_record(&b, true, fg.orig[1], fg.olen[1]);
+		if (i == 1) {
+			fec_record(&b, false, fg.rep[0], fg.rlen[0]);
+			continue;
+		}
+		fec_record(&b, true, fg.orig[0], fg.olen[0]);
+	}
+	fec_group(e, 1, 1, small);
+	be32_put(fg.rep[0], 0);
+	be32_put(fg.orig[0], 1);
+	fec_record(&b, false, fg.rep[0], fg.rlen[0]);
+	fec_record(&b, true, fg.orig[0], fg.olen[0]);
+	put("fec", "window", b.b, b.n);
+
+	/* Malformed frames, and a repair whose symbol says length 0. */
+	b.n = 0;
+	add8(&b, 0);
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		fec_record(&b, false, bad[i], sizeof bad[i]);
+	fec_record(&b, true, bad[0], 5);
+	fec_group(e, 1, 1, lens);
+	fg.rep[0][FEC_REPAIR_OVERHEAD] = 0;
+	fg.rep[0][FEC_REPAIR_OVERHEAD + 1] = 0;
+	fec_record(&b, false, fg.rep[0], fg.rlen[0]);
+	put("fec", "malformed", b.b, b.n);
+
+	/* Round trips: groups the encoder makes from the input. */
+	b.n = 0;
+	add8(&b, 1);
+	fec_spec(&b, 4, 2, 0x5, 0, 3, 100);
+	fec_spec(&b, 1, 1, 0x1, 0, 9, 1400);
+	fec_spec(&b, 32, 8, 0x80402010, 0x11, 77, 60);
+	fec_spec(&b, 8, 2, 0x7, 0, 5, 500);
+	fec_spec(&b, 6, 0, 0x2, 0, 1, 40);
+	put("fec", "groups", b.b, b.n);
+	fec_enc_free(e);
 }
 
 /* --- control stream messages --- */
@@ -769,6 +922,7 @@ main(int argc, char **argv)
 		die("%s: %s", top, strerror(errno));
 	cfg_seeds();
 	ippkt_seeds();
+	fec_seeds();
 	proto_seeds();
 	qmux_seeds();
 	proto_fwd_seeds();
