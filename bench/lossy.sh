@@ -5,7 +5,9 @@
 #
 # usage: bench/lossy.sh BUILD_DIR
 #   BENCH_TIME=SECONDS   length of each iperf3 run (default 10)
-#   BENCH_LOSS="0 1 2"   loss rates in percent, each direction on its own
+#   BENCH_LOSS="0 0.1 1 2 1b3"  loss rates in percent, each direction on
+#                        its own; RbB: R% in bursts of B packets on average
+#                        (the relay's Gilbert model)
 #   BENCH_DELAY=MS       one-way delay (default 25)
 #   BENCH_SEED=N         seed of the relay's loss draws (default 1)
 #   BENCH_RUNS=N         runs per tunnel, loss rate and direction, rove and
@@ -15,6 +17,11 @@
 #                        (default: the configs' own, i.e. rove's default)
 #   BENCH_TRANSPORT=tcp  rove's session over TLS on TCP (roved's ListenTCP,
 #                        Transport = tcp): TCP inside TCP (default: quic)
+#   BENCH_INNER_CC=ALGO  the congestion control of the TCP inside the
+#                        tunnel (iperf3 -C; default: the host's)
+#   BENCH_TUNNELS="rove rove-off wg"  what to run: rove (LossRecovery =
+#                        auto, its default), rove with LossRecovery = off,
+#                        and wireguard-go
 #
 #   +-- $NS_C (client) --+      +------ $NS_R (router) ------+      +-- $NS_S (server) --+
 #   | eth0 198.18.40.2 --|------|- rc 198.18.40.1            |      | roved, wireguard-go|
@@ -29,7 +36,7 @@
 # router only forwards. The relay is restarted for each loss rate.
 #
 # At each loss rate, for upload (client -> server) and download (iperf3 -R),
-# rove and then wireguard-go: a fresh tunnel, one iperf3 TCP stream for
+# each of BENCH_TUNNELS in turn: a fresh tunnel, one iperf3 TCP stream for
 # BENCH_TIME s, and a ping through the tunnel (every 0.1 s) while it runs.
 # The tunnel is set up anew for every run, so that one run's trouble does
 # not carry over into the next. Figures are the receiver's (iperf3's
@@ -37,14 +44,20 @@
 # receiver got no byte, or one whose iperf3 did not finish in time (a
 # tunnel that stops carrying anything leaves iperf3 waiting for its
 # results, so every run is cut off BENCH_TIME + 15 s after it starts).
+# Each run also notes the sending host's TCP retransmissions (nstat
+# TcpRetransSegs of its namespace, per 100 segments sent) and, for rove,
+# the repair bytes its sending end added per byte of data.
 . "$(dirname "$0")/../tests/e2e/roam-lib.sh"
+# shellcheck source=bench/lib-measure.sh
+. "$(dirname "$0")/lib-measure.sh"
 # shellcheck source=bench/lib-path.sh
 . "$(dirname "$0")/lib-path.sh"
 # shellcheck source=bench/lib-wg.sh
 . "$(dirname "$0")/lib-wg.sh"
 TEST_NAME=bench-lossy
 BENCH_TIME=${BENCH_TIME:-10}
-BENCH_LOSS=${BENCH_LOSS:-0 1 2}
+BENCH_LOSS=${BENCH_LOSS:-0 0.1 1 2 1b3}
+BENCH_TUNNELS=${BENCH_TUNNELS:-rove rove-off wg}
 BENCH_DELAY=${BENCH_DELAY:-25}
 BENCH_SEED=${BENCH_SEED:-1}
 BENCH_RUNS=${BENCH_RUNS:-1}
@@ -71,14 +84,18 @@ if [ -n "${BENCH_CC:-}" ]; then
 	log "rove's congestion controller: $BENCH_CC"
 fi
 
-# relay_start LOSS: the delay relay with LOSS percent, and the routes into
-# it (they go with its devices when it stops).
+# relay_start LOSS: the delay relay with LOSS percent (RbB: in bursts of
+# B), and the routes into it (they go with its devices when it stops).
 RELAY_PID=
 relay_start() {
 	local loss=$1 args=(-t 1800)
 	# The relay's counters of the previous rate stay in their own log.
 	RELAY_LOG=relay-$loss
-	[ "$loss" = 0 ] || args+=(-l "$loss" -s "$BENCH_SEED")
+	case $loss in
+	0) ;;
+	*b*) args+=(-l "${loss%b*}" -b "${loss#*b}" -s "$BENCH_SEED") ;;
+	*) args+=(-l "$loss" -s "$BENCH_SEED") ;;
+	esac
 	bg "$RELAY_LOG" "$NS_R" "$RELAY" "${args[@]}" dA dB "$BENCH_DELAY"
 	RELAY_PID=$BG_PID
 	wait_for 10 "the delay relay ($loss% loss)" ready_in "$WORK/$RELAY_LOG.log" || {
@@ -101,9 +118,12 @@ relay_stop() {
 	done < <(sed -n 's/^delay-relay: //p' "$WORK/$RELAY_LOG.log")
 }
 
-# rove_up: roved and the client, established, and a ping through the
-# tunnel answered (rove_down stops them).
+# rove_up auto|off: roved and the client with that LossRecovery,
+# established, and a ping through the tunnel answered (rove_down stops
+# them).
 rove_up() {
+	conf_set "$WORK/configs/roved.conf" LossRecovery "$1"
+	conf_set "$WORK/configs/rove.conf" LossRecovery "$1"
 	start_roved
 	start_client laptop
 	wait_established laptop && wait_for 15 "a ping through rove" rove_pings
@@ -193,13 +213,20 @@ rx_rates() {
 	EOF
 }
 
+# tcp_segs NS: "OutSegs RetransSegs" of NS's TCP now.
+tcp_segs() {
+	nsx "$1" nstat -asz TcpOutSegs TcpRetransSegs | awk '
+		$1 == "TcpOutSegs" { o = $2 } $1 == "TcpRetransSegs" { r = $2 }
+		END { print o + 0, r + 0 }'
+}
+
 # run_iperf TUNNEL LOSS DIR DEST RX_NS RX_DEV: one measured run through a
 # tunnel that is up, RX_DEV in RX_NS being the receiver's end of it; the
 # iperf3 server is started for this run only, so an aborted run cannot
 # leave it busy for the next.
 run_iperf() {
 	local tun=$1 loss=$2 dir=$3 dest=$4 rx_ns=$5 rx_dev=$6 key=$1.$2.$3
-	local rx_pid
+	local rx_pid tx_ns=$NS_C seg0 seg1 cc=()
 	local name=$tun-$loss-$dir json rc out ping_pid srv_pid
 	local p_avg p_max p_loss mbit zero longest retr per
 	json=$WORK/iperf-$name.json
@@ -227,11 +254,17 @@ run_iperf() {
 	rx_pid=$!
 	E2E_PIDS+=("$rx_pid")
 	local rev=()
-	[ "$dir" = down ] && rev=(-R)
+	[ "$dir" = down ] && rev=(-R) && tx_ns=$NS_S
+	[ -n "${BENCH_INNER_CC:-}" ] && cc=(-C "$BENCH_INNER_CC")
+	seg0=$(tcp_segs "$tx_ns")
 	nsx "$NS_C" timeout -k 5 $((BENCH_TIME + 15)) iperf3 -c "$dest" -p "$IPERF_PORT" \
 		-t "$BENCH_TIME" -i 1 -J --get-server-output --connect-timeout 5000 \
-		"${rev[@]}" >"$json" 2>"$WORK/iperf-$name.err"
+		"${cc[@]}" "${rev[@]}" >"$json" 2>"$WORK/iperf-$name.err"
 	rc=$?
+	seg1=$(tcp_segs "$tx_ns")
+	R[$key.retrans]=$(awk -v a="$seg0" -v b="$seg1" 'BEGIN {
+		split(a, x, " "); split(b, y, " "); o = y[1] - x[1]; r = y[2] - x[2];
+		if (o > 0) printf "%.3f", 100 * r / o; else print "-" }')
 	wait_exit "$ping_pid" 10
 	stop_pid "$rx_pid"
 	forget_pid "$rx_pid"
@@ -255,8 +288,8 @@ run_iperf() {
 		log "iperf3 ($name) failed (exit $rc): $(head -c 300 "$WORK/iperf-$name.err" "$json")"
 	fi
 	case $mbit in [0-9]*) mbit="$mbit Mbit/s" ;; esac
-	RAW+=("$(printf '%-5s %4s%% %-4s  %13s  zero-byte s %s (longest %s)  retransmits %s  ping avg/max %s/%s ms, lost %s  Mbit/s per second: %s' \
-		"$tun" "$loss" "$dir" "$mbit" "$zero" "$longest" "$retr" "$p_avg" "$p_max" "$p_loss" "$per")")
+	RAW+=("$(printf '%-8s %4s%% %-4s  %13s  zero-byte s %s (longest %s)  retransmits %s (%s%% of segments)  ping avg/max %s/%s ms, lost %s  Mbit/s per second: %s' \
+		"$tun" "$loss" "$dir" "$mbit" "$zero" "$longest" "$retr" "${R[$key.retrans]}" "$p_avg" "$p_max" "$p_loss" "$per")")
 	log "${RAW[-1]}"
 }
 
@@ -264,18 +297,34 @@ run_iperf() {
 measure() {
 	local tun=$1 loss=$2 dir=$3 key=$1.$2.$3
 	case $tun in
-	rove)
-		if rove_up; then
+	rove|rove-off)
+		if rove_up "$([ "$tun" = rove ] && echo auto || echo off)"; then
 			if [ "$dir" = up ]; then
-				run_iperf rove "$loss" "$dir" "$SRV_TUN4" "$NS_S" rove0
+				run_iperf "$tun" "$loss" "$dir" "$SRV_TUN4" "$NS_S" rove0
 			else
-				run_iperf rove "$loss" "$dir" "$SRV_TUN4" "$NS_C" rove0
+				run_iperf "$tun" "$loss" "$dir" "$SRV_TUN4" "$NS_C" rove0
 			fi
-			local st
+			local st sender
 			st=$(status "$NS_S" "$ROVED_SOCK" 2>/dev/null)
-			RAW+=("$(printf 'rove  %4s%% %-4s  roved: datagrams lost %s, drops %s' "$loss" "$dir" \
+			RAW+=("$(printf '%-8s %4s%% %-4s  roved: datagrams lost %s, drops %s, loss recovery %s' \
+				"$tun" "$loss" "$dir" \
 				"$(jget 'peers[name=laptop].datagrams_lost' <<<"$st" 2>/dev/null)" \
-				"$(jget drops <<<"$st" 2>/dev/null)")")
+				"$(jget drops <<<"$st" 2>/dev/null)" \
+				"$(jget 'peers[name=laptop].loss_recovery' <<<"$st" 2>/dev/null)")")
+			# The sending end's repair bytes per byte of data.
+			if [ "$dir" = up ]; then
+				sender=$(status "$NS_C" "$LAP_SOCK" 2>/dev/null | jget 'peers[0]' 2>/dev/null)
+			else
+				sender=$(jget 'peers[name=laptop]' <<<"$st" 2>/dev/null)
+			fi
+			R[$key.repair]=$(printf '%s\n' "$sender" | "$PY" -c '
+import json, sys
+try:
+    p = json.load(sys.stdin)
+    r = p.get("loss_recovery", {}).get("repair_bytes", 0)
+    print("%.3f" % (r / p["tx_bytes"]) if p.get("tx_bytes") else "-")
+except (ValueError, KeyError, AttributeError):
+    print("-")')
 		else
 			log "rove's tunnel did not come up ($loss% loss, $dir)"
 			R[$key.mbit]=failed R[$key.stall]=- R[$key.ping]=-
@@ -304,6 +353,8 @@ keep_run() {
 	local v=${R[$1.mbit]}
 	case $v in [0-9]*) ;; *) v=0 ;; esac
 	R[$1.runs]="${R[$1.runs]:-}${R[$1.runs]:+ }$v"
+	R[$1.retrs]="${R[$1.retrs]:-}${R[$1.retrs]:+ }${R[$1.retrans]:--}"
+	R[$1.repairs]="${R[$1.repairs]:-}${R[$1.repairs]:+ }${R[$1.repair]:--}"
 	R[$1.pings]="${R[$1.pings]:-}${R[$1.pings]:+ }${R[$1.ping]}"
 	[ "${R[$1.stall]}" = - ] ||
 		R[$1.stalls]="${R[$1.stalls]:-}${R[$1.stalls]:+; }${R[$1.stall]}"
@@ -328,7 +379,7 @@ for loss in $BENCH_LOSS; do
 	log "--- $loss% loss, ${BENCH_DELAY} ms each way"
 	if ! relay_start "$loss"; then
 		for dir in up down; do
-			for tun in rove wg; do
+			for tun in $BENCH_TUNNELS; do
 				R[$tun.$loss.$dir.mbit]=failed R[$tun.$loss.$dir.stall]=- R[$tun.$loss.$dir.ping]=-
 			done
 		done
@@ -340,12 +391,12 @@ for loss in $BENCH_LOSS; do
 	log "${OUTER[-1]}"
 	for dir in up down; do
 		for ((run = 1; run <= BENCH_RUNS; run++)); do
-			for tun in rove wg; do
+			for tun in $BENCH_TUNNELS; do
 				measure "$tun" "$loss" "$dir"
 				keep_run "$tun.$loss.$dir"
 			done
 		done
-		for tun in rove wg; do
+		for tun in $BENCH_TUNNELS; do
 			settle_runs "$tun.$loss.$dir"
 		done
 	done
@@ -359,29 +410,60 @@ ratio() {
 		if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && b + 0 > 0) printf "%.2f", a / b;
 		else printf "-" }'
 }
-row() { printf '%-6s %-9s %12s %16s %11s %18s %18s\n' "$@"; }
+# med3 RUNS...: the median to three places, or "-" without a figure.
+med3() {
+	local m
+	m=$(median 3 "$@")
+	[ "$m" = failed ] && m=-
+	echo "$m"
+}
 
 echo
-echo "lossy link: $((2 * BENCH_DELAY)) ms RTT, random loss per direction (seed $BENCH_SEED), one iperf3 TCP stream for $BENCH_TIME s per run, median of $BENCH_RUNS run(s); $(nproc) CPUs, kernel $(uname -r)"
-echo "rove: over $([ "$BENCH_TRANSPORT" = tcp ] && echo "TLS on TCP (TCP inside TCP)" || echo QUIC), congestion control ${BENCH_CC:-bbr (default)}"
-echo "wireguard-go: ${WG_NEW_VER:-missing} (trixie, offloads); Mbit/s as the receiver counts them; ping through the tunnel during the run"
-row loss direction "rove" "wireguard-go" "rove / wg" "rove ping" "wg-go ping"
-row "" "" "Mbit/s" "Mbit/s" "" "avg/max ms" "avg/max ms"
+echo "lossy link: $((2 * BENCH_DELAY)) ms RTT, loss per direction (seed $BENCH_SEED; RbB: R% in bursts of B), one iperf3 TCP stream for $BENCH_TIME s per run, median of $BENCH_RUNS run(s); $(nproc) CPUs, kernel $(uname -r)"
+INNER=${BENCH_INNER_CC:-$(sysctl -n net.ipv4.tcp_congestion_control) (the host default)}
+echo "rove: over $([ "$BENCH_TRANSPORT" = tcp ] && echo "TLS on TCP (TCP inside TCP)" || echo QUIC), congestion control ${BENCH_CC:-bbr (default)}; inner TCP: $INNER"
+echo "wireguard-go: ${WG_NEW_VER:-missing} (trixie, offloads); rove-off: LossRecovery = off at both ends"
+echo "Mbit/s as the receiver counts them; retr: the sender's TCP segments retransmitted, %; repair: rove's repair bytes per data byte; ping through the tunnel during the run"
+echo
+printf '| loss | dir |'
+for tun in $BENCH_TUNNELS; do printf ' %s Mbit/s |' "$tun"; done
+has_tun() { case " $BENCH_TUNNELS " in *" $1 "*) return 0 ;; esac; return 1; }
+has_tun wg && has_tun rove && printf ' rove / wg |'
+has_tun rove-off && has_tun rove && printf ' rove / off |'
+for tun in $BENCH_TUNNELS; do printf ' %s retr %% |' "$tun"; done
+has_tun rove && printf ' rove repair |'
+for tun in $BENCH_TUNNELS; do printf ' %s ping avg/max ms |' "$tun"; done
+echo
+printf '|---|---|'
+for tun in $BENCH_TUNNELS; do printf -- '---|---|---|'; done
+has_tun wg && has_tun rove && printf -- '---|'
+has_tun rove-off && has_tun rove && printf -- '---|'
+has_tun rove && printf -- '---|'
+echo
 STALLS=()
 for loss in $BENCH_LOSS; do
 	for dir in up down; do
-		case $dir in up) d=upload ;; down) d=download ;; esac
-		# A figure from a run that stalled carries a star.
-		rv=${R[rove.$loss.$dir.mbit]} wv=${R[wg.$loss.$dir.mbit]}
-		[ "${R[rove.$loss.$dir.stall]}" = - ] || [ "$rv" = stall ] || rv="$rv*"
-		[ "${R[wg.$loss.$dir.stall]}" = - ] || [ "$wv" = stall ] || wv="$wv*"
-		row "$loss%" "$d" "$rv" "$wv" \
-			"$(ratio "${R[rove.$loss.$dir.mbit]}" "${R[wg.$loss.$dir.mbit]}")" \
-			"${R[rove.$loss.$dir.ping]}" "${R[wg.$loss.$dir.ping]}"
-		for tun in rove wg; do
+		printf '| %s%% | %s |' "$loss" "$dir"
+		for tun in $BENCH_TUNNELS; do
+			# A figure from a run that stalled carries a star.
+			v=${R[$tun.$loss.$dir.mbit]}
+			[ "${R[$tun.$loss.$dir.stall]}" = - ] || [ "$v" = stall ] || v="$v*"
+			printf ' %s |' "$v"
 			[ "${R[$tun.$loss.$dir.stall]}" = - ] ||
-				STALLS+=("$tun $loss% $d: ${R[$tun.$loss.$dir.stall]}")
+				STALLS+=("$tun $loss% $dir: ${R[$tun.$loss.$dir.stall]}")
 		done
+		has_tun wg && has_tun rove &&
+			printf ' %s |' "$(ratio "${R[rove.$loss.$dir.mbit]}" "${R[wg.$loss.$dir.mbit]}")"
+		has_tun rove-off && has_tun rove &&
+			printf ' %s |' "$(ratio "${R[rove.$loss.$dir.mbit]}" "${R[rove-off.$loss.$dir.mbit]}")"
+		for tun in $BENCH_TUNNELS; do
+			# shellcheck disable=SC2086 # the runs are a list
+			printf ' %s |' "$(med3 ${R[$tun.$loss.$dir.retrs]:-})"
+		done
+		# shellcheck disable=SC2086
+		has_tun rove && printf ' %s |' "$(med3 ${R[rove.$loss.$dir.repairs]:-})"
+		for tun in $BENCH_TUNNELS; do printf ' %s |' "${R[$tun.$loss.$dir.ping]}"; done
+		echo
 	done
 done
 echo

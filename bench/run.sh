@@ -4,7 +4,7 @@
 #
 # usage: bench/run.sh BUILD_DIR
 #   BENCH_TIME=SECONDS  length of each iperf3 run (default 10)
-#   BENCH_ONLY="raw wg wgold rove roveoff"  which paths to measure
+#   BENCH_ONLY="raw wg wgold rove roveoff rovenorec"  which paths to measure
 #                       (default all)
 #
 #   $NS_C (client) eth0 198.18.1.2/24 <---- veth ----> eth0 198.18.1.1/24 $NS_S (server)
@@ -17,6 +17,8 @@
 #                 198.19.77.2 -> 198.19.77.1, MTU 1380, Offload = auto
 #   roveoff:      the same with Offload = off on both ends (one IP packet
 #                 per TUN read and write)
+#   rovenorec:    rove with LossRecovery = off on both ends: on a clean
+#                 link loss recovery must cost nothing
 #
 # For each path: iperf3 TCP with 1 stream and with 4 streams (-P 4), ping
 # RTT (average of 50 pings 10 ms apart) idle and while the 1-stream run
@@ -34,8 +36,8 @@
 . "$(dirname "$0")/lib-wg.sh"
 TEST_NAME=bench
 BENCH_TIME=${BENCH_TIME:-10}
-BENCH_ONLY=${BENCH_ONLY:-raw wg wgold rove roveoff}
-PATHS="raw wg wgold rove roveoff"
+BENCH_ONLY=${BENCH_ONLY:-raw wg wgold rove roveoff rovenorec}
+PATHS="raw wg wgold rove roveoff rovenorec"
 
 e2e_init "$@"
 wg_find
@@ -204,6 +206,7 @@ rove_measure() {
 }
 rove_measure rove
 rove_measure roveoff "Offload = off"
+rove_measure rovenorec "LossRecovery = off"
 
 # ratio A B: A / B to two places, or "-".
 ratio() {
@@ -220,6 +223,7 @@ label() {
 	wgold) echo "wireguard-go ${WG_OLD_VER:-?} (bookworm)" ;;
 	rove) echo "rove (Offload = auto)" ;;
 	roveoff) echo "rove (Offload = off)" ;;
+	rovenorec) echo "rove (LossRecovery = off)" ;;
 	esac
 }
 row() { printf '%-44s %10s %10s %10s %11s %8s %9s %11s\n' "$@"; }
@@ -244,6 +248,7 @@ ratios() {
 ratios rove wg "rove / wireguard-go ${WG_NEW_VER:-?} (trixie)"
 ratios roveoff wg "rove (Offload = off) / wireguard-go (trixie)"
 ratios rove roveoff "rove: Offload = auto / off"
+ratios rove rovenorec "rove: LossRecovery = auto / off"
 ratios wgold wg "wireguard-go bookworm / trixie"
 ratios rove raw "rove / raw"
 

@@ -64,6 +64,9 @@ struct client {
 	struct csock *sock;      /* the socket of the current path */
 	struct csock *old_sock;  /* the previous one, while migrating */
 	struct quic_conn *qc;    /* the session */
+	/* Loss recovery on `qc`, once its SERVER_CONFIG said the server
+	 * decodes it; freed with the session (client_tun_session_gone). */
+	struct recovery *rec;
 	/* Transport = auto: TLS over TCP racing QUIC or taking over from a
 	 * stalled one; and, while on TCP, a QUIC handshake probing UDP with
 	 * its own socket. Either becomes `qc` when it completes. */
@@ -139,6 +142,9 @@ int client_tun_apply_config(struct client *, const uint8_t *body,
 /* The session's DATAGRAM callback: an IP packet for the TUN. */
 void client_tun_datagram_cb(struct quic_conn *, const uint8_t *data,
     size_t len, void *client);
+/* `qc` stops being the session (closed, freed or replaced): what
+ * belonged to it goes too. */
+void client_tun_session_gone(struct client *);
 
 /* --- client-path.c ------------------------------------------------------ */
 

@@ -67,6 +67,10 @@ client_status(struct client *c, struct client_status *cs)
 		cs->sp.local = quic_conn_local(c->qc, &len);
 		cs->sp.has_quic = true;
 		quic_conn_get_stats(c->qc, &cs->sp.quic);
+		if (c->rec != NULL) {
+			cs->sp.has_recovery = true;
+			recovery_get_stats(c->rec, &cs->sp.recovery);
+		}
 		cs->st.datagram_mtu = tunnel_inner_mtu(c->qc);
 	}
 	if (c->tun_open) {

@@ -12,28 +12,43 @@
 #include "transport/quic.h"
 #include "tun/tun-netlink.h"
 #include "tun/tun.h"
+#include "tunnel/recovery.h"
 #include "tunnel/tunnel.h"
 #include "wire/ippkt.h"
 #include "wire/proto.h"
 
-/* A DATAGRAM from the server: its IP packet goes to the TUN. */
+static void
+packet_cb(const uint8_t *pkt, size_t len, const struct ippkt_info *info,
+    void *arg)
+{
+	struct client *c = arg;
+
+	(void)info;
+	if (!c->tun_open) {
+		tunnel_drop(TUNNEL_DROP_NO_ROUTE, NULL, &c->counters);
+		return;
+	}
+	tunnel_deliver(&c->tun_out, pkt, len, NULL);
+}
+
+/* A DATAGRAM from the server: its IP packets go to the TUN. */
 void
 client_tun_datagram_cb(struct quic_conn *qc, const uint8_t *data, size_t len,
     void *arg)
 {
 	struct client *c = arg;
-	struct ippkt_info info;
-	const uint8_t *pkt;
-	size_t pktlen;
 
-	(void)qc;
-	if (tunnel_decode(data, len, &pkt, &pktlen, &info, NULL, &c->counters) != 0)
-		return;
-	if (!c->tun_open) {
-		tunnel_drop(TUNNEL_DROP_NO_ROUTE, NULL, &c->counters);
-		return;
-	}
-	tunnel_deliver(&c->tun_out, pkt, pktlen, NULL);
+	/* Only the session's own groups; another (a probe, a racing
+	 * handshake) sends nothing but plain packets. */
+	tunnel_input(qc == c->qc ? c->rec : NULL, data, len, packet_cb, c, NULL,
+	    &c->counters);
+}
+
+void
+client_tun_session_gone(struct client *c)
+{
+	recovery_free(c->rec);
+	c->rec = NULL;
 }
 
 /* Packets may go once the server configured us, or, on a reconnect (the
@@ -71,7 +86,8 @@ send_read(uint8_t *buf, size_t n, const struct virtio_net_hdr *vh,
 		tunnel_drop(TUNNEL_DROP_NO_ROUTE, NULL, &c->counters);
 		return;
 	}
-	tunnel_send_read(c->qc, vh, buf, n, info, &c->tun, NULL, &c->counters);
+	tunnel_send_read(c->qc, c->rec, vh, buf, n, info, &c->tun, NULL,
+	    &c->counters);
 }
 
 static void
@@ -159,7 +175,7 @@ bring_up(struct client *c, const struct proto_server_config *sc, char **cause)
 	fd = c->tun_clone;
 	c->tun_clone = -1;
 	if (tun_attach(&c->tun, fd, c->cfg->tun,
-	    c->cfg->offload == CFG_OFFLOAD_AUTO, cause) != 0)
+	    c->cfg->offload == CFG_AUTO, cause) != 0)
 		return -1;
 	c->tun_open = true;
 	c->tun_mtu = sc->mtu;
@@ -276,6 +292,14 @@ client_tun_apply_config(struct client *c, const uint8_t *body, size_t len)
 	c->configured = true;
 	c->failures = 0;
 	if (!update) {
+		/* A server that decodes repairs gets them if our configuration
+		 * allows; it may send us its own either way. */
+		client_tun_session_gone(c);
+		if (sc.features & PROTO_FEATURE_LOSS_RECOVERY) {
+			c->rec = recovery_create(c->base, c->qc);
+			recovery_set_sending(c->rec,
+			    c->cfg->loss_recovery == CFG_AUTO);
+		}
 		forward_server_features(c->fwd, sc.features);
 		forward_remote_request(c->fwd, c->qc);
 	}

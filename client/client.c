@@ -59,6 +59,7 @@ switch_session(struct client *c, struct quic_conn *next)
 	struct quic_conn *old = c->qc;
 
 	forward_detach(c->fwd);
+	client_tun_session_gone(c);
 	c->qc = next;
 	c->configured = false;
 	c->ctl_open = false;
@@ -379,6 +380,7 @@ closed_cb(struct quic_conn *qc, const struct quic_close_info *info, void *arg)
 			c->qs.initial_rtt_ns = (uint64_t)(st.rtt_ms * 1e6);
 		/* Forwarded connections cannot survive their session. */
 		forward_detach(c->fwd);
+		client_tun_session_gone(c);
 		quic_conn_free(c->qc);
 		c->qc = NULL;
 		c->configured = false;
@@ -860,6 +862,7 @@ client_free(struct client *c)
 
 	if (c == NULL)
 		return;
+	client_tun_session_gone(c);
 	if (c->qc != NULL)
 		quic_conn_free(c->qc);
 	quic_conn_free(c->alt);

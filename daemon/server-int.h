@@ -114,6 +114,8 @@ struct session {
 	bool half_open;             /* counted in server.half_open */
 	size_t ctl_requests;        /* REMOTE_FORWARD requests so far */
 	uint64_t features;          /* PROTO_FEATURE_* agreed in the hello */
+	struct recovery *rec;       /* loss recovery, with a client that
+	                             * decodes it (else NULL) */
 	uint64_t since;             /* the handshake completed (clock_now) */
 };
 

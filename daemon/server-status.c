@@ -126,6 +126,10 @@ status_peer_fill(const struct server *srv, struct status_peer *sp,
 		sp->local = quic_conn_local(qc, &len);
 		sp->has_quic = true;
 		quic_conn_get_stats(qc, &sp->quic);
+		if (p->sess->rec != NULL) {
+			sp->has_recovery = true;
+			recovery_get_stats(p->sess->rec, &sp->recovery);
+		}
 	}
 }
 

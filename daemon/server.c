@@ -33,7 +33,7 @@ route_read(uint8_t *buf, size_t n, const struct virtio_net_hdr *vh,
 		return;
 	}
 	/* A super-packet has one destination: route it once. */
-	tunnel_send_read(peer->sess->qc, vh, buf, n, info, &srv->tun,
+	tunnel_send_read(peer->sess->qc, peer->sess->rec, vh, buf, n, info, &srv->tun,
 	    &peer->counters, &srv->counters);
 }
 
@@ -65,7 +65,7 @@ setup_tun(struct server *srv, char **cause)
 		    srv->worker);
 		return -1;
 	}
-	rv = tun_open(&srv->tun, name, srv->cfg->offload == CFG_OFFLOAD_AUTO,
+	rv = tun_open(&srv->tun, name, srv->cfg->offload == CFG_AUTO,
 	    cause);
 	free(name);
 	if (rv != 0)

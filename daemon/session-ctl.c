@@ -11,6 +11,7 @@
 #include "egress.h"
 #include "server-int.h"
 #include "transport/quic.h"
+#include "tunnel/recovery.h"
 #include "wire/proto-fwd.h"
 #include "wire/proto.h"
 
@@ -144,6 +145,13 @@ control_message(struct session *sess, uint64_t type, const uint8_t *body, size_t
 		return 0;
 	}
 	sess->features = hello.features & PROTO_FEATURES;
+	/* A client that decodes repairs gets them if our configuration
+	 * allows; it may send us its own either way. */
+	if ((sess->features & PROTO_FEATURE_LOSS_RECOVERY) && sess->rec == NULL) {
+		sess->rec = recovery_create(sess->srv->base, sess->qc);
+		recovery_set_sending(sess->rec,
+		    sess->srv->cfg->loss_recovery == CFG_AUTO);
+	}
 	return session_ctl_send_config(sess);
 }
 

@@ -14,6 +14,7 @@
 #include "server-int.h"
 #include "transport/quic.h"
 #include "transport/state.h"
+#include "tunnel/recovery.h"
 #include "wire/proto-fwd.h"
 
 #define UNKNOWN_LOG_INTERVAL_MS 60000
@@ -174,6 +175,7 @@ session_free(struct session *sess)
 	}
 	LIST_REMOVE(sess, entry);
 	srv->nsessions--;
+	recovery_free(sess->rec);
 	quic_conn_free(sess->qc);
 	free(sess->ctl);
 	free(sess);
@@ -338,30 +340,25 @@ stream_data_cb(struct quic_conn *qc, int64_t stream_id, const uint8_t *data,
 	return session_ctl_data(sess, qc, data, len);
 }
 
+/* The peer whose packets a session carries. 0-RTT arrives before the
+ * handshake completes: the peer is then the one its session ticket named. */
+static struct peer *
+dgram_peer(const struct session *sess)
+{
+	return sess->peer != NULL ? sess->peer : sess->pending_peer;
+}
+
+/* An IP packet from a peer: to the TUN, if its source is the peer's. */
 static void
-datagram_cb(struct quic_conn *qc, const uint8_t *data, size_t len, void *arg)
+packet_cb(const uint8_t *pkt, size_t len, const struct ippkt_info *info,
+    void *arg)
 {
 	struct session *sess = arg;
 	struct server *srv = sess->srv;
-	struct peer *peer = sess->peer;
-	struct ippkt_info info;
-	const uint8_t *pkt;
-	size_t pktlen;
+	struct peer *peer = dgram_peer(sess);
 
-	(void)qc;
-	/* 0-RTT arrives before the handshake completes: the peer is then
-	 * the one its session ticket named. */
-	if (peer == NULL)
-		peer = sess->pending_peer;
-	if (peer == NULL) {
-		tunnel_drop(TUNNEL_DROP_UNKNOWN_PEER, NULL, &srv->counters);
-		return;
-	}
-	if (tunnel_decode(data, len, &pkt, &pktlen, &info, &peer->counters,
-	    &srv->counters) != 0)
-		return;
 	/* Cryptokey routing: the source must be one this peer owns. */
-	if (route_lookup(srv->routes, &info.src) != peer) {
+	if (route_lookup(srv->routes, &info->src) != peer) {
 		tunnel_drop(TUNNEL_DROP_SPOOFED_SOURCE, &peer->counters, &srv->counters);
 		return;
 	}
@@ -369,7 +366,23 @@ datagram_cb(struct quic_conn *qc, const uint8_t *data, size_t len, void *arg)
 		tunnel_drop(TUNNEL_DROP_NO_ROUTE, &peer->counters, &srv->counters);
 		return;
 	}
-	tunnel_deliver(&srv->tun_out, pkt, pktlen, &peer->counters);
+	tunnel_deliver(&srv->tun_out, pkt, len, &peer->counters);
+}
+
+static void
+datagram_cb(struct quic_conn *qc, const uint8_t *data, size_t len, void *arg)
+{
+	struct session *sess = arg;
+	struct server *srv = sess->srv;
+	struct peer *peer = dgram_peer(sess);
+
+	(void)qc;
+	if (peer == NULL) {
+		tunnel_drop(TUNNEL_DROP_UNKNOWN_PEER, NULL, &srv->counters);
+		return;
+	}
+	tunnel_input(sess->rec, data, len, packet_cb, sess, &peer->counters,
+	    &srv->counters);
 }
 
 static void

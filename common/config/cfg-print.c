@@ -68,9 +68,9 @@ print_key(const struct cfg_key *k, const void *obj, FILE *f)
 		    *(const enum cfg_congestion *)p == CFG_CC_BBR ?
 		    "bbr" : "cubic");
 		break;
-	case CFG_T_OFFLOAD:
+	case CFG_T_AUTO_OFF:
 		fprintf(f, "%s = %s\n", k->name,
-		    *(const enum cfg_offload *)p == CFG_OFFLOAD_OFF ? "off" : "auto");
+		    *(const enum cfg_auto_off *)p == CFG_OFF ? "off" : "auto");
 		break;
 	case CFG_T_TRANSPORT: {
 		enum cfg_transport t = *(const enum cfg_transport *)p;

@@ -126,9 +126,15 @@ const struct cfg_key cfg_table[CFG_KEY_COUNT] = {
 		"congestion controller: cubic or bbr",
 	},
 	[CFG_KEY_OFFLOAD] = {
-		"Offload", SEC_MAIN, CFG_T_OFFLOAD, 0, 0, 0,
+		"Offload", SEC_MAIN, CFG_T_AUTO_OFF, 0, 0, 0,
 		CFG(offload), 0, "auto",
 		"TUN checksum and segmentation offloads: auto or off",
+	},
+	[CFG_KEY_LOSS_RECOVERY] = {
+		"LossRecovery", SEC_MAIN, CFG_T_AUTO_OFF, 0, 0, 0,
+		CFG(loss_recovery), 0, "auto",
+		"repair packets the IP tunnel loses on the path (forward "
+		"error correction, sized to the loss): auto or off",
 	},
 	[CFG_KEY_LOCAL_FORWARD] = {
 		"LocalForward", CFG_SEC_CLIENT, CFG_T_FORWARD, CFG_F_REPEAT, 0,

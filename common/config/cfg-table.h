@@ -28,7 +28,7 @@ enum cfg_type {
 	CFG_T_TUN,        /* char *: interface name, NULL for "none" */
 	CFG_T_NUMBER,     /* uint32_t in min..max */
 	CFG_T_CONGESTION, /* enum cfg_congestion */
-	CFG_T_OFFLOAD,    /* enum cfg_offload */
+	CFG_T_AUTO_OFF,    /* enum cfg_auto_off */
 	CFG_T_TRANSPORT,  /* enum cfg_transport */
 	CFG_T_BOOL,       /* bool: yes/no, true/false, on/off, 1/0 */
 	CFG_T_LISTEN,     /* struct cfg listen[], listen_len[], nlisten (or
@@ -81,6 +81,7 @@ enum cfg_key_id {
 	CFG_KEY_IDLE_TIMEOUT,
 	CFG_KEY_CONGESTION,
 	CFG_KEY_OFFLOAD,
+	CFG_KEY_LOSS_RECOVERY,
 	CFG_KEY_LOCAL_FORWARD,
 	CFG_KEY_REMOTE_FORWARD,
 	CFG_KEY_DYNAMIC_FORWARD,

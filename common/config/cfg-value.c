@@ -158,15 +158,15 @@ parse_congestion(struct cfg_parse *cp, const struct cfg_key *k,
 }
 
 static int
-parse_offload(struct cfg_parse *cp, const struct cfg_key *k,
-    enum cfg_offload *dst, const char *v)
+parse_auto_off(struct cfg_parse *cp, const struct cfg_key *k,
+    enum cfg_auto_off *dst, const char *v)
 {
 	char e[ESC_LEN];
 
 	if (strcasecmp(v, "auto") == 0)
-		*dst = CFG_OFFLOAD_AUTO;
+		*dst = CFG_AUTO;
 	else if (strcasecmp(v, "off") == 0)
-		*dst = CFG_OFFLOAD_OFF;
+		*dst = CFG_OFF;
 	else {
 		parse_error(cp, "%s: '%s' is not auto or off", k->name,
 		    quote(e, v));
@@ -852,8 +852,8 @@ cfg_value_parse(struct cfg_parse *cp, const struct cfg_key *k, void *obj,
 		return parse_number(cp, k, f, v);
 	case CFG_T_CONGESTION:
 		return parse_congestion(cp, k, f, v);
-	case CFG_T_OFFLOAD:
-		return parse_offload(cp, k, f, v);
+	case CFG_T_AUTO_OFF:
+		return parse_auto_off(cp, k, f, v);
 	case CFG_T_TRANSPORT:
 		return parse_transport(cp, k, f, v);
 	case CFG_T_BOOL:

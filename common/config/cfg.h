@@ -16,8 +16,9 @@
 
 enum cfg_role { CFG_ROLE_SERVER, CFG_ROLE_CLIENT };
 enum cfg_congestion { CFG_CC_CUBIC, CFG_CC_BBR };
-/* TUN offloads (tun/offload.h): whatever the kernel accepts, or none. */
-enum cfg_offload { CFG_OFFLOAD_AUTO, CFG_OFFLOAD_OFF };
+/* A feature used where it helps (TUN offloads: whatever the kernel
+ * accepts; loss recovery: while the path loses packets), or never. */
+enum cfg_auto_off { CFG_AUTO, CFG_OFF };
 /* Client: how to reach the server, QUIC or TLS over TCP (or each as the
  * network allows). */
 enum cfg_transport { CFG_TRANSPORT_AUTO, CFG_TRANSPORT_QUIC, CFG_TRANSPORT_TCP };
@@ -102,7 +103,8 @@ struct cfg {
 	uint32_t keepalive;    /* seconds, 0 = off */
 	uint32_t idle_timeout; /* seconds */
 	enum cfg_congestion congestion;
-	enum cfg_offload offload;
+	enum cfg_auto_off offload;
+	enum cfg_auto_off loss_recovery; /* repairs for the IP tunnel */
 	uint32_t forward_buffer; /* bytes per direction per forward */
 	uint32_t max_forwards;   /* concurrent forwards per peer */
 	uint32_t forward_wait;   /* client: seconds a connection waits for

@@ -37,6 +37,7 @@ struct metrics_peer {
 	struct tunnel_counters counters;
 	bool has_quic;
 	struct quic_conn_stats quic;
+	struct recovery_stats recovery;   /* zero without loss recovery */
 	uint64_t handshakes;
 	struct status_roam roam;
 	size_t fwd_open;
@@ -105,6 +106,9 @@ GETTER(get_lost, p->has_quic ? p->quic.dgram_lost : 0)
 GETTER(get_queue_full, p->has_quic ? p->quic.dgram_queue_full : 0)
 GETTER(get_stale, p->has_quic ? p->quic.dgram_stale : 0)
 GETTER(get_handshakes, p->handshakes)
+GETTER(get_fec_repairs, p->recovery.repairs_sent)
+GETTER(get_fec_rebuilt, p->recovery.rebuilt)
+GETTER(get_fec_unrepaired, p->recovery.unrepaired)
 GETTER(get_migrations, p->roam.migrations)
 GETTER(get_rebinds, p->roam.rebinds)
 GETTER(get_reconnects, p->roam.reconnects)
@@ -185,6 +189,13 @@ static const struct peer_family peer_families[] = {
 	    "IP packets dropped before sending: the queue was full.", get_queue_full, NULL },
 	{ "rove_peer_datagrams_stale_total", "counter",
 	    "IP packets dropped before sending: they waited too long.", get_stale, NULL },
+	{ "rove_peer_repairs_sent_total", "counter",
+	    "Loss recovery: repair datagrams sent.", get_fec_repairs, NULL },
+	{ "rove_peer_packets_rebuilt_total", "counter",
+	    "Loss recovery: lost IP packets rebuilt from repairs.", get_fec_rebuilt, NULL },
+	{ "rove_peer_packets_unrepaired_total", "counter",
+	    "Loss recovery: lost IP packets the repairs could not rebuild.",
+	    get_fec_unrepaired, NULL },
 	{ "rove_peer_handshakes_total", "counter",
 	    "Connections established.", get_handshakes, NULL },
 	{ "rove_peer_migrations_total", "counter",
@@ -306,6 +317,8 @@ metrics_scrape_new(const struct status *st)
 		p->counters = *sp->counters;
 		p->has_quic = sp->has_quic;
 		p->quic = sp->quic;
+		if (sp->has_recovery)
+			p->recovery = sp->recovery;
 		p->handshakes = sp->handshakes;
 		p->roam = sp->roam;
 		p->fwd_open = sp->fwds != NULL ? sp->fwds->n : 0;

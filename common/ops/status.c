@@ -1,5 +1,6 @@
 /* Rendering of status as JSON or text. */
 #include <event2/buffer.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "base/json.h"
@@ -79,6 +80,50 @@ json_prefixes(struct json *j, const char *key, const struct prefix *p, size_t n)
 	for (size_t i = 0; i < n; i++)
 		json_string(j, addr_prefix_str(&p[i], buf));
 	json_end_array(j);
+}
+
+/* Loss recovery: what went out in groups and repairs, and what the
+ * peer's groups gave us. */
+static void
+json_recovery(struct json *j, const struct recovery_stats *r)
+{
+	static const struct {
+		const char *key;
+		size_t off;
+	} u64[] = {
+		{ "protected_sent", offsetof(struct recovery_stats, protected_sent) },
+		{ "protected_bytes", offsetof(struct recovery_stats, protected_bytes) },
+		{ "repairs_sent", offsetof(struct recovery_stats, repairs_sent) },
+		{ "repair_bytes", offsetof(struct recovery_stats, repair_bytes) },
+		{ "received", offsetof(struct recovery_stats, received) },
+		{ "rebuilt", offsetof(struct recovery_stats, rebuilt) },
+		{ "unrepaired", offsetof(struct recovery_stats, unrepaired) },
+		{ "malformed", offsetof(struct recovery_stats, malformed) },
+		{ "late", offsetof(struct recovery_stats, late) },
+		{ "duplicates", offsetof(struct recovery_stats, duplicates) },
+		{ "reports_sent", offsetof(struct recovery_stats, reports_sent) },
+		{ "reports_received", offsetof(struct recovery_stats, reports_received) },
+	};
+
+	json_key(j, "loss_recovery");
+	json_begin_object(j);
+	json_key(j, "sending");
+	json_bool(j, r->sending);
+	json_key(j, "active");
+	json_bool(j, r->active);
+	/* the plan: the loss it is made for, and the last group */
+	json_key(j, "loss");
+	json_double(j, r->loss, 5);
+	json_key(j, "group");
+	json_uint(j, r->group_k);
+	json_key(j, "repairs_per_group");
+	json_uint(j, r->group_m);
+	for (size_t i = 0; i < sizeof u64 / sizeof u64[0]; i++) {
+		json_key(j, u64[i].key);
+		json_uint(j, *(const uint64_t *)(const void *)
+		    ((const char *)r + u64[i].off));
+	}
+	json_end_object(j);
 }
 
 static void
@@ -312,6 +357,8 @@ json_peer(struct json *j, const struct status_peer *p)
 	json_uint(j, p->has_quic ? p->quic.dgram_stale : 0);
 	json_key(j, "handshakes");
 	json_uint(j, p->handshakes);
+	if (p->has_recovery)
+		json_recovery(j, &p->recovery);
 	if (p->has_worker) {
 		json_key(j, "worker");
 		json_uint(j, p->worker);

@@ -10,6 +10,7 @@
 #include "base/json.h"
 #include "forward/fwd.h"
 #include "transport/quic.h"
+#include "tunnel/recovery.h"
 #include "tunnel/tunnel.h"
 
 struct evbuffer;
@@ -41,6 +42,9 @@ struct status_peer {
 	const struct tunnel_counters *counters;
 	bool has_quic;
 	struct quic_conn_stats quic;
+	/* loss recovery, when the connection has it (both ends decode it) */
+	bool has_recovery;
+	struct recovery_stats recovery;
 	uint64_t handshakes;
 	const char *connection_id;     /* quic_conn_id; NULL when not connected */
 	const struct fwd_set *fwds;              /* NULL when not connected */

@@ -37,6 +37,7 @@ recovery_ctl_tick(struct recovery_ctl *c, uint64_t sent, uint64_t lost,
 
 	c->last_sent = sent;
 	c->last_lost = lost;
+	c->total += ds;
 	c->sent = c->sent * DECAY + (double)ds;
 	c->lost = c->lost * DECAY + (double)dl;
 	c->congested = min_rtt_ms > 0 &&
@@ -75,9 +76,13 @@ recovery_ctl_report(struct recovery_ctl *c, uint64_t received,
 double
 recovery_ctl_loss(const struct recovery_ctl *c)
 {
-	if (c->sent < RECOVERY_MIN_SAMPLES)
-		return 0;
-	return fmin(c->lost / c->sent * c->boost, 1.0);
+	double p;
+
+	if (c->total < RECOVERY_MIN_SAMPLES)
+		p = fmax(RECOVERY_PRIOR, c->lost / RECOVERY_MIN_SAMPLES);
+	else
+		p = c->sent > 0 ? c->lost / c->sent : 0;
+	return fmin(p * c->boost, 1.0);
 }
 
 double

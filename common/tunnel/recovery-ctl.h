@@ -18,14 +18,20 @@
 /* At most this share of a full group in repairs (a group closed early by
  * time, at a low packet rate, still gets one). */
 #define RECOVERY_MAX_SHARE 0.25
-/* Datagrams the estimate needs before it is trusted. */
+/* Datagrams a connection sends before its own loss figure is trusted.
+ * Until then the plan assumes RECOVERY_PRIOR (or what it saw, if more):
+ * a host's TCP starts in slow start, and one loss there, before a loss
+ * rate could be measured, costs it seconds of slow growth afterwards;
+ * the repairs of 200 datagrams cost nothing on a clean path. */
 #define RECOVERY_MIN_SAMPLES 200
+#define RECOVERY_PRIOR 0.005
 
 struct recovery_ctl {
 	/* Decayed sums of the DATAGRAMs sent and declared lost: the loss
 	 * estimate is lost / sent, remembering the last few seconds. */
 	double sent, lost;
 	uint64_t last_sent, last_lost;       /* the counters at the last tick */
+	uint64_t total;                      /* datagrams counted in all */
 	/* The receiver's last report (cumulative), and the factor the loss
 	 * estimate is raised by while groups still fail (loss that comes in
 	 * bursts defeats a code sized for random loss). */

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "recovery.h"
 #include "tunnel.h"
 #include "wire/proto.h"
 
@@ -52,14 +53,19 @@ answer_too_big(struct quic_conn *qc, const uint8_t *pkt, size_t len,
 }
 
 void
-tunnel_send(struct quic_conn *qc, uint8_t *buf, const struct ippkt_info *info,
-    struct tun *tun, struct tunnel_counters *peer, struct tunnel_counters *global)
+tunnel_send(struct quic_conn *qc, struct recovery *rec, uint8_t *buf,
+    const struct ippkt_info *info, struct tun *tun,
+    struct tunnel_counters *peer, struct tunnel_counters *global)
 {
 	size_t len = info->len;
-	int rv;
+	int rv = 1;
 
-	buf[0] = PROTO_CTX_IP;
-	rv = quic_conn_send_datagram(qc, buf, len + TUNNEL_HEADROOM);
+	if (rec != NULL)
+		rv = recovery_send(rec, buf + TUNNEL_HEADROOM, len);
+	if (rv == 1) {
+		buf[0] = PROTO_CTX_IP;
+		rv = quic_conn_send_datagram(qc, buf, len + TUNNEL_HEADROOM);
+	}
 	/* Queued, perhaps pushing an older packet out of the full queue. */
 	for (int i = 0; i < rv; i++)
 		tunnel_drop(TUNNEL_DROP_QUEUE_FULL, peer, global);
@@ -90,7 +96,8 @@ tunnel_send(struct quic_conn *qc, uint8_t *buf, const struct ippkt_info *info,
 }
 
 void
-tunnel_send_read(struct quic_conn *qc, const struct virtio_net_hdr *vh,
+tunnel_send_read(struct quic_conn *qc, struct recovery *rec,
+    const struct virtio_net_hdr *vh,
     uint8_t *buf, size_t n, const struct ippkt_info *info, struct tun *tun,
     struct tunnel_counters *peer, struct tunnel_counters *global)
 {
@@ -102,7 +109,7 @@ tunnel_send_read(struct quic_conn *qc, const struct virtio_net_hdr *vh,
 	/* The common case without offloads: nothing to split or finish. */
 	if (vh->gso_type == VIRTIO_NET_HDR_GSO_NONE &&
 	    !(vh->flags & VIRTIO_NET_HDR_F_NEEDS_CSUM)) {
-		tunnel_send(qc, buf, info, tun, peer, global);
+		tunnel_send(qc, rec, buf, info, tun, peer, global);
 		return;
 	}
 	if (offload_seg_init(&s, vh, buf + TUNNEL_HEADROOM, n,
@@ -124,7 +131,7 @@ tunnel_send_read(struct quic_conn *qc, const struct virtio_net_hdr *vh,
 			tunnel_drop(TUNNEL_DROP_INVALID_PACKET, peer, global);
 			continue;
 		}
-		tunnel_send(qc, p - TUNNEL_HEADROOM, &si, tun, peer, global);
+		tunnel_send(qc, rec, p - TUNNEL_HEADROOM, &si, tun, peer, global);
 	}
 }
 
@@ -176,6 +183,64 @@ tunnel_decode(const uint8_t *dgram, size_t dlen, const uint8_t **pkt,
 	}
 	*len = info->len;
 	return 0;
+}
+
+struct input {
+	tunnel_packet_cb cb;
+	void *arg;
+	struct tunnel_counters *peer, *global;
+};
+
+static void
+input_packet(const uint8_t *pkt, size_t len, void *arg)
+{
+	struct input *in = arg;
+	struct ippkt_info info;
+
+	if (ippkt_parse(pkt, len, &info) != IPPKT_OK) {
+		tunnel_drop(TUNNEL_DROP_INVALID_PACKET, in->peer, in->global);
+		return;
+	}
+	in->cb(pkt, info.len, &info, in->arg);
+}
+
+void
+tunnel_input(struct recovery *rec, const uint8_t *dgram, size_t dlen,
+    tunnel_packet_cb cb, void *arg, struct tunnel_counters *peer,
+    struct tunnel_counters *global)
+{
+	struct input in = { cb, arg, peer, global };
+	struct ippkt_info info;
+	const uint8_t *body;
+	size_t blen;
+	uint64_t ctx;
+
+	/* The common case, a plain packet: one-byte context 0. */
+	if (dlen > 0 && dgram[0] == PROTO_CTX_IP) {
+		if (tunnel_decode(dgram, dlen, &body, &blen, &info, peer,
+		    global) == 0)
+			cb(body, blen, &info, arg);
+		return;
+	}
+	if (proto_dgram_decode(dgram, dlen, &ctx, &body, &blen) != 0) {
+		tunnel_drop(TUNNEL_DROP_INVALID_PACKET, peer, global);
+		return;
+	}
+	switch (ctx) {
+	case PROTO_CTX_IP:
+		/* context 0 written in more bytes than it needs */
+		input_packet(body, blen, &in);
+		return;
+	case PROTO_CTX_IP_FEC:
+	case PROTO_CTX_FEC_REPAIR:
+	case PROTO_CTX_FEC_REPORT:
+		if (rec == NULL)
+			break;
+		if (recovery_input(rec, ctx, body, blen, input_packet, &in) != 0)
+			tunnel_drop(TUNNEL_DROP_INVALID_PACKET, peer, global);
+		return;
+	}
+	tunnel_drop(TUNNEL_DROP_UNKNOWN_CONTEXT, peer, global);
 }
 
 static void

@@ -12,6 +12,8 @@
 #include "tun/tun.h"
 #include "wire/ippkt.h"
 
+struct recovery;
+
 enum tunnel_drop {
 	TUNNEL_DROP_SPOOFED_SOURCE,
 	TUNNEL_DROP_NO_ROUTE,
@@ -45,18 +47,21 @@ void tunnel_drop(enum tunnel_drop, struct tunnel_counters *peer,
     struct tunnel_counters *global);
 
 /* Send the IP packet at buf[TUNNEL_HEADROOM..], described by `info`, over
- * `qc`. When it is too big for a DATAGRAM, a "packet too big" goes back into
+ * `qc`, in a loss recovery group of `rec` if it has one going (`rec` may
+ * be NULL). When it is too big for a DATAGRAM, a "packet too big" goes back into
  * `tun` instead. Counts into `peer` and `global` (may be NULL); an older
  * packet pushed out of a full DATAGRAM queue counts as a queue_full drop. */
-void tunnel_send(struct quic_conn *qc, uint8_t *buf, const struct ippkt_info *info,
-    struct tun *tun, struct tunnel_counters *peer, struct tunnel_counters *global);
+void tunnel_send(struct quic_conn *qc, struct recovery *rec, uint8_t *buf,
+    const struct ippkt_info *info, struct tun *tun,
+    struct tunnel_counters *peer, struct tunnel_counters *global);
 
 /* Send what one TUN read returned: the packet at buf[TUNNEL_HEADROOM..]
  * (n bytes, `info` from its IP header) with its virtio_net_hdr `vh`. A
  * super-packet is split (in place) into packets that fit `qc`'s DATAGRAMs
  * and a partial checksum completed; a header that does not match the
  * packet is counted as a bad_offload drop. Then as tunnel_send. */
-void tunnel_send_read(struct quic_conn *qc, const struct virtio_net_hdr *vh,
+void tunnel_send_read(struct quic_conn *qc, struct recovery *rec,
+    const struct virtio_net_hdr *vh,
     uint8_t *buf, size_t n, const struct ippkt_info *info, struct tun *tun,
     struct tunnel_counters *peer, struct tunnel_counters *global);
 
@@ -81,6 +86,19 @@ void tunnel_read(struct tun *, struct tunnel_counters *global,
  * its header in *info, or counts the drop and returns -1. */
 int tunnel_decode(const uint8_t *dgram, size_t dlen, const uint8_t **pkt,
     size_t *len, struct ippkt_info *info, struct tunnel_counters *peer,
+    struct tunnel_counters *global);
+
+/* Where each IP packet a received DATAGRAM yields goes: `len` is the
+ * packet's own (info->len), its header checked. */
+typedef void (*tunnel_packet_cb)(const uint8_t *pkt, size_t len,
+    const struct ippkt_info *info, void *arg);
+
+/* Decode a received DATAGRAM: an IP packet (context 0), or loss
+ * recovery's frames, given to `rec` (NULL: counted as unknown contexts),
+ * which yield the packet in a group and any that a repair rebuilt. Each
+ * goes to `cb`; what cannot be decoded is counted as a drop. */
+void tunnel_input(struct recovery *rec, const uint8_t *dgram, size_t dlen,
+    tunnel_packet_cb cb, void *arg, struct tunnel_counters *peer,
     struct tunnel_counters *global);
 
 /* The TUN's write side: decoded packets wait here until the end of the

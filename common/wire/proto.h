@@ -16,6 +16,12 @@
 
 /* DATAGRAM payload = varint context ID, then the payload. */
 #define PROTO_CTX_IP 0 /* one whole IPv4 or IPv6 packet */
+/* Loss recovery (PROTO_FEATURE_LOSS_RECOVERY; common/tunnel/fec.h has the
+ * frames): an IP packet in a group, a group's repair, and the receiver's
+ * report of what it rebuilt. */
+#define PROTO_CTX_IP_FEC 1
+#define PROTO_CTX_FEC_REPAIR 2
+#define PROTO_CTX_FEC_REPORT 3
 
 /* Split a DATAGRAM payload into context ID and body. Returns 0 or -1 if
  * the varint is truncated. */
@@ -40,7 +46,10 @@ enum proto_msg_type {
 /* Feature bits: a client announces those it has in CLIENT_HELLO, and the
  * server's SERVER_CONFIG lists those of them it takes up. */
 #define PROTO_FEATURE_CANCEL_REMOTE (UINT64_C(1) << 0) /* REMOTE_FORWARD_CANCEL */
-#define PROTO_FEATURES PROTO_FEATURE_CANCEL_REMOTE      /* all this version has */
+/* decodes DATAGRAM contexts 1-3 (loss recovery) */
+#define PROTO_FEATURE_LOSS_RECOVERY (UINT64_C(1) << 1)
+/* all this version has */
+#define PROTO_FEATURES (PROTO_FEATURE_CANCEL_REMOTE | PROTO_FEATURE_LOSS_RECOVERY)
 
 struct proto_client_hello {
 	uint64_t version;  /* PROTO_VERSION */

@@ -150,6 +150,7 @@ static const char server_full_printed[] =
     "IdleTimeout = 30\n"
     "Congestion = bbr\n"
     "Offload = auto\n"
+    "LossRecovery = auto\n"
     "ForwardBuffer = 16777216\n"
     "MaxForwards = 256\n"
     "ZeroRTT = yes\n"
@@ -211,7 +212,7 @@ test_server_full(void **state)
 	assert_int_equal(cfg.keepalive, 0);
 	assert_int_equal(cfg.idle_timeout, 30);
 	assert_int_equal(cfg.congestion, CFG_CC_BBR);
-	assert_int_equal(cfg.offload, CFG_OFFLOAD_AUTO);
+	assert_int_equal(cfg.offload, CFG_AUTO);
 
 	/* Client keys stay empty. */
 	assert_null(cfg.server_host);
@@ -301,6 +302,7 @@ static const char client_full_printed[] =
     "IdleTimeout = 3600\n"
     "Congestion = cubic\n"
     "Offload = off\n"
+    "LossRecovery = auto\n"
     "LocalForward = 8080 = Intranet.example:80\n"
     "LocalForward = [::1]:8081 = 10.0.0.1:8443\n"
     "RemoteForward = 0.0.0.0:2222 = 127.0.0.1:22\n"
@@ -353,7 +355,7 @@ test_client_full(void **state)
 	assert_int_equal(cfg.keepalive, 25);
 	assert_int_equal(cfg.idle_timeout, 3600);
 	assert_int_equal(cfg.congestion, CFG_CC_CUBIC);
-	assert_int_equal(cfg.offload, CFG_OFFLOAD_OFF);
+	assert_int_equal(cfg.offload, CFG_OFF);
 	assert_int_equal(cfg.routes.n, 0);
 
 	assert_int_equal(cfg.nlocal_forward, 2);

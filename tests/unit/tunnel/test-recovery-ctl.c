@@ -77,7 +77,6 @@ test_no_loss_no_repairs(void **state)
 
 	(void)state;
 	recovery_ctl_init(&c);
-	assert_int_equal(recovery_ctl_repairs(&c, 32), 0);
 	feed(&c, &s, &l, 50, 1000, 0, 50);
 	for (unsigned k = 1; k <= 32; k++)
 		assert_int_equal(recovery_ctl_repairs(&c, k), 0);
@@ -120,18 +119,28 @@ test_steady_loss(void **state)
 }
 
 static void
-test_too_few_samples(void **state)
+test_before_evidence(void **state)
 {
 	struct recovery_ctl c;
 	uint64_t s = 0, l = 0;
 
 	(void)state;
 	recovery_ctl_init(&c);
-	/* 10 of 100 lost is no estimate yet. */
-	feed(&c, &s, &l, 1, 100, 0.1, 50);
+	/* Nothing sent yet: the prior of 0.5% asks for 3 of 32. */
+	assert_true(same(recovery_ctl_loss(&c), RECOVERY_PRIOR));
+	assert_int_equal(recovery_ctl_repairs(&c, 32), 3);
+	assert_int_equal(recovery_ctl_repairs(&c, 1), 1);
+	/* 150 sent without a loss: still the prior. */
+	feed(&c, &s, &l, 1, 150, 0, 50);
+	assert_int_equal(recovery_ctl_repairs(&c, 32), 3);
+	/* 4 lost of the first 190: 4 / 200 is more than the prior. */
+	feed(&c, &s, &l, 1, 40, 0.1, 50);
+	assert_true(same(recovery_ctl_loss(&c), 4.0 / RECOVERY_MIN_SAMPLES));
+	/* Past 200 the connection's own figure rules. */
+	recovery_ctl_init(&c);
+	s = l = 0;
+	feed(&c, &s, &l, 1, 250, 0, 50);
 	assert_int_equal(recovery_ctl_repairs(&c, 32), 0);
-	feed(&c, &s, &l, 1, 200, 0.1, 50);
-	assert_true(recovery_ctl_repairs(&c, 32) > 0);
 }
 
 static void
@@ -230,7 +239,7 @@ main(void)
 		cmocka_unit_test(test_fail_rate),
 		cmocka_unit_test(test_no_loss_no_repairs),
 		cmocka_unit_test(test_steady_loss),
-		cmocka_unit_test(test_too_few_samples),
+		cmocka_unit_test(test_before_evidence),
 		cmocka_unit_test(test_loss_ends),
 		cmocka_unit_test(test_congestive_loss),
 		cmocka_unit_test(test_reports_boost),

@@ -343,7 +343,7 @@ test_send(void **state)
 	/* Before the handshake there is no route through this peer. */
 	assert_int_equal(tunnel_inner_mtu(p->c.qc), 0);
 	mk_send(buf, 100, &info);
-	tunnel_send(p->c.qc, buf, &info, NULL, &peer, &global);
+	tunnel_send(p->c.qc, NULL, buf, &info, NULL, &peer, &global);
 	assert_counters_zero_but(&peer, TUNNEL_DROP_NO_ROUTE, 1);
 	assert_counters_zero_but(&global, TUNNEL_DROP_NO_ROUTE, 1);
 
@@ -358,13 +358,13 @@ test_send(void **state)
 	memset(&peer, 0, sizeof peer);
 	memset(&global, 0, sizeof global);
 	mk_send(buf, 1431, &info);
-	tunnel_send(p->c.qc, buf, &info, NULL, &peer, &global);
+	tunnel_send(p->c.qc, NULL, buf, &info, NULL, &peer, &global);
 	assert_int_equal(peer.tx_packets, 1);
 	assert_int_equal(peer.tx_bytes, 1431);
 	assert_int_equal(global.tx_packets, 1);
 	assert_int_equal(global.tx_bytes, 1431);
 	mk_send(buf, 1432, &info);
-	tunnel_send(p->c.qc, buf, &info, NULL, &peer, NULL);
+	tunnel_send(p->c.qc, NULL, buf, &info, NULL, &peer, NULL);
 	assert_int_equal(peer.drops[TUNNEL_DROP_TOO_BIG], 1);
 	assert_int_equal(global.drops[TUNNEL_DROP_TOO_BIG], 0);
 	assert_int_equal(peer.tx_packets, 1);
@@ -406,7 +406,7 @@ test_send_queue_full(void **state)
 	 * and counted. */
 	for (unsigned i = 0; i < QUIC_DGRAM_QUEUE + 3; i++) {
 		mk_send(buf, 60, &info);
-		tunnel_send(p->s.qc, buf, &info, NULL, &peer, &global);
+		tunnel_send(p->s.qc, NULL, buf, &info, NULL, &peer, &global);
 	}
 	assert_int_equal(peer.tx_packets, QUIC_DGRAM_QUEUE + 3);
 	assert_int_equal(peer.tx_bytes, (QUIC_DGRAM_QUEUE + 3) * 60);
