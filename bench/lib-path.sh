@@ -74,11 +74,6 @@ relay_routes() {
 rove_pings() { quiet_ping "$NS_C" "$SRV_TUN4"; }
 
 rove_down() {
-	local p
-	for p in "${LAP_PID:-}" "${ROVED_PID:-}"; do
-		[ -n "$p" ] || continue
-		stop_pid "$p"
-		forget_pid "$p"
-	done
+	stop_pids "${LAP_PID:-}" "${ROVED_PID:-}"
 	LAP_PID='' ROVED_PID=''
 }

@@ -87,11 +87,6 @@ wg_up() {
 }
 
 wg_down() {
-	local p
-	for p in "${WG_C_PID:-}" "${WG_S_PID:-}"; do
-		[ -n "$p" ] || continue
-		stop_pid "$p"
-		forget_pid "$p"
-	done
+	stop_pids "${WG_C_PID:-}" "${WG_S_PID:-}"
 	WG_S_PID='' WG_C_PID=''
 }

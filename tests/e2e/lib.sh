@@ -299,6 +299,16 @@ bg() {
 	E2E_PIDS+=("$BG_PID")
 }
 
+# stop_pids PID...: stop each (empty ones skipped) and forget it.
+stop_pids() {
+	local p
+	for p in "$@"; do
+		[ -n "$p" ] || continue
+		stop_pid "$p"
+		forget_pid "$p"
+	done
+}
+
 # forget_pid PID: the test stops PID itself.
 forget_pid() {
 	local p keep=()

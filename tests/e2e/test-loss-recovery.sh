@@ -70,8 +70,9 @@ expect_eq "auto: the laptop repairs (sending)" true "$(cget loss_recovery.sendin
 log "auto: laptop $(status_try "$RNS_C" "$LAP_SOCK" | jget 'peers[0].loss_recovery')"
 log "auto: roved $(status_try "$RNS_S" "$ROVED_SOCK" | jget 'peers[name=laptop].loss_recovery')"
 
-# The laptop without repairs of its own.
-roam_stop_all close
+# The laptop without repairs of its own. (No check that roved hears the
+# close: the one CONNECTION_CLOSE crosses the same 1% loss.)
+roam_stop_all
 conf_set "$RCONF_C" LossRecovery off
 roam_start_roved
 roam_start_client
