@@ -116,6 +116,7 @@ struct client {
 	bool link_event;         /* a link changed since the last check */
 	bool path_down;          /* at the last check: no route to the server,
 	                          * or its link down or without carrier */
+	unsigned move_retries;   /* moves refused in a row (no connection ID) */
 	struct status_roam roam;
 };
 

@@ -236,9 +236,19 @@ client_path_check(evutil_socket_t fd, short what, void *arg)
 	/* Without the old address the old path is dead: switch now and
 	 * validate on the way; else keep it until the new one proves itself. */
 	if (quic_conn_migrate(c->qc, &cs->batch, gone || probe) != 0) {
+		/* Most often the server's next connection ID has yet to
+		 * arrive (moves quicker than a round trip): try again soon
+		 * rather than stay on a path that may be dead. */
+		static const struct timeval id_retry = { 0, 100000 };
+
 		client_path_sock_free(cs);
+		if (++c->move_retries <= 20) {
+			c->path_down = probe;
+			evtimer_add(c->path_ev, &id_retry);
+		}
 		return;
 	}
+	c->move_retries = 0;
 	c->roam.migrations++;
 	log_info("migrating to %s%s", addr_sockaddr_str((struct sockaddr *)&cs->sock.local,
 	    buf), gone ? " (old address gone)" : probe ? " (path back after an outage)" : "");

@@ -27,9 +27,13 @@
 #define PAIR_IDLE_ROUNDS 60           /* quiet for longer than max_ack_delay */
 #define PAIR_MAX_DGRAMS 2048
 #define PAIR_MAX_SESSIONS 4
+#define PAIR_MAX_MOVES 48             /* client sockets beyond the first */
+
+struct pair;
 
 struct endpoint {
 	const char *name;
+	struct pair *pair;
 	struct quic_conn *qc;
 	const uint8_t *accept;       /* the one key the pin check accepts */
 	int pin_calls;
@@ -64,6 +68,16 @@ struct endpoint {
 struct pair {
 	struct udp_socket csock, ssock;
 	struct udp_batch cbatch, sbatch;
+	/* More client sockets (pair_open_move), for migrations: each a new
+	 * local port, as rove opens for every move. A dead socket's packets
+	 * vanish both ways, as on a link that went down; c1_dead is the
+	 * first socket's. */
+	struct udp_socket msock[PAIR_MAX_MOVES];
+	struct udp_batch mbatch[PAIR_MAX_MOVES];
+	bool mdead[PAIR_MAX_MOVES];
+	size_t nmoves;
+	bool c1_dead;
+	uint64_t dead_drops;
 	struct endpoint c, s;
 	WOLFSSL_CTX *cctx, *sctx;
 	struct quic_settings cqs, sqs;
@@ -191,6 +205,9 @@ pair_on_stream_acked(struct quic_conn *qc, int64_t id, void *sarg, void *arg)
 	e->stream_acks++;
 }
 
+static inline struct udp_batch *
+pair_batch_for(struct quic_conn *qc, const ngtcp2_path *path, void *arg);
+
 static inline void
 pair_on_closed(struct quic_conn *qc, const struct quic_close_info *info,
     void *arg)
@@ -232,6 +249,7 @@ static const struct quic_conn_cbs pair_cbs = {
 	.stream_close = pair_on_stream_close,
 	.closed = pair_on_closed,
 	.new_session = pair_on_new_session,
+	.batch_for = pair_batch_for,
 };
 
 /* Once per test binary: the event base, the virtual clock, the pin check. */
@@ -335,6 +353,7 @@ pair_new(WOLFSSL_CTX *cctx, WOLFSSL_CTX *sctx, const uint8_t *server_pub,
 	p->sctx = sctx;
 	p->c.name = "client";
 	p->s.name = "server";
+	p->c.pair = p->s.pair = p;
 	p->c.accept = server_pub;
 	p->s.accept = client_pub;
 	p->c.consume = p->s.consume = true;
@@ -391,6 +410,8 @@ pair_free(struct pair *p)
 	}
 	endpoint_clear(&p->c);
 	endpoint_clear(&p->s);
+	for (size_t i = 0; i < p->nmoves; i++)
+		udp_close(&p->msock[i]);
 	udp_close(&p->csock);
 	udp_close(&p->ssock);
 	free(p);
@@ -446,26 +467,64 @@ pair_server_input(struct pair *p, const uint8_t *pkt, size_t len,
 	quic_conn_read(p->s.qc, &p->ssock, from, fromlen, pkt, len, ecn);
 }
 
+static inline bool
+pair_sockaddr_is(const struct udp_socket *sock, const struct sockaddr *a)
+{
+	return memcmp(&sock->local, a, sizeof(struct sockaddr_in)) == 0;
+}
+
+/* The client's socket for a path, by its local address (what
+ * client_path_batch_for does in rove). */
+static inline struct udp_batch *
+pair_batch_for(struct quic_conn *qc, const ngtcp2_path *path, void *arg)
+{
+	struct endpoint *e = arg;
+	struct pair *p = e->pair;
+
+	if (qc != p->c.qc)
+		return NULL;
+	for (size_t i = 0; i < p->nmoves; i++) {
+		if (pair_sockaddr_is(&p->msock[i], path->local.addr))
+			return &p->mbatch[i];
+	}
+	return &p->cbatch;
+}
+
+/* Is the client socket with this address on a dead link? */
+static inline bool
+pair_dead_addr(const struct pair *p, const struct sockaddr *a)
+{
+	for (size_t i = 0; i < p->nmoves; i++) {
+		if (pair_sockaddr_is(&p->msock[i], a))
+			return p->mdead[i];
+	}
+	return p->c1_dead;
+}
+
 /* Read everything queued on one socket; returns the packets read. */
 static inline size_t
-pair_drain(struct pair *p, bool to_server)
+pair_drain_sock(struct pair *p, struct udp_socket *sock, bool to_server)
 {
 	static struct udp_recv r;
-	struct udp_socket *sock = to_server ? &p->ssock : &p->csock;
 	size_t n = 0;
 
 	while (udp_recv(sock, &r) == 1) {
 		for (size_t off = 0; off < r.len; off += r.segsize) {
 			size_t seg = r.len - off < r.segsize ? r.len - off : r.segsize;
+			const struct sockaddr *from = (const struct sockaddr *)&r.peer;
 
-			if (to_server)
-				pair_server_input(p, r.buf + off, seg,
-				    (const struct sockaddr *)&r.peer, r.peerlen, r.ecn);
-			else if (p->c.qc != NULL)
-				quic_conn_read(p->c.qc, &p->csock,
-				    (const struct sockaddr *)&r.peer, r.peerlen,
-				    r.buf + off, seg, r.ecn);
 			n++;
+			if (pair_dead_addr(p, to_server ? from :
+			    (const struct sockaddr *)&sock->local)) {
+				p->dead_drops++;
+				continue;
+			}
+			if (to_server)
+				pair_server_input(p, r.buf + off, seg, from,
+				    r.peerlen, r.ecn);
+			else if (p->c.qc != NULL)
+				quic_conn_read(p->c.qc, sock, from, r.peerlen,
+				    r.buf + off, seg, r.ecn);
 		}
 	}
 	if (to_server)
@@ -473,6 +532,71 @@ pair_drain(struct pair *p, bool to_server)
 	else
 		p->c_rx += n;
 	return n;
+}
+
+static inline size_t
+pair_drain(struct pair *p, bool to_server)
+{
+	size_t n;
+
+	if (to_server)
+		return pair_drain_sock(p, &p->ssock, true);
+	n = pair_drain_sock(p, &p->csock, false);
+	for (size_t i = 0; i < p->nmoves; i++)
+		n += pair_drain_sock(p, &p->msock[i], false);
+	return n;
+}
+
+/* Packets the client has sent, from any of its sockets. */
+static inline uint64_t
+pair_client_sent(const struct pair *p)
+{
+	uint64_t n = p->cbatch.sent_packets;
+
+	for (size_t i = 0; i < p->nmoves; i++)
+		n += p->mbatch[i].sent_packets;
+	return n;
+}
+
+static inline void
+pair_flush_client(struct pair *p)
+{
+	udp_batch_flush(&p->cbatch);
+	for (size_t i = 0; i < p->nmoves; i++)
+		udp_batch_flush(&p->mbatch[i]);
+}
+
+/* A new client socket to move to (a new local port); its batch. */
+static inline struct udp_batch *
+pair_open_move(struct pair *p)
+{
+	struct sockaddr_in lo;
+	char *cause = NULL;
+	size_t i = p->nmoves;
+
+	if (i == PAIR_MAX_MOVES)
+		abort();
+	memset(&lo, 0, sizeof lo);
+	lo.sin_family = AF_INET;
+	lo.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (udp_open(&p->msock[i], AF_INET, (struct sockaddr *)&lo, sizeof lo,
+	    &cause) != 0) {
+		fprintf(stderr, "udp_open: %s\n", cause);
+		abort();
+	}
+	udp_batch_init(&p->mbatch[i], &p->msock[i]);
+	p->mdead[i] = false;
+	p->nmoves++;
+	return &p->mbatch[i];
+}
+
+/* Every client socket but `live` on a dead link (NULL: all live). */
+static inline void
+pair_kill_all_but(struct pair *p, const struct udp_batch *live)
+{
+	p->c1_dead = live != NULL && live != &p->cbatch;
+	for (size_t i = 0; i < p->nmoves; i++)
+		p->mdead[i] = live != NULL && live != &p->mbatch[i];
 }
 
 /* Deliver every packet in flight. Loopback delivery is nearly immediate,
@@ -483,16 +607,18 @@ pair_deliver(struct pair *p)
 	size_t n = 0;
 
 	for (int i = 0; i < 2000; i++) {
-		struct pollfd pfd[2] = {
+		struct pollfd pfd[2 + PAIR_MAX_MOVES] = {
 			{ .fd = p->ssock.fd, .events = POLLIN },
 			{ .fd = p->csock.fd, .events = POLLIN },
 		};
-		bool to_s = !p->block_to_server && p->s_rx < p->cbatch.sent_packets;
+		bool to_s = !p->block_to_server && p->s_rx < pair_client_sent(p);
 		bool to_c = p->c_rx < p->sbatch.sent_packets;
 
 		if (!to_s && !to_c)
 			return n;
-		if (poll(pfd, 2, 1) < 0)
+		for (size_t m = 0; m < p->nmoves; m++)
+			pfd[2 + m] = (struct pollfd){ .fd = p->msock[m].fd, .events = POLLIN };
+		if (poll(pfd, 2 + p->nmoves, 1) < 0)
 			break;
 		if (to_s)
 			n += pair_drain(p, true);
@@ -501,7 +627,7 @@ pair_deliver(struct pair *p)
 	}
 	fprintf(stderr, "pair_deliver: packets lost on loopback (c %llu/%llu, "
 	    "s %llu/%llu)\n", (unsigned long long)p->s_rx,
-	    (unsigned long long)p->cbatch.sent_packets,
+	    (unsigned long long)pair_client_sent(p),
 	    (unsigned long long)p->c_rx, (unsigned long long)p->sbatch.sent_packets);
 	abort();
 }
@@ -515,7 +641,7 @@ pair_write(struct pair *p)
 	if (p->s.qc != NULL)
 		quic_conn_write(p->s.qc);
 	quic_write_dirty();
-	udp_batch_flush(&p->cbatch);
+	pair_flush_client(p);
 	udp_batch_flush(&p->sbatch);
 }
 
@@ -524,7 +650,7 @@ pair_write(struct pair *p)
 static inline size_t
 pair_round(struct pair *p)
 {
-	uint64_t sent = p->cbatch.sent_packets + p->sbatch.sent_packets +
+	uint64_t sent = pair_client_sent(p) + p->sbatch.sent_packets +
 	    p->cbatch.send_errors + p->sbatch.send_errors;
 	size_t n;
 
@@ -532,9 +658,9 @@ pair_round(struct pair *p)
 	n = pair_deliver(p);
 	pair_write(p);
 	event_base_loop(pair_base, EVLOOP_NONBLOCK);
-	udp_batch_flush(&p->cbatch);
+	pair_flush_client(p);
 	udp_batch_flush(&p->sbatch);
-	return n + (size_t)(p->cbatch.sent_packets + p->sbatch.sent_packets +
+	return n + (size_t)(pair_client_sent(p) + p->sbatch.sent_packets +
 	    p->cbatch.send_errors + p->sbatch.send_errors - sent);
 }
 

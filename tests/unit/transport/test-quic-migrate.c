@@ -1,0 +1,164 @@
+/* Unit tests for connection migration between two live uplinks
+ * (transport/quic-udp.c over ngtcp2): a client with two sockets, the way
+ * rove holds its old and new socket while it moves, and a server, in one
+ * process on a virtual clock. A link that goes down is a socket whose
+ * packets vanish both ways. The session must survive every move, however
+ * fast they come, and keep carrying datagrams both ways. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <event2/event.h>
+
+#include "quic-pair.h"
+
+#define FLIPS 20
+
+static struct pair *
+established_pair(void)
+{
+	struct pair *p = pair_new_plain();
+
+	pair_connect(p, NULL);
+	assert_true(pair_run(p, 400) > 0);
+	assert_int_equal(quic_conn_state(p->c.qc), QUIC_STATE_ESTABLISHED);
+	assert_int_equal(quic_conn_state(p->s.qc), QUIC_STATE_ESTABLISHED);
+	return p;
+}
+
+static void
+clear_datagrams(struct endpoint *e)
+{
+	for (size_t i = 0; i < e->ndgrams; i++)
+		free(e->dgram[i]);
+	e->ndgrams = 0;
+}
+
+/* One datagram each way must arrive within `rounds` rounds. */
+static void
+assert_datagrams_flow(struct pair *p, int rounds)
+{
+	static const uint8_t up[] = "up", down[] = "down";
+
+	clear_datagrams(&p->c);
+	clear_datagrams(&p->s);
+	assert_int_equal(quic_conn_send_datagram(p->c.qc, up, sizeof up), 0);
+	assert_int_equal(quic_conn_send_datagram(p->s.qc, down, sizeof down), 0);
+	pair_write(p);
+	for (int i = 0; i < rounds && (p->s.ndgrams == 0 || p->c.ndgrams == 0); i++)
+		pair_round(p);
+	assert_int_equal(p->s.ndgrams, 1);
+	assert_int_equal(p->c.ndgrams, 1);
+	assert_memory_equal(p->s.dgram[0], up, sizeof up);
+	assert_memory_equal(p->c.dgram[0], down, sizeof down);
+}
+
+static void
+assert_alive(const struct pair *p)
+{
+	if (p->c.closed || p->s.closed)
+		fprintf(stderr, "closed by %s: code %llu\n",
+		    p->s.closed && p->s.close_info.remote ? "client" : "server",
+		    (unsigned long long)(p->s.closed ? p->s.close_info.code :
+		    p->c.close_info.code));
+	assert_int_equal(p->c.closed, 0);
+	assert_int_equal(p->s.closed, 0);
+	assert_int_equal(quic_conn_state(p->c.qc), QUIC_STATE_ESTABLISHED);
+	assert_int_equal(quic_conn_state(p->s.qc), QUIC_STATE_ESTABLISHED);
+}
+
+/* What rove does when the route to the server moves to the other uplink
+ * (client_path_check): a fresh socket and a migration to it, immediate
+ * when the old address is gone. With `old_dies` the link the session
+ * was on is down from that moment. `settle` rounds (ms) pass before the
+ * next move, with a datagram each way every round (a ping through the
+ * tunnel); few rounds is a flapping link. */
+static void
+flip_between_uplinks(bool old_dies, bool immediate, int settle)
+{
+	struct pair *p = established_pair();
+	static const uint8_t ping[] = "ping";
+
+	for (int i = 0; i < FLIPS; i++) {
+		struct udp_batch *to = pair_open_move(p);
+
+		if (old_dies)
+			pair_kill_all_but(p, to);
+		/* A move may have to wait for the server's next connection
+		 * ID (ERR_CONN_ID_BLOCKED) while the last one settles; it
+		 * never may once the last one has. */
+		if (quic_conn_migrate(p->c.qc, to, immediate) != 0)
+			assert_true(settle < 100);
+		for (int r = 0; r < settle; r++) {
+			clear_datagrams(&p->c);
+			clear_datagrams(&p->s);
+			quic_conn_send_datagram(p->c.qc, ping, sizeof ping);
+			quic_conn_send_datagram(p->s.qc, ping, sizeof ping);
+			pair_round(p);
+		}
+		assert_alive(p);
+	}
+	/* Every link up again: the session must settle on one. */
+	pair_kill_all_but(p, NULL);
+	pair_run(p, 2000);
+	assert_alive(p);
+	assert_datagrams_flow(p, 100);
+	pair_free(p);
+}
+
+/* Both links stay up; each move completes before the next. */
+static void
+test_flip_live_uplinks(void **state)
+{
+	(void)state;
+	flip_between_uplinks(false, false, 200);
+}
+
+/* The link the session is on goes down, the route moves to the other
+ * one: rove's ordinary Wi-Fi to LTE failover, and back, 20 times. */
+static void
+test_flip_link_down(void **state)
+{
+	(void)state;
+	flip_between_uplinks(true, false, 200);
+}
+
+/* The same with the old address gone (immediate migration). */
+static void
+test_flip_link_down_immediate(void **state)
+{
+	(void)state;
+	flip_between_uplinks(true, true, 200);
+}
+
+/* Moves closer together than a path validation takes, 1 to 34 ms apart
+ * (round trip 2 ms): some must wait for connection IDs, none may cost the
+ * session. */
+static void
+test_flip_fast(void **state)
+{
+	static const int settle[] = { 1, 2, 3, 5, 8, 13, 21, 34 };
+
+	(void)state;
+	for (size_t i = 0; i < sizeof settle / sizeof settle[0]; i++)
+		flip_between_uplinks(true, false, settle[i]);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(test_flip_live_uplinks, pair_free_all),
+		cmocka_unit_test_teardown(test_flip_link_down, pair_free_all),
+		cmocka_unit_test_teardown(test_flip_link_down_immediate,
+		    pair_free_all),
+		cmocka_unit_test_teardown(test_flip_fast, pair_free_all),
+	};
+
+	return cmocka_run_group_tests(tests, pair_group_setup, pair_group_teardown);
+}
