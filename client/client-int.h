@@ -92,9 +92,13 @@ struct client {
 	size_t naddrs;
 	uint32_t tun_mtu;
 	struct prefix routes[MAX_ROUTES]; /* installed through the TUN */
+	uint32_t route_table[MAX_ROUTES]; /* each one's table (0: main) */
 	size_t nroutes;
-	bool host_route;
-	struct tun_netlink_path host_path;
+	/* Full tunnel: the firewall mark on every socket toward the server
+	 * (0: none), which is also the table of the routes that would capture
+	 * them, and whether the policy rules for it are in place. */
+	uint32_t fwmark;
+	bool policy_on;
 
 	struct tunnel_counters counters;
 	uint64_t handshakes;

@@ -72,6 +72,11 @@ client_path_sock_open(struct client *c, char **cause)
 		free(cs);
 		return NULL;
 	}
+	/* Marked before connect picks the route: a full tunnel's policy
+	 * sends only marked packets by the uplinks. */
+	if (c->fwmark != 0 && setsockopt(cs->sock.fd, SOL_SOCKET, SO_MARK,
+	    &c->fwmark, sizeof c->fwmark) == -1)
+		log_warn("UDP socket: cannot set its mark: %s", strerror(errno));
 	if (connect(cs->sock.fd, (struct sockaddr *)&c->server, c->serverlen) == -1) {
 		xasprintf(cause, "connect: %s", strerror(errno));
 		udp_close(&cs->sock);
@@ -184,7 +189,7 @@ client_path_check(evutil_socket_t fd, short what, void *arg)
 	struct ipaddr cur;
 	struct csock *cs;
 	char *cause = NULL, buf[ADDR_STRLEN];
-	bool probe, gone;
+	bool probe, gone, down;
 	uint16_t port;
 
 	(void)fd;
@@ -201,8 +206,18 @@ client_path_check(evutil_socket_t fd, short what, void *arg)
 	}
 	if (quic_conn_state(c->qc) != QUIC_STATE_ESTABLISHED || c->sock == NULL)
 		return;
-	if (tun_netlink_get_route(&c->server_ip, &path, &cause) != 0 ||
-	    tun_netlink_link_running(path.ifindex, &cause) != 1) {
+	/* The way our own (marked) packets take. One into the tunnel is no
+	 * way at all: only a full tunnel without its policy rules can show
+	 * one, and a socket on the tunnel's address would be dead. */
+	down = tun_netlink_get_route_marked(&c->server_ip, c->fwmark, &path,
+	    &cause) != 0;
+	if (!down && c->tun_open && path.ifindex == c->tun.ifindex) {
+		xasprintf(&cause, "its route leads into the tunnel");
+		down = true;
+	}
+	if (!down)
+		down = tun_netlink_link_running(path.ifindex, &cause) != 1;
+	if (down) {
 		/* When the path comes back the connection needs its probe.
 		 * The link's or route's own event should bring us here
 		 * again; looking now and then as well means a missed or

@@ -107,6 +107,35 @@ prefix_equal(const struct prefix *a, const struct prefix *b)
 	return a->len == b->len && addr_equal(&a->addr, &b->addr);
 }
 
+/* The table for a route through the TUN: a route that would capture our
+ * own packets to the server (a full tunnel's 0.0.0.0/0, or any prefix
+ * holding the server) goes to the policy table, which only unmarked
+ * packets consult (tun_netlink_policy); the rules go in with the first
+ * such route. Without a mark (SO_MARK refused) there is no policy, and
+ * client_path_check refuses a path into the tunnel instead. */
+static uint32_t
+route_table(struct client *c, const struct prefix *net)
+{
+	char *cause = NULL;
+
+	if (c->fwmark == 0 || !addr_prefix_contains(net, &c->server_ip))
+		return 0;
+	if (!c->policy_on) {
+		if (tun_netlink_policy(true, c->server_ip.family, c->fwmark,
+		    &cause) != 0) {
+			log_warn("cannot keep the tunnel's own packets out of it: %s",
+			    cause);
+			free(cause);
+			return 0;
+		}
+		c->policy_on = true;
+		log_info("the tunnel covers the server: its routes go to table "
+		    "%u, for packets without firewall mark 0x%x",
+		    (unsigned)c->fwmark, (unsigned)c->fwmark);
+	}
+	return c->fwmark;
+}
+
 /* Install one route through the TUN unless an address already implies it
  * or it is installed. */
 static void
@@ -115,6 +144,7 @@ add_route(struct client *c, const struct prefix *p)
 	struct prefix net = *p;
 	char buf[ADDR_STRLEN];
 	char *cause = NULL;
+	uint32_t table;
 
 	addr_prefix_mask(&net);
 	for (size_t i = 0; i < c->naddrs; i++) {
@@ -129,33 +159,14 @@ add_route(struct client *c, const struct prefix *p)
 	}
 	if (c->nroutes == MAX_ROUTES)
 		return;
-	if (tun_netlink_add_route(c->tun.ifindex, &net, &cause) != 0) {
+	table = route_table(c, &net);
+	if (tun_netlink_add_route_table(c->tun.ifindex, &net, table, &cause) != 0) {
 		log_warn("route %s: %s", addr_prefix_str(&net, buf), cause);
 		free(cause);
 		return;
 	}
+	c->route_table[c->nroutes] = table;
 	c->routes[c->nroutes++] = net;
-}
-
-/* When a tunnel route would capture the path to the server itself, pin the
- * server's address to the path it has now. */
-static void
-protect_server_path(struct client *c, const struct prefix *routes, size_t n)
-{
-	char *cause = NULL;
-	bool covered = false;
-
-	for (size_t i = 0; i < n; i++)
-		covered |= addr_prefix_contains(&routes[i], &c->server_ip);
-	if (!covered || c->host_route)
-		return;
-	if (tun_netlink_get_route(&c->server_ip, &c->host_path, &cause) != 0 ||
-	    tun_netlink_add_host_route(&c->server_ip, &c->host_path, &cause) != 0) {
-		log_warn("cannot keep the server reachable outside the tunnel: %s", cause);
-		free(cause);
-		return;
-	}
-	c->host_route = true;
 }
 
 static int
@@ -170,7 +181,6 @@ bring_up(struct client *c, const struct proto_server_config *sc, char **cause)
 		all[nall++] = sc->routes[i];
 	for (size_t i = 0; i < c->cfg->routes.n && nall < sizeof all / sizeof all[0]; i++)
 		all[nall++] = c->cfg->routes.v[i];
-	protect_server_path(c, all, nall);
 	/* tun_attach owns the clone fd from here, whatever happens. */
 	fd = c->tun_clone;
 	c->tun_clone = -1;
@@ -253,7 +263,8 @@ change_addresses(struct client *c, const struct proto_server_config *sc)
 	 * through the TUN with it: put ours back (those still there answer
 	 * "exists"). */
 	for (size_t i = 0; i < c->nroutes; i++) {
-		if (tun_netlink_add_route(c->tun.ifindex, &c->routes[i], &cause) != 0) {
+		if (tun_netlink_add_route_table(c->tun.ifindex, &c->routes[i],
+		    c->route_table[i], &cause) != 0) {
 			log_debug("%s", cause);
 			free(cause);
 			cause = NULL;

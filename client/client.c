@@ -549,6 +549,20 @@ resolve_server(struct client *c, char **cause)
 	return addr_from_sockaddr((struct sockaddr *)&c->server, &c->server_ip, &p);
 }
 
+/* The firewall mark of this TUN's own packets, and the number of its
+ * policy routing table (tun_netlink_policy): from the device's name, so
+ * that two clients with two TUNs keep apart, and in a range ("r" in the
+ * top byte) that other tools seldom use. */
+static uint32_t
+tunnel_fwmark(const char *tun)
+{
+	uint32_t h = 2166136261u;       /* FNV-1a */
+
+	for (const char *p = tun; *p != '\0'; p++)
+		h = (h ^ (uint8_t)*p) * 16777619u;
+	return 0x72000000u | (h & 0x00ffffffu);
+}
+
 /* Transport = auto: TLS over TCP next to QUIC. */
 void
 client_start_alt(struct client *c, const char *why)
@@ -782,6 +796,8 @@ client_create(struct event_base *base, const struct cfg *cfg, int verbose,
 	 * daemon_main drops root (attaching needs only CAP_NET_ADMIN). */
 	if (cfg->tun != NULL && (c->tun_clone = tun_clone_open(cause)) == -1)
 		goto fail;
+	if (cfg->tun != NULL)
+		c->qs.fwmark = c->fwmark = tunnel_fwmark(cfg->tun);
 	if (key_load_private(cfg->private_key_file, priv, cause) != 0)
 		goto fail;
 	c->tls = tls_ctx_create(TLS_ROLE_CLIENT, priv, quic_tls_pin, cause);
@@ -873,9 +889,11 @@ client_free(struct client *c)
 		event_free(c->probe_ev);
 	if (c->transport_ev != NULL)
 		event_free(c->transport_ev);
-	if (c->host_route &&
-	    tun_netlink_del_host_route(&c->server_ip, &c->host_path, &cause) != 0) {
-		log_warn("removing the host route to the server: %s", cause);
+	/* The routes in the policy table go with the device; the rules
+	 * would outlive us. */
+	if (c->policy_on &&
+	    tun_netlink_policy(false, c->server_ip.family, c->fwmark, &cause) != 0) {
+		log_warn("removing the tunnel's policy rules: %s", cause);
 		free(cause);
 	}
 	if (c->tun_ev != NULL)

@@ -3,12 +3,14 @@
 #include <sys/time.h>
 
 #include <arpa/inet.h>
+#include <linux/fib_rules.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <net/if.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -55,6 +57,7 @@ struct route_spec {
 	unsigned dst_len;
 	int ifindex;
 	const struct ipaddr *gateway;   /* NULL for a direct route */
+	uint32_t table;                 /* 0: the main table */
 };
 
 /* What can be wrong with the kernel's answer to RTM_GETROUTE. */
@@ -414,7 +417,8 @@ route_req_get(char **cause)
 	return 0;
 }
 
-/* Add (with `nlflags`) or delete one route in the main table. */
+/* Add (with `nlflags`) or delete one route (in the main table unless
+ * `rs` names another). */
 static int
 route_change(bool add, const struct route_spec *rs, int nlflags,
     const char *what, char **cause)
@@ -435,7 +439,7 @@ route_change(bool add, const struct route_spec *rs, int nlflags,
 		fatalx("%s: out of memory", __func__);
 	dst = make_nl_addr(rs->family, rs->dst, rs->dst_len);
 	rtnl_route_set_family(route, (uint8_t)rs->family);
-	rtnl_route_set_table(route, RT_TABLE_MAIN);
+	rtnl_route_set_table(route, rs->table != 0 ? rs->table : RT_TABLE_MAIN);
 	rtnl_route_set_protocol(route, RTPROT_STATIC);
 	rtnl_route_set_type(route, RTN_UNICAST);
 	/* A route through a gateway reaches beyond the link; a direct one
@@ -477,8 +481,8 @@ out:
 }
 
 static int
-prefix_route(bool add, int ifindex, const struct prefix *dst, int nlflags,
-    char **cause)
+prefix_route(bool add, int ifindex, const struct prefix *dst, uint32_t table,
+    int nlflags, char **cause)
 {
 	const char *what = add ? "adding route" : "deleting route";
 	struct route_spec rs;
@@ -498,27 +502,127 @@ prefix_route(bool add, int ifindex, const struct prefix *dst, int nlflags,
 	rs.dst_len = dst->len;
 	rs.ifindex = ifindex;
 	rs.gateway = NULL;
+	rs.table = table;
 	return route_change(add, &rs, nlflags, what, cause);
 }
 
 int
 tun_netlink_add_route(int ifindex, const struct prefix *dst, char **cause)
 {
+	return tun_netlink_add_route_table(ifindex, dst, 0, cause);
+}
+
+int
+tun_netlink_add_route_table(int ifindex, const struct prefix *dst,
+    uint32_t table, char **cause)
+{
 	/* NLM_F_EXCL: an existing route to the same prefix belongs to someone
 	 * else; replacing it and deleting ours later would lose theirs. */
-	return prefix_route(true, ifindex, dst, NLM_F_EXCL, cause);
+	return prefix_route(true, ifindex, dst, table, NLM_F_EXCL, cause);
 }
 
 int
 tun_netlink_replace_route(int ifindex, const struct prefix *dst, char **cause)
 {
-	return prefix_route(true, ifindex, dst, NLM_F_REPLACE, cause);
+	return prefix_route(true, ifindex, dst, 0, NLM_F_REPLACE, cause);
 }
 
 int
 tun_netlink_del_route(int ifindex, const struct prefix *dst, char **cause)
 {
-	return prefix_route(false, ifindex, dst, 0, cause);
+	return prefix_route(false, ifindex, dst, 0, 0, cause);
+}
+
+/* One policy rule: `[not] fwmark MARK lookup TABLE`, or with `suppress`
+ * `lookup TABLE suppress_prefixlength 0`. libnl's rule object has neither
+ * the inversion nor suppress_prefixlength, so the message is built here,
+ * as `ip rule` builds it. The kernel picks the priority, just above the
+ * main table's rule, as `ip rule add` without `pref` does. */
+static int
+policy_rule(bool add, int family, uint32_t mark, bool invert, bool suppress,
+    uint32_t table, char **cause)
+{
+	struct nl_req *req = &route_req;
+	struct nl_msg *msg;
+	struct fib_rule_hdr frh;
+	char desc[96];
+	int err;
+
+	if (route_req_get(cause) != 0)
+		return -1;
+	msg = nlmsg_alloc_simple(add ? RTM_NEWRULE : RTM_DELRULE,
+	    add ? NLM_F_CREATE | NLM_F_EXCL : 0);
+	if (msg == NULL)
+		fatalx("%s: out of memory", __func__);
+	memset(&frh, 0, sizeof frh);
+	frh.family = (uint8_t)family;
+	frh.action = FR_ACT_TO_TBL;
+	frh.flags = invert ? FIB_RULE_INVERT : 0;
+	frh.table = table < 256 ? (uint8_t)table : RT_TABLE_UNSPEC;
+	if ((err = nlmsg_append(msg, &frh, sizeof frh, NLMSG_ALIGNTO)) < 0 ||
+	    (err = nla_put_u32(msg, FRA_TABLE, table)) < 0 ||
+	    (mark != 0 && (err = nla_put_u32(msg, FRA_FWMARK, mark)) < 0) ||
+	    (mark != 0 && (err = nla_put_u32(msg, FRA_FWMASK, UINT32_MAX)) < 0) ||
+	    (suppress && (err = nla_put_u32(msg, FRA_SUPPRESS_PREFIXLEN, 0)) < 0))
+		goto fail;
+	if ((err = nl_send_sync(req->sk, msg)) < 0) {
+		msg = NULL;     /* nl_send_sync frees it, even on failure */
+		goto fail;
+	}
+	return 0;
+
+fail:
+	nlmsg_free(msg);
+	if (mark != 0)
+		snprintf(desc, sizeof desc, "%sfwmark 0x%x lookup %u",
+		    invert ? "not " : "", (unsigned)mark, (unsigned)table);
+	else
+		snprintf(desc, sizeof desc, "lookup %u%s", (unsigned)table,
+		    suppress ? " suppress_prefixlength 0" : "");
+	nl_req_cause(req, err, cause, "%s the policy rule \"%s\"",
+	    add ? "adding" : "deleting", desc);
+	if (req->kernel_errno <= 0)
+		nl_req_close(req);
+	return -1;
+}
+
+int
+tun_netlink_policy(bool add, int family, uint32_t mark, char **cause)
+{
+	int rv;
+
+	if (family != AF_INET && family != AF_INET6) {
+		xasprintf(cause, "policy routing: unsupported address family %d",
+		    family);
+		return -1;
+	}
+	if (!add) {
+		/* Both go, even when the first is gone already. */
+		char *second = NULL;
+
+		rv = policy_rule(false, family, 0, false, true, RT_TABLE_MAIN, cause);
+		if (policy_rule(false, family, mark, true, false, mark, &second) != 0) {
+			if (rv == 0) {
+				*cause = second;
+				return -1;
+			}
+			free(second);
+		}
+		return rv;
+	}
+	/* Added in this order, the kernel puts the second before the first:
+	 * main's own routes (but not its default) first, then our table for
+	 * every packet without our mark. */
+	if (policy_rule(true, family, mark, true, false, mark, cause) != 0)
+		return -1;
+	if (policy_rule(true, family, 0, false, true, RT_TABLE_MAIN, cause) != 0) {
+		char *ignored = NULL;
+
+		policy_rule(false, family, mark, true, false, mark, &ignored);
+		free(ignored);
+		return -1;
+	}
+	return 0;
 }
 
 static int
@@ -650,6 +754,13 @@ int
 tun_netlink_get_route(const struct ipaddr *dst, struct tun_netlink_path *path,
     char **cause)
 {
+	return tun_netlink_get_route_marked(dst, 0, path, cause);
+}
+
+int
+tun_netlink_get_route_marked(const struct ipaddr *dst, uint32_t mark,
+    struct tun_netlink_path *path, char **cause)
+{
 	struct nl_req req;
 	struct nl_msg *msg = NULL;
 	struct rtmsg rtm;
@@ -680,7 +791,8 @@ tun_netlink_get_route(const struct ipaddr *dst, struct tun_netlink_path *path,
 	rtm.rtm_dst_len = (unsigned char)family_bits(dst->family);
 	if ((err = nlmsg_append(msg, &rtm, sizeof rtm, NLMSG_ALIGNTO)) < 0 ||
 	    (err = nla_put(msg, RTA_DST, (int)family_bytes(dst->family),
-	    dst->b)) < 0)
+	    dst->b)) < 0 ||
+	    (mark != 0 && (err = nla_put_u32(msg, RTA_MARK, mark)) < 0))
 		goto fail;
 
 	memset(&r, 0, sizeof r);

@@ -4,6 +4,7 @@
 #define ROVE_TUN_NETLINK_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "base/addr.h"
 
@@ -17,6 +18,9 @@ int tun_netlink_set_mtu_up(int ifindex, unsigned mtu, char **cause);
 /* Route `dst` through interface `ifindex` (no gateway). */
 int tun_netlink_add_route(int ifindex, const struct prefix *dst, char **cause);
 int tun_netlink_del_route(int ifindex, const struct prefix *dst, char **cause);
+/* The same in routing table `table` (0: main). */
+int tun_netlink_add_route_table(int ifindex, const struct prefix *dst,
+    uint32_t table, char **cause);
 /* The same route, taking the prefix over from whichever device had it
  * (NLM_F_REPLACE): roved's workers hand a peer's routes between them. */
 int tun_netlink_replace_route(int ifindex, const struct prefix *dst,
@@ -33,6 +37,21 @@ struct tun_netlink_path {
 };
 int tun_netlink_get_route(const struct ipaddr *dst, struct tun_netlink_path *,
     char **cause);
+/* The same for a packet carrying firewall mark `mark` (0: none), which
+ * policy rules may route elsewhere. */
+int tun_netlink_get_route_marked(const struct ipaddr *dst, uint32_t mark,
+    struct tun_netlink_path *, char **cause);
+
+/* Policy routing for a full tunnel, as wg-quick sets it up: routes that
+ * would capture the tunnel's own packets live in table `mark`, consulted
+ * for every packet of `family` without firewall mark `mark` (the tunnel's
+ * own sockets carry it) once the main table has nothing more specific than
+ * a default route:
+ *	not fwmark MARK lookup MARK
+ *	lookup main suppress_prefixlength 0
+ * Whatever the uplinks do, the tunnel's packets then follow the main
+ * table's default route. `add` false removes both rules. */
+int tun_netlink_policy(bool add, int family, uint32_t mark, char **cause);
 
 /* 1 if the link is up and has a carrier, 0 if not, -1 with *cause if its
  * state cannot be read. */

@@ -1013,6 +1013,9 @@ quic_tcp_client_create(struct event_base *base, const struct quic_settings *qs,
 		xasprintf(cause, "socket: %s", strerror(errno));
 		return NULL;
 	}
+	if (qs->fwmark != 0 && setsockopt(fd, SOL_SOCKET, SO_MARK, &qs->fwmark,
+	    sizeof qs->fwmark) == -1)
+		log_warn("TCP socket: cannot set its mark: %s", strerror(errno));
 	if (connect(fd, remote, remotelen) == -1 && errno != EINPROGRESS) {
 		xasprintf(cause, "connect: %s", strerror(errno));
 		close(fd);

@@ -134,6 +134,10 @@ struct quic_settings {
 	size_t tokenlen;
 	bool token_retry;
 	const ngtcp2_cid *odcid;
+	/* Client: the firewall mark (SO_MARK) for the TCP transport's
+	 * socket, which full-tunnel policy routing keeps out of the tunnel
+	 * (0: none). */
+	uint32_t fwmark;
 };
 
 /* A connection's qlog stops growing here (it says so in the log). */

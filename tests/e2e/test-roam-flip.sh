@@ -23,7 +23,8 @@ table ip roamb {
 	}
 }
 EOF
-ip -n "$RNS_C" route replace default via "$R_A" dev ca metric 100
+ip -n "$RNS_C" route del default via "$R_A" dev ca
+ip -n "$RNS_C" route add default via "$R_A" dev ca metric 100
 ip -n "$RNS_C" route add default via "$R_B" dev cb metric 200
 roam_start_roved
 roam_start_client
