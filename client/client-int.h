@@ -121,10 +121,22 @@ struct client {
 	bool path_down;          /* at the last check: no route to the server,
 	                          * or its link down or without carrier */
 	unsigned move_retries;   /* moves refused in a row (no connection ID) */
+	uint64_t transport_checked_ms; /* the last transport_check */
+	/* No TCP race before this: QUIC has just woken up or shown that its
+	 * path works (a validated migration). */
+	uint64_t quic_grace_until_ms;
+	uint64_t probe_now_ms;   /* the last client_probe_now */
 	struct status_roam roam;
 };
 
 /* --- client.c ----------------------------------------------------------- */
+
+/* Transport = auto: an established QUIC session whose packets go
+ * unacknowledged this long races TLS over TCP. */
+#define STALL_MS 2000
+
+/* Transport = auto on TCP: probe QUIC at once (a network change). */
+void client_probe_now(struct client *);
 
 /* Connect (again) to the server: a new session over QUIC, with 0-RTT if
  * a ticket is remembered, or over TLS on TCP (Transport = tcp). */

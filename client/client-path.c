@@ -145,6 +145,9 @@ client_path_validated(struct quic_conn *qc, enum quic_path_result res,
 		return;
 	}
 	log_info("path from %s validated", addr_sockaddr_str(local, buf));
+	/* The server has just answered on it: whatever went unacknowledged
+	 * before the move is no reason to race TCP. */
+	c->quic_grace_until_ms = clock_now_ms() + STALL_MS;
 	if (c->configured)
 		client_notify(c, "connected");
 	/* The new path works: the old socket has served its purpose. */
@@ -202,6 +205,10 @@ client_path_check(evutil_socket_t fd, short what, void *arg)
 			evtimer_del(c->reconnect_ev);
 			client_connect(c);
 		}
+		return;
+	}
+	if (quic_conn_is_tcp(c->qc)) {
+		client_probe_now(c);
 		return;
 	}
 	if (quic_conn_state(c->qc) != QUIC_STATE_ESTABLISHED || c->sock == NULL)

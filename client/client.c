@@ -35,12 +35,11 @@
 #define BACKOFF_MAX_MS 30000
 /* Transport = auto. TLS over TCP joins the race when QUIC's handshake has
  * heard nothing for RACE_AFTER_MS, or when an established QUIC session's
- * packets have gone unacknowledged for STALL_MS. While on TCP, a QUIC
- * handshake probes UDP, PROBE_WAIT_MS each, PROBE_MIN_MS apart at first,
- * doubling to PROBE_MAX_MS. */
+ * packets have gone unacknowledged for STALL_MS (client-int.h). While on
+ * TCP, a QUIC handshake probes UDP, PROBE_WAIT_MS each, PROBE_MIN_MS apart
+ * at first, doubling to PROBE_MAX_MS. */
 #define TRANSPORT_CHECK_MS 250
 #define RACE_AFTER_MS 1000
-#define STALL_MS 2000
 #define PROBE_WAIT_MS 3000
 #define PROBE_MIN_MS 2000
 #define PROBE_MAX_MS 16000
@@ -94,7 +93,8 @@ take_session(struct client *c, struct quic_conn *qc)
 		/* QUIC came through meanwhile, and works: it is preferred. */
 		if (c->qc != NULL && !quic_conn_is_tcp(c->qc) &&
 		    quic_conn_state(c->qc) == QUIC_STATE_ESTABLISHED &&
-		    quic_conn_ack_silence_ms(c->qc) < STALL_MS) {
+		    (quic_conn_ack_silence_ms(c->qc) < STALL_MS ||
+		    clock_now_ms() < c->quic_grace_until_ms)) {
 			quic_conn_close(qc, 0, "QUIC works");
 			return false;
 		}
@@ -156,7 +156,11 @@ handshake_done_cb(struct quic_conn *qc, void *arg)
 
 	if (!take_session(c, qc))
 		return;
-	c->handshakes++;
+	/* Every session after the first is a reconnect, whichever way the
+	 * last one went: lost, given up for TLS over TCP, or replaced by a
+	 * transport switch. */
+	if (c->handshakes++ > 0)
+		c->roam.reconnects++;
 	quic_conn_get_stats(qc, &st);
 	if (st.early_attempted) {
 		c->roam.zero_rtt_attempted++;
@@ -427,7 +431,6 @@ closed_cb(struct quic_conn *qc, const struct quic_close_info *info, void *arg)
 	}
 	log_warn("connection lost: %s%s", ci->remote ? "closed by server: " : "",
 	    ci->reason[0] ? ci->reason : "unknown reason");
-	c->roam.reconnects++;
 	if (ci->stateless_reset) {
 		/* The server restarted and told us so: come back at once
 		 * (with 0-RTT); back off only if it is not there yet. */
@@ -589,10 +592,22 @@ static void
 transport_check(evutil_socket_t fd, short what, void *arg)
 {
 	struct client *c = arg;
+	uint64_t now = clock_now_ms(), last = c->transport_checked_ms;
 
 	(void)fd;
 	(void)what;
-	if (c->qc == NULL || quic_conn_is_tcp(c->qc) || c->alt != NULL)
+	c->transport_checked_ms = now;
+	/* A late check means the process or the host was asleep (SIGSTOP,
+	 * suspend): the silence measured across it says nothing about the
+	 * path. QUIC gets STALL_MS from the wake-up to show it still works,
+	 * as it does from a path that has just answered a validation. */
+	if (last != 0 && now - last > 4 * TRANSPORT_CHECK_MS) {
+		log_debug("%llu ms since the last transport check: woke up",
+		    (unsigned long long)(now - last));
+		c->quic_grace_until_ms = now + STALL_MS;
+	}
+	if (c->qc == NULL || quic_conn_is_tcp(c->qc) || c->alt != NULL ||
+	    now < c->quic_grace_until_ms)
 		return;
 	/* Happy eyeballs: no packet back yet, so TCP races QUIC. */
 	if (quic_conn_state(c->qc) == QUIC_STATE_HANDSHAKING &&
@@ -666,6 +681,32 @@ schedule_probe(struct client *c)
 	tv.tv_sec = (time_t)(d / 1000);
 	tv.tv_usec = (suseconds_t)(d % 1000) * 1000;
 	evtimer_add(c->probe_ev, &tv);
+}
+
+/* A route or link changed while the session is on TCP: UDP may work
+ * again, or the TCP path may have gone with a link. Probe QUIC now, from
+ * a fresh socket on today's route, rather than at the next step of the
+ * back-off; at most once a second, however noisy the network. */
+void
+client_probe_now(struct client *c)
+{
+	uint64_t now = clock_now_ms();
+
+	if (c->qc == NULL || !quic_conn_is_tcp(c->qc) || c->stopping ||
+	    c->cfg->transport != CFG_TRANSPORT_AUTO ||
+	    now < c->probe_now_ms + 1000)
+		return;
+	c->probe_now_ms = now;
+	if (c->probe != NULL) {
+		quic_conn_free(c->probe);
+		c->probe = NULL;
+		client_path_sock_free(c->probe_sock);
+		c->probe_sock = NULL;
+	}
+	evtimer_del(c->probe_ev);
+	c->probes = 0;
+	log_debug("the network changed: probing QUIC now");
+	probe_cb(-1, 0, c);
 }
 
 /* Transport = tcp: the session over TLS on TCP. */

@@ -7,6 +7,9 @@
 #    while a ping runs (its longest gap reported), status says quic;
 #  - UDP dropped mid-session on QUIC: rove notices (no acknowledgements)
 #    and the tunnel is back over TCP within 5 s;
+#  - back on TCP, UDP let through and a route changed on the laptop: QUIC
+#    is probed at once and the session is back on it within 2 s; every
+#    session after the first counts as a reconnect;
 #  - UDP refused with ICMP port unreachable (at roved's host): TCP starts
 #    on the error;
 #  - Transport = quic never tries TCP, Transport = tcp never sends UDP
@@ -132,12 +135,36 @@ if le "$gap" 5; then ok "UDP dropped mid-session: the tunnel was back within 5 s
 expect_eq "UDP dropped: moves to TCP" 2 "$(sget "$NS_LAP" "$LAP_SOCK" 'peers[0].tcp_fallbacks')"
 check "UDP dropped: pings over TCP" ping_ok "$NS_LAP" -c 10 -i 0.05 "$SRV_TUN4"
 
+# 3b. While on TCP a network change probes QUIC at once. After 12 s on
+# TCP the probes have backed off (2, 4, then 8 s apart, 3 s each): the
+# next would come seconds later. UDP comes back and the laptop's routes
+# change (as when Wi-Fi returns): QUIC must be back within 2 s.
+sleep 12
+udp_block off
+t0=$(now)
+ip -n "$NS_LAP" route add 198.18.99.0/24 dev eth0
+wait_for 10 "the session back on QUIC" transport_is quic ||
+	fail "the session did not move back to QUIC after the route change"
+t_back=$(elapsed "$t0" "$(now)")
+log "route change on TCP: back on QUIC after $t_back s"
+if le "$t_back" 2; then
+	ok "route change on TCP: QUIC probed at once (back after $t_back s)"
+else
+	fail "route change on TCP: back on QUIC only after $t_back s (limit 2 s)"
+fi
+ip -n "$NS_LAP" route del 198.18.99.0/24 dev eth0
+# Each session after the first is a reconnect: TCP from the start, back
+# to QUIC, to TCP, back to QUIC.
+expect_eq "handshakes after three transport switches" 4 \
+	"$(sget "$NS_LAP" "$LAP_SOCK" 'peers[0].handshakes')"
+expect_eq "reconnects after three transport switches" 3 \
+	"$(sget "$NS_LAP" "$LAP_SOCK" 'peers[0].reconnects')"
+
 # 4. UDP refused with an ICMP error (port unreachable, from a firewall in
 # front of roved): TCP starts at once, without waiting out the race's
 # second.
 stop_pid "$LAP_PID"
 forget_pid "$LAP_PID"
-nsx "$NS_SW" nft delete table bridge rove_block
 nsx "$NS_SRV" nft -f - <<NFT || die "cannot load the reject rule"
 table inet rove_reject {
 	chain in {
