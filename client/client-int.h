@@ -40,6 +40,9 @@ struct csock {
 	struct udp_batch batch;
 	struct event *ev;
 	uint64_t opened_ms;
+	/* Pinned to this uplink's interface (IP_UNICAST_IF), whatever the
+	 * routing table prefers; 0: it follows the table. */
+	int pinned_ifindex;
 };
 
 struct client {
@@ -126,6 +129,15 @@ struct client {
 	 * path works (a validated migration). */
 	uint64_t quic_grace_until_ms;
 	uint64_t probe_now_ms;   /* the last client_probe_now */
+	/* Leaving a silent uplink (client-path.c): a check every
+	 * UPLINK_CHECK_MS, the uplinks tried in this silence, when the next
+	 * may be, and when (and how long after) to try the preferred
+	 * uplink again while on another. */
+	struct event *uplink_ev;
+	int escape_tried[8];
+	size_t nescape_tried;
+	uint64_t escape_next_ms;
+	uint64_t prefer_next_ms, prefer_wait_ms;
 	struct status_roam roam;
 };
 
@@ -180,6 +192,10 @@ void client_path_validated(struct quic_conn *, enum quic_path_result,
 /* The timer after netlink news: move the session if the way to the
  * server changed or came back. */
 void client_path_check(evutil_socket_t, short, void *client);
+/* Every UPLINK_CHECK_MS: leave an uplink gone silent for another, and
+ * go back to the preferred one when it answers again. */
+void client_path_watch(evutil_socket_t, short, void *client);
+#define UPLINK_CHECK_MS 250
 /* The network monitor's callback: schedules client_path_check. */
 void client_path_monitor_cb(enum tun_monitor_event, void *client);
 

@@ -1,8 +1,11 @@
 /* rove's paths: the UDP sockets connected to the server, each one local
  * end of a path, the packets they read, and moving the session to a new
  * one when netlink says the way to the server changed (migration) or
- * came back after an outage. */
+ * came back after an outage, or when the uplink in use goes silent. */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <net/if.h>
+#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -17,6 +20,18 @@
 #include "tun/tun-monitor.h"
 #include "tun/tun-netlink.h"
 #include "tunnel/tunnel.h"
+
+/* A path whose packets have gone unacknowledged this long, its link and
+ * route up all the while (Wi-Fi that passes nothing), sends the session
+ * looking for another uplink, one every ESCAPE_EVERY_MS: well before
+ * Transport = auto's TCP race (STALL_MS), which goes the same dead way. */
+#define SILENT_MS 1000
+#define ESCAPE_EVERY_MS 1000
+/* On another uplink than the routing table's, the preferred one is tried
+ * again (a path validation, the session staying where it is meanwhile)
+ * this long after the move, doubling while it stays silent. */
+#define PREFER_MIN_MS 5000
+#define PREFER_MAX_MS 60000
 
 static void
 udp_read_cb(evutil_socket_t fd, short what, void *arg)
@@ -61,16 +76,39 @@ udp_read_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 /* A new socket connected to the server: the kernel picks the local
- * address and port of today's path. */
-struct csock *
-client_path_sock_open(struct client *c, char **cause)
+ * address and port of today's path, or with `up` the socket is bound to
+ * that uplink's address and sends out of its interface whatever the
+ * routing table prefers (IP_UNICAST_IF, which needs no privilege). */
+static struct csock *
+sock_open(struct client *c, const struct tun_netlink_uplink *up, char **cause)
 {
 	struct csock *cs = xcalloc(1, sizeof *cs);
+	struct sockaddr_storage src;
+	socklen_t srclen = 0;
 
 	cs->c = c;
-	if (udp_open(&cs->sock, c->server.ss_family, NULL, 0, cause) != 0) {
+	if (up != NULL)
+		addr_to_sockaddr(&up->src, 0, &src, &srclen);
+	if (udp_open(&cs->sock, c->server.ss_family, up != NULL ?
+	    (struct sockaddr *)&src : NULL, srclen, cause) != 0) {
 		free(cs);
 		return NULL;
+	}
+	if (up != NULL) {
+		uint32_t v4 = htonl((uint32_t)up->ifindex);
+		int v6 = up->ifindex, rv;
+
+		rv = c->server.ss_family == AF_INET ?
+		    setsockopt(cs->sock.fd, IPPROTO_IP, IP_UNICAST_IF, &v4, sizeof v4) :
+		    setsockopt(cs->sock.fd, IPPROTO_IPV6, IPV6_UNICAST_IF, &v6, sizeof v6);
+		if (rv == -1) {
+			xasprintf(cause, "sending by interface %d: %s", up->ifindex,
+			    strerror(errno));
+			udp_close(&cs->sock);
+			free(cs);
+			return NULL;
+		}
+		cs->pinned_ifindex = up->ifindex;
 	}
 	/* Marked before connect picks the route: a full tunnel's policy
 	 * sends only marked packets by the uplinks. */
@@ -90,6 +128,12 @@ client_path_sock_open(struct client *c, char **cause)
 	event_add(cs->ev, NULL);
 	cs->opened_ms = clock_now_ms();
 	return cs;
+}
+
+struct csock *
+client_path_sock_open(struct client *c, char **cause)
+{
+	return sock_open(c, NULL, cause);
 }
 
 void
@@ -145,6 +189,10 @@ client_path_validated(struct quic_conn *qc, enum quic_path_result res,
 		return;
 	}
 	log_info("path from %s validated", addr_sockaddr_str(local, buf));
+	/* On another uplink than the routing table's: look back at the
+	 * preferred one now and then (client_path_watch). */
+	c->prefer_wait_ms = PREFER_MIN_MS;
+	c->prefer_next_ms = clock_now_ms() + c->prefer_wait_ms;
 	/* The server has just answered on it: whatever went unacknowledged
 	 * before the move is no reason to race TCP. */
 	c->quic_grace_until_ms = clock_now_ms() + STALL_MS;
@@ -293,4 +341,111 @@ client_path_monitor_cb(enum tun_monitor_event ev, void *arg)
 	if (ev == TUN_MONITOR_LINK)
 		c->link_event = true;
 	evtimer_add(c->path_ev, &settle);
+}
+
+/* The interface the session's path leaves by now. */
+static int
+current_ifindex(struct client *c)
+{
+	struct tun_netlink_path path;
+	char *cause = NULL;
+
+	if (c->sock->pinned_ifindex != 0)
+		return c->sock->pinned_ifindex;
+	if (tun_netlink_get_route_marked(&c->server_ip, c->fwmark, &path,
+	    &cause) != 0) {
+		free(cause);
+		return 0;
+	}
+	return path.ifindex;
+}
+
+static bool
+escape_tried(const struct client *c, int ifindex)
+{
+	for (size_t i = 0; i < c->nescape_tried; i++) {
+		if (c->escape_tried[i] == ifindex)
+			return true;
+	}
+	return false;
+}
+
+/* The path in use has gone silent: move (validating first, so nothing
+ * is lost if this one is dead too) to the best uplink not yet tried in
+ * this silence, from a socket pinned to it. */
+static void
+escape_silent_uplink(struct client *c, uint64_t silence_ms)
+{
+	struct tun_netlink_uplink up[8];
+	char *cause = NULL, buf[ADDR_STRLEN], ifname[IF_NAMESIZE];
+	struct csock *cs;
+	int cur = current_ifindex(c), n;
+
+	n = tun_netlink_uplinks(c->server_ip.family, cur, up,
+	    sizeof up / sizeof up[0], &cause);
+	if (n < 0) {
+		log_debug("no other uplink: %s", cause);
+		free(cause);
+		return;
+	}
+	for (int i = 0; i < n; i++) {
+		if (!up[i].running || escape_tried(c, up[i].ifindex) ||
+		    (c->tun_open && up[i].ifindex == c->tun.ifindex))
+			continue;
+		if (c->nescape_tried < sizeof c->escape_tried / sizeof c->escape_tried[0])
+			c->escape_tried[c->nescape_tried++] = up[i].ifindex;
+		if ((cs = sock_open(c, &up[i], &cause)) == NULL) {
+			log_warn("uplink %s: %s", if_indextoname((unsigned)up[i].ifindex,
+			    ifname) != NULL ? ifname : "?", cause);
+			free(cause);
+			continue;
+		}
+		if (quic_conn_migrate(c->qc, &cs->batch, false) != 0) {
+			client_path_sock_free(cs);
+			return;
+		}
+		c->roam.migrations++;
+		c->roam.uplink_moves++;
+		log_info("no answer for %llu ms: trying uplink %s, from %s",
+		    (unsigned long long)silence_ms,
+		    if_indextoname((unsigned)up[i].ifindex, ifname) != NULL ?
+		    ifname : "?", addr_sockaddr_str((struct sockaddr *)&cs->sock.local,
+		    buf));
+		client_path_sock_free(c->old_sock);
+		c->old_sock = c->sock;
+		c->sock = cs;
+		quic_write_dirty();
+		return;
+	}
+}
+
+void
+client_path_watch(evutil_socket_t fd, short what, void *arg)
+{
+	struct client *c = arg;
+	uint64_t now = clock_now_ms(), silence;
+
+	(void)fd;
+	(void)what;
+	if (c->qc == NULL || quic_conn_is_tcp(c->qc) || c->sock == NULL ||
+	    quic_conn_state(c->qc) != QUIC_STATE_ESTABLISHED)
+		return;
+	silence = quic_conn_ack_silence_ms(c->qc);
+	if (silence < SILENT_MS) {
+		c->nescape_tried = 0;
+		c->escape_next_ms = 0;
+	} else if (now >= c->escape_next_ms) {
+		c->escape_next_ms = now + ESCAPE_EVERY_MS;
+		escape_silent_uplink(c, silence);
+		return;
+	}
+	/* On an uplink of our choosing: the routing table's own choice may
+	 * answer again. client_path_check moves there if it validates. */
+	if (c->sock->pinned_ifindex != 0 && c->prefer_next_ms != 0 &&
+	    now >= c->prefer_next_ms) {
+		c->prefer_wait_ms = c->prefer_wait_ms * 2 < PREFER_MAX_MS ?
+		    c->prefer_wait_ms * 2 : PREFER_MAX_MS;
+		c->prefer_next_ms = now + c->prefer_wait_ms;
+		client_path_check(-1, 0, c);
+	}
 }

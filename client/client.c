@@ -832,6 +832,12 @@ client_create(struct event_base *base, const struct cfg *cfg, int verbose,
 		event_add(c->transport_ev, &tv);
 	}
 	c->path_ev = evtimer_new(base, client_path_check, c);
+	if (cfg->transport != CFG_TRANSPORT_TCP) {
+		struct timeval tv = { 0, UPLINK_CHECK_MS * 1000 };
+
+		c->uplink_ev = event_new(base, -1, EV_PERSIST, client_path_watch, c);
+		event_add(c->uplink_ev, &tv);
+	}
 	/* The TUN device itself comes up with the server's configuration,
 	 * but its clone device may be root's alone: open it now, before
 	 * daemon_main drops root (attaching needs only CAP_NET_ADMIN). */
@@ -930,6 +936,8 @@ client_free(struct client *c)
 		event_free(c->probe_ev);
 	if (c->transport_ev != NULL)
 		event_free(c->transport_ev);
+	if (c->uplink_ev != NULL)
+		event_free(c->uplink_ev);
 	/* The routes in the policy table go with the device; the rules
 	 * would outlive us. */
 	if (c->policy_on &&

@@ -25,6 +25,7 @@
 #include <netlink/route/link.h>
 #include <netlink/route/nexthop.h>
 #include <netlink/route/route.h>
+#include <netlink/cache.h>
 
 #include "base/log.h"
 #include "base/xmalloc.h"
@@ -838,4 +839,101 @@ out:
 	nlmsg_free(msg);
 	nl_req_close(&req);
 	return ret;
+}
+
+/* An address of `family` to send from on `ifindex`: a global one that is
+ * not tentative or deprecated (IPv6 duplicate detection, a prefix being
+ * retired). */
+static bool
+uplink_src(struct nl_cache *addrs, int family, int ifindex, struct ipaddr *out)
+{
+	for (struct nl_object *o = nl_cache_get_first(addrs); o != NULL;
+	    o = nl_cache_get_next(o)) {
+		struct rtnl_addr *a = (struct rtnl_addr *)o;
+		struct nl_addr *l = rtnl_addr_get_local(a);
+
+		if (rtnl_addr_get_ifindex(a) != ifindex ||
+		    rtnl_addr_get_family(a) != family || l == NULL ||
+		    rtnl_addr_get_scope(a) != RT_SCOPE_UNIVERSE ||
+		    (rtnl_addr_get_flags(a) & (IFA_F_TENTATIVE | IFA_F_DEPRECATED |
+		    IFA_F_DADFAILED)) != 0 ||
+		    nl_addr_get_len(l) != family_bytes(family))
+			continue;
+		memset(out, 0, sizeof *out);
+		out->family = family;
+		memcpy(out->b, nl_addr_get_binary_addr(l), family_bytes(family));
+		return true;
+	}
+	return false;
+}
+
+int
+tun_netlink_uplinks(int family, int skip_ifindex,
+    struct tun_netlink_uplink *out, size_t max, char **cause)
+{
+	struct nl_req req;
+	struct nl_cache *routes = NULL, *addrs = NULL, *links = NULL;
+	size_t n = 0;
+	int err;
+
+	if (!valid_family(family)) {
+		xasprintf(cause, "listing uplinks: unsupported address family %d",
+		    family);
+		return -1;
+	}
+	if (nl_req_open(&req, cause) != 0)
+		return -1;
+	if ((err = rtnl_route_alloc_cache(req.sk, family, 0, &routes)) < 0 ||
+	    (err = rtnl_addr_alloc_cache(req.sk, &addrs)) < 0 ||
+	    (err = rtnl_link_alloc_cache(req.sk, AF_UNSPEC, &links)) < 0) {
+		nl_req_cause(&req, err, cause, "listing uplinks");
+		n = SIZE_MAX;
+		goto out;
+	}
+	for (struct nl_object *o = nl_cache_get_first(routes); o != NULL && n < max;
+	    o = nl_cache_get_next(o)) {
+		struct rtnl_route *r = (struct rtnl_route *)o;
+		struct rtnl_nexthop *nh;
+		struct rtnl_link *link;
+		struct tun_netlink_uplink u;
+		struct nl_addr *gw;
+		size_t at;
+
+		if (rtnl_route_get_table(r) != RT_TABLE_MAIN ||
+		    rtnl_route_get_type(r) != RTN_UNICAST ||
+		    nl_addr_get_prefixlen(rtnl_route_get_dst(r)) != 0 ||
+		    rtnl_route_get_nnexthops(r) < 1 ||
+		    (nh = rtnl_route_nexthop_n(r, 0)) == NULL)
+			continue;
+		memset(&u, 0, sizeof u);
+		u.ifindex = rtnl_route_nh_get_ifindex(nh);
+		u.metric = rtnl_route_get_priority(r);
+		if (u.ifindex <= 0 || u.ifindex == skip_ifindex ||
+		    !uplink_src(addrs, family, u.ifindex, &u.src))
+			continue;
+		if ((gw = rtnl_route_nh_get_gateway(nh)) != NULL &&
+		    nl_addr_get_family(gw) == family &&
+		    nl_addr_get_len(gw) == family_bytes(family)) {
+			u.has_gateway = true;
+			u.gateway.family = family;
+			memcpy(u.gateway.b, nl_addr_get_binary_addr(gw),
+			    family_bytes(family));
+		}
+		if ((link = rtnl_link_get(links, u.ifindex)) != NULL) {
+			u.running = (rtnl_link_get_flags(link) & IFF_UP) &&
+			    rtnl_link_get_carrier(link) != 0;
+			rtnl_link_put(link);
+		}
+		/* Insertion sort by metric: a handful of routes at most. */
+		for (at = n; at > 0 && out[at - 1].metric > u.metric; at--)
+			out[at] = out[at - 1];
+		out[at] = u;
+		n++;
+	}
+out:
+	nl_cache_free(links);
+	nl_cache_free(addrs);
+	nl_cache_free(routes);
+	nl_req_close(&req);
+	return n == SIZE_MAX ? -1 : (int)n;
 }

@@ -57,6 +57,22 @@ int tun_netlink_policy(bool add, int family, uint32_t mark, char **cause);
  * state cannot be read. */
 int tun_netlink_link_running(int ifindex, char **cause);
 
+/* An uplink: a default route of the main table, the way out it names,
+ * and an address of ours on that interface to send from. */
+struct tun_netlink_uplink {
+	int ifindex;
+	uint32_t metric;
+	bool has_gateway;
+	struct ipaddr gateway;
+	struct ipaddr src;
+	bool running;            /* link up with a carrier */
+};
+/* The uplinks of `family` (default routes through an interface that has
+ * a global address of that family, other than `skip_ifindex`), best
+ * metric first; at most `max`. Returns how many, or -1 with *cause. */
+int tun_netlink_uplinks(int family, int skip_ifindex,
+    struct tun_netlink_uplink *, size_t max, char **cause);
+
 /* A host route to `dst` along `path` (gateway and interface), so that a
  * broader route through the tunnel does not capture the tunnel's own
  * packets. Removed with tun_netlink_del_host_route. */
