@@ -138,6 +138,10 @@ struct client {
 	size_t nescape_tried;
 	uint64_t escape_next_ms;
 	uint64_t prefer_next_ms, prefer_wait_ms;
+	uint64_t last_move_ms;   /* our last migration */
+	/* The keepalive in use when a NAT's short timeout made us shorten
+	 * the configured one (client_path_notice); 0: the configured. */
+	uint64_t keepalive_ms;
 	struct status_roam roam;
 };
 
@@ -196,6 +200,8 @@ void client_path_check(evutil_socket_t, short, void *client);
  * go back to the preferred one when it answers again. */
 void client_path_watch(evutil_socket_t, short, void *client);
 #define UPLINK_CHECK_MS 250
+/* PATH_NOTICE from the server: perhaps shorten the keepalive. */
+void client_path_notice(struct client *, const uint8_t *body, size_t len);
 /* The network monitor's callback: schedules client_path_check. */
 void client_path_monitor_cb(enum tun_monitor_event, void *client);
 

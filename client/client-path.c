@@ -20,6 +20,7 @@
 #include "tun/tun-monitor.h"
 #include "tun/tun-netlink.h"
 #include "tunnel/tunnel.h"
+#include "wire/proto.h"
 
 /* A path whose packets have gone unacknowledged this long, its link and
  * route up all the while (Wi-Fi that passes nothing), sends the session
@@ -32,6 +33,14 @@
  * this long after the move, doubling while it stays silent. */
 #define PREFER_MIN_MS 5000
 #define PREFER_MAX_MS 60000
+/* The server saw our packets come from a new address after a quiet spell
+ * (PATH_NOTICE): our NAT forgot its mapping in less than that, so the
+ * keepalive goes down to half of it, never below KEEPALIVE_MIN_MS. A spell
+ * shorter than NAT_QUIET_MIN_MS, or a move of our own just before, says
+ * nothing about the NAT's timeout. */
+#define KEEPALIVE_MIN_MS 2000
+#define NAT_QUIET_MIN_MS 1500
+#define OWN_MOVE_MS 3000
 
 static void
 udp_read_cb(evutil_socket_t fd, short what, void *arg)
@@ -320,6 +329,7 @@ client_path_check(evutil_socket_t fd, short what, void *arg)
 	}
 	c->move_retries = 0;
 	c->roam.migrations++;
+	c->last_move_ms = clock_now_ms();
 	log_info("migrating to %s%s", addr_sockaddr_str((struct sockaddr *)&cs->sock.local,
 	    buf), gone ? " (old address gone)" : probe ? " (path back after an outage)" : "");
 	client_path_sock_free(c->old_sock);
@@ -405,6 +415,7 @@ escape_silent_uplink(struct client *c, uint64_t silence_ms)
 			return;
 		}
 		c->roam.migrations++;
+		c->last_move_ms = clock_now_ms();
 		c->roam.uplink_moves++;
 		log_info("no answer for %llu ms: trying uplink %s, from %s",
 		    (unsigned long long)silence_ms,
@@ -448,4 +459,30 @@ client_path_watch(evutil_socket_t fd, short what, void *arg)
 		c->prefer_next_ms = now + c->prefer_wait_ms;
 		client_path_check(-1, 0, c);
 	}
+}
+
+void
+client_path_notice(struct client *c, const uint8_t *body, size_t len)
+{
+	struct proto_path_notice pn;
+	uint64_t now = clock_now_ms(), ka, cur;
+
+	if (proto_decode_path_notice(body, len, &pn) != 0) {
+		log_debug("malformed PATH_NOTICE ignored");
+		return;
+	}
+	cur = c->keepalive_ms != 0 ? c->keepalive_ms :
+	    (uint64_t)c->cfg->keepalive * 1000;
+	if (cur == 0 || pn.quiet_ms < NAT_QUIET_MIN_MS ||
+	    (c->last_move_ms != 0 && now - c->last_move_ms < OWN_MOVE_MS))
+		return;
+	ka = pn.quiet_ms / 2 > KEEPALIVE_MIN_MS ? pn.quiet_ms / 2 : KEEPALIVE_MIN_MS;
+	if (ka >= cur)
+		return;
+	c->keepalive_ms = ka;
+	log_info("the NAT forgot this client after at most %llu ms of quiet: "
+	    "keepalive now every %llu ms", (unsigned long long)pn.quiet_ms,
+	    (unsigned long long)ka);
+	if (c->qc != NULL)
+		quic_conn_set_keepalive_ms(c->qc, ka);
 }

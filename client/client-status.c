@@ -38,6 +38,8 @@ client_status(struct client *c, struct client_status *cs)
 		.roam = c->roam,
 		.fwds = forward_set(c->fwd),
 	};
+	cs->sp.roam.keepalive_ms = c->keepalive_ms != 0 ? c->keepalive_ms :
+	    (uint64_t)c->cfg->keepalive * 1000;
 	cs->st = (struct status){
 		.role = "client",
 		.tun = c->tun_open ? c->tun.name : NULL,

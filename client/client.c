@@ -161,6 +161,9 @@ handshake_done_cb(struct quic_conn *qc, void *arg)
 	 * transport switch. */
 	if (c->handshakes++ > 0)
 		c->roam.reconnects++;
+	/* A NAT that forgot us before stays as forgetful. */
+	if (c->keepalive_ms != 0)
+		quic_conn_set_keepalive_ms(qc, c->keepalive_ms);
 	quic_conn_get_stats(qc, &st);
 	if (st.early_attempted) {
 		c->roam.zero_rtt_attempted++;
@@ -222,6 +225,8 @@ stream_data_cb(struct quic_conn *qc, int64_t stream_id, const uint8_t *data,
 		if (type == PROTO_MSG_SERVER_CONFIG) {
 			if (client_tun_apply_config(c, body, bodylen) != 0)
 				return -1;
+		} else if (type == PROTO_MSG_PATH_NOTICE) {
+			client_path_notice(c, body, bodylen);
 		} else if (type == PROTO_MSG_REMOTE_FORWARD_REPLY) {
 			if (forward_control(c->fwd, type, body, bodylen) != 0)
 				return -1;

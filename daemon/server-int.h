@@ -245,6 +245,8 @@ int session_ctl_data(struct session *sess, struct quic_conn *qc,
  * answer to its hello, and again when a reload changes its Address.
  * Returns 0, or -1 when it could not be queued. */
 int session_ctl_send_config(struct session *);
+/* The peer now sends from a new address after `quiet_ms` of silence. */
+void session_ctl_path_notice(struct session *, uint64_t quiet_ms);
 /* Close the -R listeners of `sess` on ports that `cp`'s AllowRemoteForward
  * no longer lists, telling the client "denied" for each. */
 void session_ctl_close_remote(struct session *sess, const struct cfg_peer *cp);

@@ -67,6 +67,25 @@ session_ctl_send_config(struct session *sess)
 	return quic_conn_stream_send(sess->qc, 0, buf, n, false);
 }
 
+/* The peer's packets come from a new address: tell it how long it had
+ * been quiet, so that it can tell a NAT that forgot it from its own move
+ * and shorten its keepalive (PROTO_MSG_PATH_NOTICE). A notice per move,
+ * and moves cost the peer a path validation each: no bound needed beyond
+ * the unacknowledged-bytes one. */
+void
+session_ctl_path_notice(struct session *sess, uint64_t quiet_ms)
+{
+	struct proto_path_notice pn = { .quiet_ms = quiet_ms };
+	uint8_t buf[32];
+	size_t n;
+
+	if (!sess->configured || !(sess->features & PROTO_FEATURE_PATH_NOTICE) ||
+	    quic_conn_stream_unacked(sess->qc, 0) > CTL_MAX_UNACKED)
+		return;
+	if ((n = proto_encode_path_notice(buf, sizeof buf, &pn)) > 0)
+		(void)quic_conn_stream_send(sess->qc, 0, buf, n, false);
+}
+
 /* -R: listen where the peer asks, if its AllowRemoteForward permits. */
 static int
 remote_forward(struct session *sess, const uint8_t *body, size_t len)

@@ -390,17 +390,20 @@ path_validated_cb(struct quic_conn *qc, enum quic_path_result res,
     const struct sockaddr *local, const struct sockaddr *remote, void *arg)
 {
 	struct session *sess = arg;
+	struct quic_conn_stats st;
 	char abuf[ADDR_STRLEN];
 
-	(void)qc;
 	(void)local;
 	if (res != QUIC_PATH_OK || sess->peer == NULL)
 		return;
 	/* A validated new path on our side is the peer's NAT rebinding or
 	 * its migration; routing is by connection ID, so nothing else moves. */
 	sess->peer->rebinds++;
-	log_info("peer %s now at %s", sess->peer->cfg->name,
-	    addr_sockaddr_str(remote, abuf));
+	quic_conn_get_stats(qc, &st);
+	log_info("peer %s now at %s (quiet for %llu ms before)",
+	    sess->peer->cfg->name, addr_sockaddr_str(remote, abuf),
+	    (unsigned long long)st.rebind_quiet_ms);
+	session_ctl_path_notice(sess, st.rebind_quiet_ms);
 }
 
 static void

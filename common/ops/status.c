@@ -325,6 +325,8 @@ json_peer(struct json *j, const struct status_peer *p)
 	json_uint(j, p->roam.quic_returns);
 	json_key(j, "uplink_moves");
 	json_uint(j, p->roam.uplink_moves);
+	json_key(j, "keepalive_ms");
+	json_uint(j, p->roam.keepalive_ms);
 	json_key(j, "rx_bytes");
 	json_uint(j, p->counters->rx_bytes);
 	json_key(j, "tx_bytes");

@@ -29,6 +29,9 @@ struct status_roam {
 	/* client: moves to another uplink because the one in use went
 	 * silent (its link and route still up) */
 	uint64_t uplink_moves;
+	/* client: the keepalive in use (shorter than configured when a NAT
+	 * forgot the client sooner) */
+	uint64_t keepalive_ms;
 };
 
 struct status_peer {

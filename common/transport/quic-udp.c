@@ -820,7 +820,7 @@ quic_conn_read(struct quic_conn *qc, const struct udp_socket *sock,
 	ngtcp2_path path = qc->path;
 	ngtcp2_pkt_info pi = { .ecn = ecn };
 	ngtcp2_ccerr ccerr;
-	uint64_t inflight;
+	uint64_t inflight, prev_rx;
 	int rv;
 
 	if (qc->state == QUIC_STATE_CLOSED || qc->tcp != NULL)
@@ -831,6 +831,7 @@ quic_conn_read(struct quic_conn *qc, const struct udp_socket *sock,
 	 * client reads two). */
 	path.local.addr = (ngtcp2_sockaddr *)(uintptr_t)&sock->local;
 	path.local.addrlen = sock->locallen;
+	prev_rx = qc->last_rx;
 	qc->last_rx = clock_now();
 	if (ecn == NGTCP2_ECN_CE)
 		qc->stats.rx_ecn_ce++;
@@ -851,6 +852,7 @@ quic_conn_read(struct quic_conn *qc, const struct udp_socket *sock,
 		    memcmp(cur->remote.addr, &qc->remote, cur->remote.addrlen) != 0)) {
 			memcpy(&qc->remote, cur->remote.addr, cur->remote.addrlen);
 			qc->path.remote.addrlen = cur->remote.addrlen;
+			qc->stats.rebind_quiet_ms = (qc->last_rx - prev_rx) / 1000000u;
 			/* A new path's size is discovered anew. */
 			qc->path_udp_best = 0;
 		}
@@ -1142,6 +1144,16 @@ quic_conn_migrate(struct quic_conn *qc, struct udp_batch *batch, bool immediate)
 	quic_conn_set_batch(qc, batch);
 	qc->path_udp_best = 0;
 	return 0;
+}
+
+void
+quic_conn_set_keepalive_ms(struct quic_conn *qc, uint64_t ms)
+{
+	if (qc->tcp != NULL || qc->conn == NULL)
+		return;
+	ngtcp2_conn_set_keep_alive_timeout(qc->conn, ms == 0 ? UINT64_MAX :
+	    ms * NGTCP2_MILLISECONDS);
+	quic_mark_dirty(qc);
 }
 
 void

@@ -167,6 +167,9 @@ struct quic_conn_stats {
 	 * quic_conn_set_send_limit bounds) */
 	uint64_t stream_unacked;
 	bool tcp;  /* the session runs over TLS on TCP (rtt, cwnd: the kernel's) */
+	/* Server: how long the peer had been quiet when its packets last
+	 * started coming from a new address (0: never moved). */
+	uint64_t rebind_quiet_ms;
 };
 
 /* A resumption for the client: the session (wolfSSL DER) and the server's
@@ -329,6 +332,9 @@ WOLFSSL *quic_conn_tls(const struct quic_conn *);
  * dead (its address is gone); else the old path serves until the new one
  * is validated. Returns 0 or -1. */
 int quic_conn_migrate(struct quic_conn *, struct udp_batch *, bool immediate);
+/* Send a PING after this long without sending anything (0: never), to
+ * keep a NAT's mapping; UDP sessions only. */
+void quic_conn_set_keepalive_ms(struct quic_conn *, uint64_t ms);
 /* Client: the batch (socket) for packets of no other path, after a
  * migration's validation failed and ngtcp2 stayed on the old path. */
 void quic_conn_set_batch(struct quic_conn *, struct udp_batch *);

@@ -24,6 +24,9 @@ enum {
 	ERROR_CODE = 1,
 	ERROR_TEXT = 2,
 };
+enum {
+	PATH_NOTICE_QUIET_MS = 1,
+};
 
 /* Wire family codes of an address or route field. */
 #define WIRE_FAMILY_INET 4
@@ -174,6 +177,17 @@ proto_encode_error(uint8_t *out, size_t outlen, const struct proto_error *e)
 	tlv_put_field_varint(&w, ERROR_CODE, e->code);
 	tlv_put_field(&w, ERROR_TEXT, e->text, tlen);
 	return tlv_put_message(out, outlen, PROTO_MSG_ERROR, &w);
+}
+
+size_t
+proto_encode_path_notice(uint8_t *out, size_t outlen,
+    const struct proto_path_notice *pn)
+{
+	uint8_t buf[32];
+	struct tlv_writer w = TLV_WRITER(buf);
+
+	tlv_put_field_varint(&w, PATH_NOTICE_QUIET_MS, pn->quiet_ms);
+	return tlv_put_message(out, outlen, PROTO_MSG_PATH_NOTICE, &w);
 }
 
 /* Decoding: each message takes its fields from tlv_decode. */
@@ -349,4 +363,22 @@ proto_decode_error(const uint8_t *body, size_t len, struct proto_error *e)
 {
 	memset(e, 0, sizeof *e);
 	return tlv_decode(body, len, take_error, e);
+}
+
+static int
+take_path_notice(const struct tlv_field *f, void *arg)
+{
+	struct proto_path_notice *pn = arg;
+
+	if (f->id == PATH_NOTICE_QUIET_MS)
+		return tlv_field_varint(f, &pn->quiet_ms);
+	return 0;
+}
+
+int
+proto_decode_path_notice(const uint8_t *body, size_t len,
+    struct proto_path_notice *pn)
+{
+	memset(pn, 0, sizeof *pn);
+	return tlv_decode(body, len, take_path_notice, pn);
 }

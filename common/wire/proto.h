@@ -36,6 +36,8 @@ enum proto_msg_type {
 	PROTO_MSG_CLIENT_HELLO = 1,
 	PROTO_MSG_SERVER_CONFIG = 2,
 	PROTO_MSG_ERROR = 3,
+	/* 4-6: forwards (proto-fwd.h) */
+	PROTO_MSG_PATH_NOTICE = 7,
 };
 
 #define PROTO_MAX_MSG 4096   /* longest control message body accepted */
@@ -48,8 +50,11 @@ enum proto_msg_type {
 #define PROTO_FEATURE_CANCEL_REMOTE (UINT64_C(1) << 0) /* REMOTE_FORWARD_CANCEL */
 /* decodes DATAGRAM contexts 1-3 (loss recovery) */
 #define PROTO_FEATURE_LOSS_RECOVERY (UINT64_C(1) << 1)
+/* takes PATH_NOTICE */
+#define PROTO_FEATURE_PATH_NOTICE (UINT64_C(1) << 2)
 /* all this version has */
-#define PROTO_FEATURES (PROTO_FEATURE_CANCEL_REMOTE | PROTO_FEATURE_LOSS_RECOVERY)
+#define PROTO_FEATURES (PROTO_FEATURE_CANCEL_REMOTE | \
+	PROTO_FEATURE_LOSS_RECOVERY | PROTO_FEATURE_PATH_NOTICE)
 
 struct proto_client_hello {
 	uint64_t version;  /* PROTO_VERSION */
@@ -81,6 +86,14 @@ struct proto_error {
 	char text[256]; /* NUL-terminated, may be truncated */
 };
 
+/* Server to client: the client's packets now come from a new address,
+ * after `quiet_ms` in which none came at all. After a quiet spell that is
+ * the client's NAT having forgotten its mapping: its keepalive is too
+ * long for that NAT (docs/PROTOCOL.md). */
+struct proto_path_notice {
+	uint64_t quiet_ms;
+};
+
 /* Encoders append one whole message to `out` (capacity `outlen`) and return
  * its length, or 0 if it does not fit. */
 size_t proto_encode_client_hello(uint8_t *out, size_t outlen,
@@ -88,6 +101,8 @@ size_t proto_encode_client_hello(uint8_t *out, size_t outlen,
 size_t proto_encode_server_config(uint8_t *out, size_t outlen,
     const struct proto_server_config *);
 size_t proto_encode_error(uint8_t *out, size_t outlen, const struct proto_error *);
+size_t proto_encode_path_notice(uint8_t *out, size_t outlen,
+    const struct proto_path_notice *);
 
 /* Frame parsing for a byte stream: if `in` starts with a whole message,
  * set *type, *body, *bodylen and return the total bytes it occupies; return
@@ -103,6 +118,8 @@ int proto_decode_client_hello(const uint8_t *body, size_t len,
 int proto_decode_server_config(const uint8_t *body, size_t len,
     struct proto_server_config *);
 int proto_decode_error(const uint8_t *body, size_t len, struct proto_error *);
+int proto_decode_path_notice(const uint8_t *body, size_t len,
+    struct proto_path_notice *);
 
 
 #endif

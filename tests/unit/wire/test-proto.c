@@ -745,6 +745,47 @@ test_client_hello(void **state)
 }
 
 static void
+test_path_notice(void **state)
+{
+	/* type 7, length 6: field 1, length 4, varint 70000 */
+	static const uint8_t want[] = { 0x07, 0x06, 0x01, 0x04, 0x80, 0x01,
+		0x11, 0x70 };
+	struct proto_path_notice pn = { .quiet_ms = 70000 }, d;
+	uint8_t buf[64];
+	const uint8_t *body;
+	size_t n, bodylen;
+	uint64_t type;
+
+	(void)state;
+	n = proto_encode_path_notice(buf, sizeof buf, &pn);
+	assert_int_equal(n, sizeof want);
+	assert_memory_equal(buf, want, sizeof want);
+	assert_int_equal(proto_msg_next(buf, n, &type, &body, &bodylen), (long)n);
+	assert_true(type == PROTO_MSG_PATH_NOTICE);
+	assert_int_equal(proto_decode_path_notice(body, bodylen, &d), 0);
+	assert_true(d.quiet_ms == 70000);
+	/* Every truncation of the body is malformed but the empty one (no
+	 * field: 0 ms) and the whole. */
+	for (size_t k = 0; k <= bodylen; k++) {
+		assert_int_equal(proto_decode_path_notice(body, k, &d),
+		    k == 0 || k == bodylen ? 0 : -1);
+		if (k == 0)
+			assert_true(d.quiet_ms == 0);
+	}
+	/* An unknown field is skipped; a field that is not a varint is not. */
+	{
+		static const uint8_t extra[] = { 0x09, 0x01, 0xaa, 0x01, 0x01, 0x2a };
+		static const uint8_t bad[] = { 0x01, 0x02, 0x2a, 0x00 };
+
+		assert_int_equal(proto_decode_path_notice(extra, sizeof extra, &d), 0);
+		assert_true(d.quiet_ms == 42);
+		assert_int_equal(proto_decode_path_notice(bad, sizeof bad, &d), -1);
+	}
+	/* Too small a buffer: nothing written. */
+	assert_int_equal(proto_encode_path_notice(buf, sizeof want - 1, &pn), 0);
+}
+
+static void
 test_error(void **state)
 {
 	static const uint8_t want[] = { 0x03, 0x1b, 0x01, 0x01, 0x05, 0x02,
@@ -823,6 +864,7 @@ main(void)
 		cmocka_unit_test(test_unknown_and_duplicate_fields),
 		cmocka_unit_test(test_client_hello),
 		cmocka_unit_test(test_error),
+		cmocka_unit_test(test_path_notice),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
