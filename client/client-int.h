@@ -129,6 +129,9 @@ struct client {
 	 * path works (a validated migration). */
 	uint64_t quic_grace_until_ms;
 	uint64_t probe_now_ms;   /* the last client_probe_now */
+	/* TLS over TCP came up while QUIC was silent: QUIC's last chance. */
+	struct event *alt_wait_ev;
+	bool alt_waited;
 	/* Leaving a silent uplink (client-path.c): a check every
 	 * UPLINK_CHECK_MS, the uplinks tried in this silence, when the next
 	 * may be, and when (and how long after) to try the preferred
@@ -137,6 +140,7 @@ struct client {
 	int escape_tried[8];
 	size_t nescape_tried;
 	uint64_t escape_next_ms;
+	uint64_t reprobe_next_ms, reprobe_wait_ms; /* no other uplink */
 	uint64_t prefer_next_ms, prefer_wait_ms;
 	uint64_t last_move_ms;   /* our last migration */
 	/* The keepalive in use when a NAT's short timeout made us shorten
@@ -200,6 +204,12 @@ void client_path_check(evutil_socket_t, short, void *client);
  * go back to the preferred one when it answers again. */
 void client_path_watch(evutil_socket_t, short, void *client);
 #define UPLINK_CHECK_MS 250
+/* Ask the path in use again, from a fresh socket: a path validation
+ * answers within a round trip of the path coming back, where the
+ * retransmission timer, doubling through a long silence, could wait
+ * seconds longer. False if no move could start (no connection ID left,
+ * no socket). */
+bool client_path_reprobe(struct client *);
 /* PATH_NOTICE from the server: perhaps shorten the keepalive. */
 void client_path_notice(struct client *, const uint8_t *body, size_t len);
 /* The network monitor's callback: schedules client_path_check. */

@@ -28,6 +28,7 @@
  * Transport = auto's TCP race (STALL_MS), which goes the same dead way. */
 #define SILENT_MS 1000
 #define ESCAPE_EVERY_MS 1000
+#define REPROBE_MAX_MS 8000
 /* On another uplink than the routing table's, the preferred one is tried
  * again (a path validation, the session staying where it is meanwhile)
  * this long after the move, doubling while it stays silent. */
@@ -41,6 +42,8 @@
 #define KEEPALIVE_MIN_MS 2000
 #define NAT_QUIET_MIN_MS 1500
 #define OWN_MOVE_MS 3000
+
+static void escape_silent_uplink(struct client *, const char *why);
 
 static void
 udp_read_cb(evutil_socket_t fd, short what, void *arg)
@@ -249,7 +252,7 @@ client_path_check(evutil_socket_t fd, short what, void *arg)
 	struct ipaddr cur;
 	struct csock *cs;
 	char *cause = NULL, buf[ADDR_STRLEN];
-	bool probe, gone, down;
+	bool probe, gone, down, link_down = false;
 	uint16_t port;
 
 	(void)fd;
@@ -279,8 +282,12 @@ client_path_check(evutil_socket_t fd, short what, void *arg)
 		xasprintf(&cause, "its route leads into the tunnel");
 		down = true;
 	}
-	if (!down)
-		down = tun_netlink_link_running(path.ifindex, &cause) != 1;
+	if (!down) {
+		int running = tun_netlink_link_running(path.ifindex, &cause);
+
+		down = running != 1;
+		link_down = running == 0;
+	}
 	if (down) {
 		/* When the path comes back the connection needs its probe.
 		 * The link's or route's own event should bring us here
@@ -290,6 +297,10 @@ client_path_check(evutil_socket_t fd, short what, void *arg)
 			log_debug("no way to the server now: %s",
 			    cause != NULL ? cause : "its link is down");
 		free(cause);
+		/* A link that lost its carrier keeps its routes: leave by
+		 * another uplink now, not after a second of silence. */
+		if (link_down && !c->path_down && c->sock->pinned_ifindex == 0)
+			escape_silent_uplink(c, "its link lost carrier");
 		c->path_down = true;
 		evtimer_add(c->path_ev, &path_retry);
 		return;
@@ -380,15 +391,42 @@ escape_tried(const struct client *c, int ifindex)
 	return false;
 }
 
+static bool
+sock_has_addr(const struct csock *cs, const struct sockaddr *a, socklen_t len)
+{
+	return cs != NULL && a != NULL && cs->sock.locallen == len &&
+	    memcmp(&cs->sock.local, a, len) == 0;
+}
+
+/* A move to `cs` has begun (validation first). Of the two sockets held,
+ * the one the session still sends on stays, as old_sock, until the new
+ * path validates; the other (an earlier probe that got no answer) goes. */
+static void
+adopt_sock(struct client *c, struct csock *cs)
+{
+	socklen_t len = 0;
+	const struct sockaddr *cur = quic_conn_path_local(c->qc, &len);
+
+	if (sock_has_addr(c->old_sock, cur, len)) {
+		client_path_sock_free(c->sock);
+	} else {
+		client_path_sock_free(c->old_sock);
+		c->old_sock = c->sock;
+	}
+	c->sock = cs;
+	quic_write_dirty();
+}
+
 /* The path in use has gone silent: move (validating first, so nothing
  * is lost if this one is dead too) to the best uplink not yet tried in
  * this silence, from a socket pinned to it. */
 static void
-escape_silent_uplink(struct client *c, uint64_t silence_ms)
+escape_silent_uplink(struct client *c, const char *why)
 {
 	struct tun_netlink_uplink up[8];
 	char *cause = NULL, buf[ADDR_STRLEN], ifname[IF_NAMESIZE];
 	struct csock *cs;
+	uint64_t now = clock_now_ms();
 	int cur = current_ifindex(c), n;
 
 	n = tun_netlink_uplinks(c->server_ip.family, cur, up,
@@ -417,17 +455,50 @@ escape_silent_uplink(struct client *c, uint64_t silence_ms)
 		c->roam.migrations++;
 		c->last_move_ms = clock_now_ms();
 		c->roam.uplink_moves++;
-		log_info("no answer for %llu ms: trying uplink %s, from %s",
-		    (unsigned long long)silence_ms,
+		log_info("%s: trying uplink %s, from %s", why,
 		    if_indextoname((unsigned)up[i].ifindex, ifname) != NULL ?
 		    ifname : "?", addr_sockaddr_str((struct sockaddr *)&cs->sock.local,
 		    buf));
-		client_path_sock_free(c->old_sock);
-		c->old_sock = c->sock;
-		c->sock = cs;
-		quic_write_dirty();
+		adopt_sock(c, cs);
 		return;
 	}
+	/* No other way out: ask the way we have, from a fresh socket
+	 * (client_path_reprobe). Each ask waits twice as long as the last,
+	 * up to REPROBE_MAX_MS: each costs one of the server's connection
+	 * IDs, which come back only once the path does. */
+	if (now < c->reprobe_next_ms)
+		return;
+	c->reprobe_wait_ms = c->reprobe_wait_ms == 0 ? ESCAPE_EVERY_MS :
+	    c->reprobe_wait_ms * 2 < REPROBE_MAX_MS ? c->reprobe_wait_ms * 2 :
+	    REPROBE_MAX_MS;
+	c->reprobe_next_ms = now + c->reprobe_wait_ms;
+	if (client_path_reprobe(c))
+		log_debug("%s: asking again from %s", why,
+		    addr_sockaddr_str((struct sockaddr *)&c->sock->sock.local, buf));
+}
+
+bool
+client_path_reprobe(struct client *c)
+{
+	struct csock *cs;
+	char *cause = NULL;
+
+	if (c->qc == NULL || quic_conn_is_tcp(c->qc) || c->sock == NULL ||
+	    quic_conn_state(c->qc) != QUIC_STATE_ESTABLISHED)
+		return false;
+	if ((cs = client_path_sock_open(c, &cause)) == NULL) {
+		log_debug("probing the path: %s", cause);
+		free(cause);
+		return false;
+	}
+	if (quic_conn_migrate(c->qc, &cs->batch, false) != 0) {
+		client_path_sock_free(cs);
+		return false;
+	}
+	c->roam.migrations++;
+	c->last_move_ms = clock_now_ms();
+	adopt_sock(c, cs);
+	return true;
 }
 
 void
@@ -445,9 +516,15 @@ client_path_watch(evutil_socket_t fd, short what, void *arg)
 	if (silence < SILENT_MS) {
 		c->nescape_tried = 0;
 		c->escape_next_ms = 0;
+		c->reprobe_next_ms = 0;
+		c->reprobe_wait_ms = 0;
 	} else if (now >= c->escape_next_ms) {
+		char why[48];
+
 		c->escape_next_ms = now + ESCAPE_EVERY_MS;
-		escape_silent_uplink(c, silence);
+		snprintf(why, sizeof why, "no answer for %llu ms",
+		    (unsigned long long)silence);
+		escape_silent_uplink(c, why);
 		return;
 	}
 	/* On an uplink of our choosing: the routing table's own choice may

@@ -40,6 +40,7 @@
  * at first, doubling to PROBE_MAX_MS. */
 #define TRANSPORT_CHECK_MS 250
 #define RACE_AFTER_MS 1000
+#define ALT_WAIT_MS 500
 #define PROBE_WAIT_MS 3000
 #define PROBE_MIN_MS 2000
 #define PROBE_MAX_MS 16000
@@ -89,15 +90,33 @@ take_session(struct client *c, struct quic_conn *qc)
 		return true;
 	}
 	if (qc == c->alt) {
-		c->alt = NULL;
+		bool quic_up = c->qc != NULL && !quic_conn_is_tcp(c->qc) &&
+		    quic_conn_state(c->qc) == QUIC_STATE_ESTABLISHED;
+
 		/* QUIC came through meanwhile, and works: it is preferred. */
-		if (c->qc != NULL && !quic_conn_is_tcp(c->qc) &&
-		    quic_conn_state(c->qc) == QUIC_STATE_ESTABLISHED &&
-		    (quic_conn_ack_silence_ms(c->qc) < STALL_MS ||
+		if (quic_up && (quic_conn_ack_silence_ms(c->qc) < STALL_MS ||
 		    clock_now_ms() < c->quic_grace_until_ms)) {
+			c->alt = NULL;
+			c->alt_waited = false;
 			quic_conn_close(qc, 0, "QUIC works");
 			return false;
 		}
+		/* TCP gets through, so the path may just have come back after
+		 * a silence: then QUIC answers a path validation within a
+		 * round trip, sooner than its retransmission timer. It gets
+		 * that chance (ALT_WAIT_MS) before a switch resets every
+		 * forward; alt_wait_cb decides. */
+		if (quic_up && !c->alt_waited && client_path_reprobe(c)) {
+			struct timeval tv = { 0, ALT_WAIT_MS * 1000 };
+
+			c->alt_waited = true;
+			log_debug("TLS over TCP is up: QUIC gets %d ms to answer first",
+			    ALT_WAIT_MS);
+			evtimer_add(c->alt_wait_ev, &tv);
+			return false;
+		}
+		c->alt = NULL;
+		c->alt_waited = false;
 		log_info("the session moves to TLS over TCP (%s:%u)",
 		    c->cfg->server_tcp_host, (unsigned)c->cfg->server_tcp_port);
 		c->roam.tcp_fallbacks++;
@@ -115,6 +134,22 @@ take_session(struct client *c, struct quic_conn *qc)
 		quic_conn_close(alt, 0, "QUIC works");
 	}
 	return true;
+}
+
+static void handshake_done_cb(struct quic_conn *, void *);
+
+/* TLS over TCP waited ALT_WAIT_MS for QUIC to answer: take_session
+ * decides again, and this time does not wait. */
+static void
+alt_wait_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct client *c = arg;
+
+	(void)fd;
+	(void)what;
+	if (c->alt != NULL && c->alt_waited &&
+	    quic_conn_state(c->alt) == QUIC_STATE_ESTABLISHED)
+		handshake_done_cb(c->alt, c);
 }
 
 static bool
@@ -368,6 +403,19 @@ other_closed(struct client *c, struct quic_conn *qc,
 	return true;
 }
 
+/* The QUIC probe in flight while on TCP, if any, and its timer, go. */
+static void
+probe_drop(struct client *c)
+{
+	if (c->probe != NULL) {
+		quic_conn_free(c->probe);
+		c->probe = NULL;
+		client_path_sock_free(c->probe_sock);
+		c->probe_sock = NULL;
+	}
+	evtimer_del(c->probe_ev);
+}
+
 static void
 closed_cb(struct quic_conn *qc, const struct quic_close_info *info, void *arg)
 {
@@ -396,13 +444,7 @@ closed_cb(struct quic_conn *qc, const struct quic_close_info *info, void *arg)
 		c->ctl_open = false;
 		c->ctllen = 0;
 		/* A probe belongs to the session over TCP. */
-		if (c->probe != NULL) {
-			quic_conn_free(c->probe);
-			c->probe = NULL;
-			client_path_sock_free(c->probe_sock);
-			c->probe_sock = NULL;
-		}
-		evtimer_del(c->probe_ev);
+		probe_drop(c);
 	}
 	if (c->stopping) {
 		if (c->alt == NULL)
@@ -581,6 +623,7 @@ client_start_alt(struct client *c, const char *why)
 		return;
 	log_info("%s: trying TLS over TCP to %s:%u", why, c->cfg->server_tcp_host,
 	    (unsigned)c->cfg->server_tcp_port);
+	c->alt_waited = false;
 	c->alt = quic_tcp_client_create(c->base, &c->qs, &client_cbs, c,
 	    c->tls_tcp, (struct sockaddr *)&c->server_tcp, c->server_tcplen,
 	    &cause);
@@ -702,13 +745,7 @@ client_probe_now(struct client *c)
 	    now < c->probe_now_ms + 1000)
 		return;
 	c->probe_now_ms = now;
-	if (c->probe != NULL) {
-		quic_conn_free(c->probe);
-		c->probe = NULL;
-		client_path_sock_free(c->probe_sock);
-		c->probe_sock = NULL;
-	}
-	evtimer_del(c->probe_ev);
+	probe_drop(c);
 	c->probes = 0;
 	log_debug("the network changed: probing QUIC now");
 	probe_cb(-1, 0, c);
@@ -830,6 +867,7 @@ client_create(struct event_base *base, const struct cfg *cfg, int verbose,
 	quic_set_pin_check(pin_check);
 	c->reconnect_ev = evtimer_new(base, reconnect_cb, c);
 	c->probe_ev = evtimer_new(base, probe_cb, c);
+	c->alt_wait_ev = evtimer_new(base, alt_wait_cb, c);
 	if (cfg->transport == CFG_TRANSPORT_AUTO) {
 		struct timeval tv = { 0, TRANSPORT_CHECK_MS * 1000 };
 
@@ -943,6 +981,8 @@ client_free(struct client *c)
 		event_free(c->transport_ev);
 	if (c->uplink_ev != NULL)
 		event_free(c->uplink_ev);
+	if (c->alt_wait_ev != NULL)
+		event_free(c->alt_wait_ev);
 	/* The routes in the policy table go with the device; the rules
 	 * would outlive us. */
 	if (c->policy_on &&

@@ -1146,6 +1146,18 @@ quic_conn_migrate(struct quic_conn *qc, struct udp_batch *batch, bool immediate)
 	return 0;
 }
 
+const struct sockaddr *
+quic_conn_path_local(const struct quic_conn *qc, socklen_t *len)
+{
+	const ngtcp2_path *p;
+
+	if (qc->tcp != NULL || qc->conn == NULL)
+		return NULL;
+	p = ngtcp2_conn_get_path(qc->conn);
+	*len = (socklen_t)p->local.addrlen;
+	return (const struct sockaddr *)p->local.addr;
+}
+
 void
 quic_conn_set_keepalive_ms(struct quic_conn *qc, uint64_t ms)
 {

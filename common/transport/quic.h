@@ -332,6 +332,10 @@ WOLFSSL *quic_conn_tls(const struct quic_conn *);
  * dead (its address is gone); else the old path serves until the new one
  * is validated. Returns 0 or -1. */
 int quic_conn_migrate(struct quic_conn *, struct udp_batch *, bool immediate);
+/* Client: the local address of the path ngtcp2 sends on now (while a
+ * new path validates, still the old one); NULL over TCP. */
+const struct sockaddr *quic_conn_path_local(const struct quic_conn *,
+    socklen_t *);
 /* Send a PING after this long without sending anything (0: never), to
  * keep a NAT's mapping; UDP sessions only. */
 void quic_conn_set_keepalive_ms(struct quic_conn *, uint64_t ms);

@@ -203,6 +203,48 @@ roam_topo_up() {
 
 quiet_ping() { nsx "$1" ping -c 1 -W 1 "$2" >/dev/null 2>&1; }
 
+# roam_two_uplinks [two-nat]: link B up too, as a second uplink: both
+# default routes, link A's preferred (metric 100 against 200). With
+# `two-nat` link B's traffic leaves the router from a second public
+# address ($R_S2), as behind another provider's NAT, so that roved sees the
+# client move between addresses, not only ports.
+R_S2=198.18.20.3
+roam_two_uplinks() {
+	ip -n "$RNS_C" addr add "$C_B/24" dev cb
+	ip -n "$RNS_C" route del default via "$R_A" dev ca
+	ip -n "$RNS_C" route add default via "$R_A" dev ca metric 100
+	ip -n "$RNS_C" route add default via "$R_B" dev cb metric 200
+	[ "${1:-}" = two-nat ] || return 0
+	ip -n "$RNS_R" addr add "$R_S2/24" dev rs
+	nsx "$RNS_R" nft -f - <<-EOF || die "cannot load link B's NAT rule"
+	table ip roamb {
+		chain post {
+			type nat hook postrouting priority srcnat - 1; policy accept;
+			ip saddr 198.18.11.0/24 oifname "rs" snat to $R_S2 random
+		}
+	}
+	EOF
+}
+
+# roam_drop NAME on|off [RULES]: the router drops what RULES match (nft
+# statements, one per line; default: everything through link A, which
+# stays up with its routes: a silent uplink), in a table of its own.
+roam_drop() {
+	local name=$1 rules=${3:-$'iifname "ra" drop\noifname "ra" drop'}
+	if [ "$2" = on ]; then
+		nsx "$RNS_R" nft -f - <<-EOF
+		table ip $name {
+			chain through {
+				type filter hook forward priority -10; policy accept;
+				$rules
+			}
+		}
+		EOF
+	else
+		nsx "$RNS_R" nft delete table ip "$name"
+	fi
+}
+
 relay_ready() { grep -q '^ready' "$WORK/delay-relay.log" 2>/dev/null; }
 
 # roam_relay_start MS [LOSS_PERCENT]: delay-relay with its TUN devices dA
@@ -403,6 +445,39 @@ wait_exit() {
 
 # ready_in LOG: a tool of roam-tool.py said "ready".
 ready_in() { grep -q '^ready' "$1" 2>/dev/null; }
+
+# roam_fwd_sink: the transfer sink on the LAN host behind the client's
+# LocalForward, and the forward itself listening.
+roam_fwd_sink() {
+	tool_bg xfer-serve "$RNS_L" xfer-serve "$LAN:$FWD_PORT" --timeout "${1:-200}"
+	wait_for 10 "the transfer sink" ready_in "$WORK/xfer-serve.log" ||
+		die "xfer-serve did not start"
+	wait_for 10 "rove's LocalForward" tcp_port_open "$RNS_C" "$FWD_PORT" ||
+		die "rove does not listen on 127.0.0.1:$FWD_PORT"
+}
+
+# traffic_start NAME SECONDS BYTES: a ping through the tunnel every 10 ms
+# and a paced transfer of BYTES through the LocalForward, both for about
+# SECONDS. traffic_end NAME T0 waits for both: $XFER and $GAPS (gaps
+# --after T0) hold their results, logged.
+traffic_start() {
+	ping_bg "ping-$1" "$2"
+	TRAFFIC_PING=$PING_PID
+	tool_bg "xfer-$1" "$RNS_C" xfer-send "127.0.0.1:$FWD_PORT" "$3" \
+		--duration $(($2 - 2)) --timeout 150
+	TRAFFIC_XFER=$BG_PID
+}
+traffic_end() {
+	wait_exit "$TRAFFIC_XFER" 150
+	XFER=$(tail -n 1 "$WORK/xfer-$1.log")
+	wait_exit "$TRAFFIC_PING" 60
+	GAPS=$(tool gaps "$WORK/ping-$1.log" --after "$2")
+	log "$1: ping $GAPS"
+	log "$1: transfer $XFER"
+}
+
+local_ip() { local l; l=$(cget local); echo "${l%:*}"; }
+client_local_is() { [ "$(local_ip)" = "$1" ]; }
 
 # tool_bg NAME NS ARGS...: roam-tool.py ARGS in the background.
 tool_bg() {

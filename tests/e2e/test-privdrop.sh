@@ -108,8 +108,6 @@ assert_eq "rove's UDP receive buffer (set up as root)" "$FORCED" "$(udp_rcvbuf "
 # 3. An address change (as in test-roam-addr): new address on link B, the
 # old one deleted, the default route moved. The unprivileged client opens
 # a new socket and migrates; it stays the same connection.
-local_ip() { local l; l=$(cget local); echo "${l%:*}"; }
-client_local_is() { [ "$(local_ip)" = "$1" ]; }
 mig0=$(cget migrations)
 to_link_b() {
 	ip -n "$RNS_C" addr add "$C_B/24" dev cb &&

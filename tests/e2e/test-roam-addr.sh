@@ -16,8 +16,6 @@ wait_for 10 "the transfer sink" ready_in "$WORK/xfer-serve.log" || die "xfer-ser
 wait_for 10 "rove's LocalForward" tcp_port_open "$RNS_C" "$FWD_PORT" ||
 	die "rove does not listen on 127.0.0.1:$FWD_PORT"
 
-local_ip() { local l; l=$(cget local); echo "${l%:*}"; }
-client_local_is() { [ "$(local_ip)" = "$1" ]; }
 
 # change NAME NEW_ADDR COMMANDS...: run the commands (which move the client
 # to NEW_ADDR) in the middle of a 4 s ping and a 20 MB transfer, then check

@@ -31,7 +31,6 @@ dropped() {
 	nsx "$RNS_R" nft list chain ip badpath forward |
 		awk '/counter/ { for (i = 1; i < NF; i++) if ($i == "packets") print $(i + 1) }'
 }
-local_ip() { local l; l=$(cget local); echo "${l%:*}"; }
 failures_are() { [ "$(cget path_validation_failures)" = "$1" ]; }
 local_is() { [ "$(local_ip)" = "$1" ]; }
 

@@ -10,16 +10,11 @@ roam_init "$@"
 roam_topo_up
 roam_configs
 conf_set "$RCONF_C" Routes "0.0.0.0/0"
-ip -n "$RNS_C" addr add "$C_B/24" dev cb
-ip -n "$RNS_C" route del default via "$R_A" dev ca
-ip -n "$RNS_C" route add default via "$R_A" dev ca metric 100
-ip -n "$RNS_C" route add default via "$R_B" dev cb metric 200
+roam_two_uplinks
 roam_start_roved
 roam_start_client
 roam_wait_up || die "the tunnel does not come up"
 
-local_ip() { local l; l=$(cget local); echo "${l%:*}"; }
-client_local_is() { [ "$(local_ip)" = "$1" ]; }
 
 # The policy that keeps the tunnel's own packets out of it (as wg-quick's).
 assert_eq "rule: unmarked packets to rove's table" 1 \

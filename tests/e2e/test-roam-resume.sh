@@ -26,36 +26,18 @@ syn_count() {
 		"$PY" -c 'import json,sys; d=json.load(sys.stdin)["nftables"]; print([o["counter"]["packets"] for o in d if "counter" in o][0])'
 }
 # quiet on|off: the router drops every UDP packet, or not.
-quiet() {
-	if [ "$1" = on ]; then
-		nsx "$RNS_R" nft -f - <<-EOF
-		table ip quiet {
-			chain through {
-				type filter hook forward priority -10; policy accept;
-				meta l4proto udp drop
-			}
-		}
-		EOF
-	else
-		nsx "$RNS_R" nft delete table ip quiet
-	fi
-}
+quiet() { roam_drop quiet "$1" 'meta l4proto udp drop'; }
 roam_start_roved
 roam_start_client
 roam_wait_up || die "the tunnel does not come up"
-tool_bg xfer-serve "$RNS_L" xfer-serve "$LAN:$FWD_PORT" --timeout 200
-wait_for 10 "the transfer sink" ready_in "$WORK/xfer-serve.log" || die "xfer-serve did not start"
-wait_for 10 "rove's LocalForward" tcp_port_open "$RNS_C" "$FWD_PORT" ||
-	die "rove does not listen on 127.0.0.1:$FWD_PORT"
+roam_fwd_sink
 
 # sleep_once NAME: 2 s of traffic, 8 s asleep (the NAT forgets meanwhile),
 # then awake; the ping and a slow transfer span it all.
 sleep_once() {
-	local name=$1 t_wake gaps xfer syn0
+	local name=$1 t_wake syn0
 	syn0=$(syn_count)
-	ping_bg "ping-$name" 16
-	tool_bg "xfer-$name" "$RNS_C" xfer-send "127.0.0.1:$FWD_PORT" 2M --duration 13 --timeout 60
-	local xfer_pid=$BG_PID
+	traffic_start "$name" 16 2M
 	sleep 2
 	quiet on || die "cannot drop UDP at the router"
 	sleep 0.05
@@ -66,16 +48,11 @@ sleep_once() {
 	t_wake=$(now_s)
 	kill -CONT "$LAP_PID"
 	log "$name: rove woke up at $t_wake"
-	wait_exit "$xfer_pid" 60
-	xfer=$(tail -n 1 "$WORK/xfer-$name.log")
-	wait_exit "$PING_PID" 30
-	gaps=$(tool gaps "$WORK/ping-$name.log" --after "$t_wake")
-	log "$name: ping $gaps"
-	log "$name: transfer $xfer"
+	traffic_end "$name" "$t_wake"
 	assert_cmp "$name: first ping reply after waking (ms)" \
-		"$(jf "$gaps" first_after_ms)" -le 1000
+		"$(jf "$GAPS" first_after_ms)" -le 1000
 	assert_eq "$name: the forward connection open across the sleep, sha256 equal" \
-		1 "$(jf "$xfer" ok)"
+		1 "$(jf "$XFER" ok)"
 	assert_eq "$name: transport" quic "$(cget transport)"
 	assert_eq "$name: TCP connections tried (SYNs to roved's 443)" 0 \
 		"$(($(syn_count) - syn0))"
