@@ -31,7 +31,8 @@
 # (up with its routes, passing nothing) and answering again, its carrier
 # lost and back, and rove suspended 60 s and 180 s while the NAT forgets
 # it; each with a forward connection running across the event.
-# ROAM_UPLINK_RUNS samples per row (default 2; suspend rows: 1).
+# ROAM_UPLINK_RUNS samples per row (default 2; suspend rows: 1);
+# ROAM_UPLINKS_ONLY=1 runs this table alone.
 . "$(dirname "$0")/../tests/e2e/roam-lib.sh"
 TEST_NAME=bench-roam
 RUNS=${2:-6}
@@ -98,71 +99,79 @@ down_b() {
 }
 flush_nat() { nsx "$RNS_R" conntrack -F >/dev/null 2>&1; }
 
-roam_start_roved
-roam_start_client
-roam_wait_up || die "the tunnel does not come up"
+single_link_rows() {
+	roam_start_roved
+	roam_start_client
+	roam_wait_up || die "the tunnel does not come up"
 
-for ((i = 1; i <= RUNS / 2; i++)); do
-	sample "address replaced" "addr-b-$i" to_b
-	settle "$C_B"
-	sample "address replaced" "addr-a-$i" to_a
-	settle "$C_A"
-done
-ip -n "$RNS_C" addr add "$C_B/24" dev cb
-for ((i = 1; i <= RUNS / 2; i++)); do
-	sample "link down" "link-b-$i" down_a
-	settle "$C_B"
-	sample "link down" "link-a-$i" down_b
-	settle "$C_A"
-done
-ip -n "$RNS_C" link set cb up
-for ((i = 1; i <= RUNS; i++)); do
-	sample "NAT rebinding" "nat-$i" flush_nat
-done
-
-# reconnect ROW: roved killed and restarted under traffic, RUNS times.
-reconnect() {
-	local row=$1 i t_kill t_init res flight hs
-	for ((i = 1; i <= RUNS; i++)); do
-		hs=$(cget handshakes)
-		tool_bg "sink-$row-$i" "$RNS_L" udp-sink "$LAN:$SINK_PORT" "$WORK/sink-$row-$i" --timeout 60
-		local sink_pid=$BG_PID
-		wait_for 10 "the UDP sink" ready_in "$WORK/sink-$row-$i.log" || die "udp-sink did not start"
-		tool_bg "sniff-$row-$i" "$RNS_C" sniff ca "$PORT" "$WORK/cap-$row-$i" --timeout 60
-		local sniff_pid=$BG_PID
-		wait_for 10 "the capture" ready_in "$WORK/sniff-$row-$i.log" || die "the capture does not start"
-		tool_bg "send-$row-$i" "$RNS_C" udp-send "$LAN:$SINK_PORT" --interval 0.002 --duration 3
-		local send_pid=$BG_PID
-		sleep 0.8
-		t_kill=$(now_ns)
-		roam_kill_roved
-		roam_start_roved
-		wait_for 15 "the reconnect" client_hs_is $((hs + 1)) || die "the client did not reconnect"
-		wait_exit "$send_pid" 20
-		sleep 0.2
-		stop_pid "$sink_pid"; forget_pid "$sink_pid"
-		stop_pid "$sniff_pid"; forget_pid "$sniff_pid"
-		flight=$(tool flight "$WORK/cap-$row-$i" --to "$S_OUT:$PORT" --after "$t_kill")
-		t_init=$(jf "$flight" first_initial_ns)
-		[ "$t_init" != null ] || die "no Initial captured"
-		res=$(tool arrivals "$WORK/sink-$row-$i" --t0 "$t_init" --restored)
-		log "$row run $i: 0-RTT packets $(jf "$flight" zero_rtt); $res"
-		printf '%s|%s|%s|%s\n' "$row" "$(jf "$res" first_sent_after_ms)" \
-			"$(jf "$res" restored_ms)" "$(jf "$res" lost_after)" >>"$RESULTS"
+	for ((i = 1; i <= RUNS / 2; i++)); do
+		sample "address replaced" "addr-b-$i" to_b
+		settle "$C_B"
+		sample "address replaced" "addr-a-$i" to_a
+		settle "$C_A"
 	done
-	log "$row: client 0-RTT attempted $(cget zero_rtt.attempted)," \
-		"accepted $(cget zero_rtt.accepted)"
-}
-reconnect "reconnect, 0-RTT"
+	ip -n "$RNS_C" addr add "$C_B/24" dev cb
+	for ((i = 1; i <= RUNS / 2; i++)); do
+		sample "link down" "link-b-$i" down_a
+		settle "$C_B"
+		sample "link down" "link-a-$i" down_b
+		settle "$C_A"
+	done
+	ip -n "$RNS_C" link set cb up
+	for ((i = 1; i <= RUNS; i++)); do
+		sample "NAT rebinding" "nat-$i" flush_nat
+	done
 
-stop_pid "$LAP_PID"; forget_pid "$LAP_PID"
-stop_pid "$ROVED_PID"; forget_pid "$ROVED_PID"
-server_key "$RCONF_S" ZeroRTT no
-client_key "$RCONF_C" ZeroRTT no
-roam_start_roved
-roam_start_client
-roam_wait_up || die "the tunnel does not come up with ZeroRTT = no"
-reconnect "reconnect, 1-RTT"
+	# reconnect ROW: roved killed and restarted under traffic, RUNS times.
+	reconnect() {
+		local row=$1 i t_kill t_init res flight hs
+		for ((i = 1; i <= RUNS; i++)); do
+			hs=$(cget handshakes)
+			tool_bg "sink-$row-$i" "$RNS_L" udp-sink "$LAN:$SINK_PORT" "$WORK/sink-$row-$i" --timeout 60
+			local sink_pid=$BG_PID
+			wait_for 10 "the UDP sink" ready_in "$WORK/sink-$row-$i.log" || die "udp-sink did not start"
+			tool_bg "sniff-$row-$i" "$RNS_C" sniff ca "$PORT" "$WORK/cap-$row-$i" --timeout 60
+			local sniff_pid=$BG_PID
+			wait_for 10 "the capture" ready_in "$WORK/sniff-$row-$i.log" || die "the capture does not start"
+			tool_bg "send-$row-$i" "$RNS_C" udp-send "$LAN:$SINK_PORT" --interval 0.002 --duration 3
+			local send_pid=$BG_PID
+			sleep 0.8
+			t_kill=$(now_ns)
+			roam_kill_roved
+			roam_start_roved
+			wait_for 15 "the reconnect" client_hs_is $((hs + 1)) || die "the client did not reconnect"
+			wait_exit "$send_pid" 20
+			sleep 0.2
+			stop_pid "$sink_pid"; forget_pid "$sink_pid"
+			stop_pid "$sniff_pid"; forget_pid "$sniff_pid"
+			flight=$(tool flight "$WORK/cap-$row-$i" --to "$S_OUT:$PORT" --after "$t_kill")
+			t_init=$(jf "$flight" first_initial_ns)
+			[ "$t_init" != null ] || die "no Initial captured"
+			res=$(tool arrivals "$WORK/sink-$row-$i" --t0 "$t_init" --restored)
+			log "$row run $i: 0-RTT packets $(jf "$flight" zero_rtt); $res"
+			printf '%s|%s|%s|%s\n' "$row" "$(jf "$res" first_sent_after_ms)" \
+				"$(jf "$res" restored_ms)" "$(jf "$res" lost_after)" >>"$RESULTS"
+		done
+		log "$row: client 0-RTT attempted $(cget zero_rtt.attempted)," \
+			"accepted $(cget zero_rtt.accepted)"
+	}
+	reconnect "reconnect, 0-RTT"
+
+	stop_pid "$LAP_PID"; forget_pid "$LAP_PID"
+	stop_pid "$ROVED_PID"; forget_pid "$ROVED_PID"
+	server_key "$RCONF_S" ZeroRTT no
+	client_key "$RCONF_C" ZeroRTT no
+	roam_start_roved
+	roam_start_client
+	roam_wait_up || die "the tunnel does not come up with ZeroRTT = no"
+	reconnect "reconnect, 1-RTT"
+}
+
+if [ -z "${ROAM_UPLINKS_ONLY:-}" ]; then
+	single_link_rows
+	stop_pid "$LAP_PID"; forget_pid "$LAP_PID"
+	stop_pid "$ROVED_PID"; forget_pid "$ROVED_PID"
+fi
 
 # ---- two live uplinks ------------------------------------------------------
 # Link A (preferred: route metric 100) and link B (metric 200) both up, at
@@ -227,11 +236,10 @@ suspend_180() { suspend_for 180; }
 on_a() { wait_for 30 "the client's path from $C_A" client_local_is "$C_A" || die "the client did not come back to $C_A"; }
 on_b() { wait_for 30 "the client's path from $C_B" client_local_is "$C_B" || die "the client did not move to $C_B"; }
 
-stop_pid "$LAP_PID"; forget_pid "$LAP_PID"
-stop_pid "$ROVED_PID"; forget_pid "$ROVED_PID"
 server_key "$RCONF_S" ZeroRTT yes
 client_key "$RCONF_C" ZeroRTT yes
 server_key "$RCONF_S" ListenTCP "$S_OUT:443"
+ip -n "$RNS_C" addr replace "$C_B/24" dev cb
 ip -n "$RNS_C" link set ca up
 ip -n "$RNS_C" link set cb up
 ip -n "$RNS_C" route flush exact 0.0.0.0/0
@@ -267,7 +275,7 @@ done
 log "two uplinks: migrations $(cget migrations), uplink moves $(cget uplink_moves)," \
 	"handshakes $(cget handshakes), moves to TCP $(cget tcp_fallbacks)"
 
-"$PY" - "$RESULTS" "$rtt" "$RUNS" <<'EOF'
+[ -z "${ROAM_UPLINKS_ONLY:-}" ] && "$PY" - "$RESULTS" "$rtt" "$RUNS" <<'EOF'
 import statistics
 import sys
 

@@ -6,6 +6,8 @@
 #   TEST: names like "ping" or "test-ping.sh"; default all.
 # Each test's output goes to BUILD_DIR/e2e/NAME.log and is printed when the
 # test fails. Needs root: the tests make network namespaces and TUN devices.
+# E2E_JOBS (default 4): how many tests marked "# e2e: light" run at once;
+# 1 runs everything one by one.
 set -u
 
 if [ $# -lt 1 ]; then
@@ -39,20 +41,47 @@ mkdir -p "$logs"
 passed=0
 failed=0
 failures=()
+
+# Tests that spend their time waiting (timers, outages, reloads) and move
+# little data say so with a line "# e2e: light"; they run E2E_JOBS at a
+# time, after the others have run one by one. Each test has namespaces,
+# a work directory and processes of its own.
+jobs=${E2E_JOBS:-4}
+heavy=()
+light=()
 for t in "${tests[@]}"; do
-	name=$(basename "$t" .sh)
+	if [ "$jobs" -gt 1 ] && grep -q '^# e2e: light$' "$t"; then
+		light+=("$t")
+	else
+		heavy+=("$t")
+	fi
+done
+
+# run_test TEST: run it (bounded: no test takes more than 5 minutes); its
+# exit status and seconds go to LOGS/NAME.rc and LOGS/NAME.secs.
+run_test() {
+	local name start rc
+	name=$(basename "$1" .sh)
 	start=$(date +%s)
-	# Bounded: no test takes more than 5 minutes.
-	timeout -k 10 300 bash "$t" "$build" >"$logs/$name.log" 2>&1
+	timeout -k 10 300 bash "$1" "$build" >"$logs/$name.log" 2>&1
 	rc=$?
-	secs=$(($(date +%s) - start))
-	if [ $rc -eq 0 ]; then
+	[ $rc -eq 124 ] && echo "$name: timed out after 300 s" >>"$logs/$name.log"
+	echo $(($(date +%s) - start)) >"$logs/$name.secs"
+	echo $rc >"$logs/$name.rc"
+}
+
+report() {
+	local name rc secs
+	name=$(basename "$1" .sh)
+	rc=$(cat "$logs/$name.rc")
+	secs=$(cat "$logs/$name.secs")
+	rm -f "$logs/$name.rc" "$logs/$name.secs"
+	if [ "$rc" -eq 0 ]; then
 		passed=$((passed + 1))
 		printf 'PASS %-20s (%ds)\n' "$name" "$secs"
 	else
 		failed=$((failed + 1))
 		failures+=("$name")
-		[ $rc -eq 124 ] && echo "$name: timed out after 300 s" >>"$logs/$name.log"
 		printf 'FAIL %-20s (%ds, exit %d)\n' "$name" "$secs" "$rc"
 		sed 's/^/    /' "$logs/$name.log"
 		# Again at the end: a long log may be cut in the middle where
@@ -60,7 +89,32 @@ for t in "${tests[@]}"; do
 		echo "    $name: failed checks:"
 		grep -E '(^|] )FAIL: |timed out after' "$logs/$name.log" | sed 's/^/      /'
 	fi
+}
+
+for t in "${heavy[@]}"; do
+	run_test "$t"
+	report "$t"
 done
+
+declare -A running=()
+for t in "${light[@]}"; do
+	while [ ${#running[@]} -ge "$jobs" ]; do
+		wait -n
+		for pid in "${!running[@]}"; do
+			kill -0 "$pid" 2>/dev/null && continue
+			wait "$pid"
+			report "${running[$pid]}"
+			unset "running[$pid]"
+		done
+	done
+	run_test "$t" &
+	running[$!]=$t
+done
+for pid in "${!running[@]}"; do
+	wait "$pid"
+	report "${running[$pid]}"
+done
+
 [ $failed -eq 0 ] || echo "failed: ${failures[*]} (logs in $logs)"
 echo "$passed passed, $failed failed"
 [ $failed -eq 0 ]

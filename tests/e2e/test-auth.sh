@@ -2,6 +2,7 @@
 # Pinned-key authentication: a client whose key the server does not know,
 # and a client that expects another server key, get no tunnel and exit 1;
 # roved counts and logs the unknown peer and goes on serving the laptop.
+# e2e: light
 . "$(dirname "$0")/lib.sh"
 e2e_init "$@"
 SRV_OUTER6=fd00:18:1::1

@@ -2,6 +2,7 @@
 # Bad configurations and failures during startup: roved and rove exit 1 with
 # FILE:LINE: messages (every error, not just the first), and leave no TUN
 # device behind, nor touch devices that are not theirs.
+# e2e: light
 . "$(dirname "$0")/lib.sh"
 e2e_init "$@"
 topo_up

@@ -4,6 +4,7 @@
 # never widened). roved must close the connection with a protocol
 # violation (application error 2), hold no more memory for it than a few
 # megabytes, and keep serving the other peer, whose tunnel keeps working.
+# e2e: light
 . "$(dirname "$0")/lib.sh"
 e2e_init "$@"
 TOOL=$BUILD/tests/ctl-abuse

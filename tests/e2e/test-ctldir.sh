@@ -12,6 +12,7 @@
 #
 #   $NS_LAP (lo only): rove, Tun = none, as uid $FAKE_UID
 #   $NS_SRV (lo, with $SRV_OUTER): roved, as root
+# e2e: light
 . "$(dirname "$0")/lib.sh"
 e2e_init "$@"
 ns_add "$NS_LAP"

@@ -7,6 +7,7 @@
 # text sequences; and the key log warning is in the log. roved, without
 # the keys, writes neither file. The capture also shows the QUIC bit
 # greased (RFC 9287).
+# e2e: light
 . "$(dirname "$0")/fwd-lib.sh"
 fwd_init "$@"
 command -v tshark >/dev/null || die "tshark is not installed (scripts/deps.sh installs it)"

@@ -24,6 +24,7 @@
 #    SetLinkDomains on rove0's ifindex, RevertLink on exit and when rove
 #    is killed; a refusal leaves the tunnel working, status "failed".
 # 6. Neither there: a warning, status "failed", the tunnel works.
+# e2e: light
 . "$(dirname "$0")/lib.sh"
 e2e_init "$@"
 command -v dbus-daemon >/dev/null || die "dbus-daemon is not installed (scripts/deps.sh installs it)"

@@ -7,6 +7,7 @@
 # error reply first) within 1 s (timeout: at 10 s), and exactly one failure
 # counter rises by one on each side. Afterwards both daemons still run and
 # fresh forwards work.
+# e2e: light
 . "$(dirname "$0")/fwd-lib.sh"
 fwd_init "$@"
 topo_up

@@ -11,6 +11,7 @@
 # 2. Two connections (one through SOCKS5) wait; a third is reset at once,
 #    ForwardWaitMax being reached (held_full 1, its log line). roved then
 #    starts, and both waiting connections complete byte-exact.
+# e2e: light
 . "$(dirname "$0")/fwd-lib.sh"
 fwd_init "$@"
 topo_up

@@ -18,6 +18,7 @@
 #     there with 0-RTT on the ticket the dead server issued (same ticket
 #     key; the ticket names its issuer and peer).
 # The topology is lb-lib.sh's.
+# e2e: light
 . "$(dirname "$0")/lb-lib.sh"
 e2e_init "$@"
 command -v conntrack >/dev/null || die "conntrack is not installed"

@@ -4,6 +4,7 @@
 # each parses with prometheus_client's parser and every per-peer counter
 # equals what `rove status --json` says at the same moment; other paths
 # get 404 and other methods 405; an unset MetricsListen opens no port.
+# e2e: light
 . "$(dirname "$0")/lib.sh"
 e2e_init "$@"
 /usr/bin/python3 -c 'import prometheus_client' 2>/dev/null ||

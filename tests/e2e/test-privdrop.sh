@@ -11,6 +11,7 @@
 # -R port 80 makes roved keep CAP_NET_BIND_SERVICE too, and the forward
 # works.
 # Last, roved refuses a StateDir owned by another user or a link to one.
+# e2e: light
 . "$(dirname "$0")/roam-lib.sh"
 roam_init "$@"
 roam_topo_up

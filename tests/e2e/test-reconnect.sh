@@ -4,6 +4,7 @@
 # it is killed (found out by a stateless reset from the new roved, whose
 # reset key persists in StateDir) and when the path goes silent for longer
 # than the idle timeout.
+# e2e: light
 . "$(dirname "$0")/lib.sh"
 e2e_init "$@"
 topo_up

@@ -21,6 +21,7 @@
 #     nothing; a RemoteForward added is served, taken back when removed
 #     (roved stops listening), and closed when roved's AllowRemoteForward
 #     drops its port.
+# e2e: light
 . "$(dirname "$0")/fwd-lib.sh"
 fwd_init "$@"
 topo_up

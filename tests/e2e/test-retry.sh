@@ -6,6 +6,7 @@
 # token, gets a Retry again; and a token given before roved restarts still
 # counts after it (the token keys are in StateDir). The admission counters
 # say exactly that.
+# e2e: light
 . "$(dirname "$0")/lib.sh"
 e2e_init "$@"
 topo_up

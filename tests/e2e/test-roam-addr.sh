@@ -4,6 +4,7 @@
 # route moves. rove must migrate the connection (same handshake) with a ping
 # outage of at most 500 ms, and a forward transfer running across the change
 # must complete intact.
+# e2e: light
 . "$(dirname "$0")/roam-lib.sh"
 roam_init "$@"
 roam_topo_up

@@ -7,6 +7,7 @@
 # connection, no reconnect, pings through the tunnel on time throughout.
 # When link B starts working, the next route change moves the connection
 # there.
+# e2e: light
 . "$(dirname "$0")/roam-lib.sh"
 roam_init "$@"
 roam_topo_up

@@ -5,6 +5,7 @@
 # runs through the tunnel every 10 ms and a transfer runs through the
 # LocalForward. The session must survive every move: no new handshake, no
 # reconnect, the transfer intact, and no ping gap longer than 500 ms.
+# e2e: light
 . "$(dirname "$0")/roam-lib.sh"
 roam_init "$@"
 roam_topo_up

@@ -5,6 +5,7 @@
 # by the tunnel itself: the session survives all three with one handshake,
 # its path never leaves from a tunnel address, and pings through the
 # tunnel resume within a second of each change.
+# e2e: light
 . "$(dirname "$0")/roam-lib.sh"
 roam_init "$@"
 roam_topo_up

@@ -13,6 +13,7 @@
 #     In between, the server's packets already reach the client (pings
 #     from the LAN host through the tunnel): arriving packets must not
 #     convince rove that its own path works.
+# e2e: light
 . "$(dirname "$0")/roam-lib.sh"
 roam_init "$@"
 roam_topo_up

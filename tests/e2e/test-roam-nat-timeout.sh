@@ -7,6 +7,7 @@
 # keepalive until the mapping holds: under 3 s within 30 s, after which
 # every ping from the LAN host gets through, with no further change of
 # address.
+# e2e: light
 . "$(dirname "$0")/roam-lib.sh"
 roam_init "$@"
 roam_topo_up

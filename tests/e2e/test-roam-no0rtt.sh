@@ -5,6 +5,7 @@
 # sides, on the client only, and on the server only (the client then holds
 # a ticket that allows no early data). The router delays each direction by
 # 25 ms, as in test-roam-restart.sh, where the same traffic does use 0-RTT.
+# e2e: light
 . "$(dirname "$0")/roam-lib.sh"
 roam_init "$@"
 roam_topo_up 25

@@ -3,6 +3,7 @@
 # 20 times, during a 50 MB transfer through a LocalForward and a ping every
 # 10 ms through the tunnel. roved must follow the client to each new outer
 # port by path validation, on the same connection.
+# e2e: light
 . "$(dirname "$0")/roam-lib.sh"
 roam_init "$@"
 roam_topo_up

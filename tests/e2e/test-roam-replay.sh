@@ -8,6 +8,7 @@
 # counters of 0-RTT connections and of packets from the laptop stay put.
 # The router delays each direction by 25 ms so that the datagrams sent every
 # 10 ms during the handshake travel in 0-RTT.
+# e2e: light
 . "$(dirname "$0")/roam-lib.sh"
 roam_init "$@"
 roam_topo_up 25

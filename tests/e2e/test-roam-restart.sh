@@ -5,6 +5,7 @@
 # its StateDir), and its first inner packets ride the 0-RTT flight. The
 # router delays each direction by 25 ms (50 ms round trip), so the
 # handshake lasts long enough for pings sent every 10 ms to need 0-RTT.
+# e2e: light
 . "$(dirname "$0")/roam-lib.sh"
 roam_init "$@"
 roam_topo_up 25

@@ -7,6 +7,7 @@
 # rove must not even try TCP (no SYN to roved's port 443 at the router), the
 # session stays on QUIC (no switch, no reconnect), pings resume within a
 # second, and a forward connection open across the sleep keeps working.
+# e2e: light
 . "$(dirname "$0")/roam-lib.sh"
 roam_init "$@"
 roam_topo_up

@@ -2,6 +2,7 @@
 # Site-to-site: the LAN behind the server and the site LAN behind the branch
 # client reach each other through roved (the branch's AllowedIPs), and the
 # laptop reaches the LAN behind the server (its Routes).
+# e2e: light
 . "$(dirname "$0")/lib.sh"
 e2e_init "$@"
 topo_up

@@ -10,6 +10,7 @@
 #     once its tunnel is up; with WATCHDOG_USEC set, both keep pinging;
 #  4. SIGHUP (systemctl reload) reloads the configuration: both log it,
 #     count it, and keep running.
+# e2e: light
 . "$(dirname "$0")/lib.sh"
 e2e_init "$@"
 TOP=$(cd "$(dirname "$0")/../.." && pwd)

@@ -14,6 +14,7 @@
 #    on the error;
 #  - Transport = quic never tries TCP, Transport = tcp never sends UDP
 #    (the branch's packets counted at the router).
+# e2e: light
 . "$(dirname "$0")/fwd-lib.sh"
 fwd_init "$@"
 e2e_transport auto

@@ -14,6 +14,7 @@
 #
 # usage: tests/e2e/test-tun.sh [BUILD_DIR]   (root; needs BUILD_DIR/tests/tun-probe)
 # VERBOSE=1 also prints the error texts the kernel gave.
+# e2e: light
 set -u
 
 TEST_NAME=test-tun
