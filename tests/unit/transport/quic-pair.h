@@ -78,6 +78,11 @@ struct pair {
 	size_t nmoves;
 	bool c1_dead;
 	uint64_t dead_drops;
+	/* A NAT in front of the first socket that has just rebound: the
+	 * server sees its packets come from `nat`'s address, and what it
+	 * sends there reaches the first socket (pair_nat_rebind). */
+	struct udp_socket nat;
+	bool nat_on;
 	struct endpoint c, s;
 	WOLFSSL_CTX *cctx, *sctx;
 	struct quic_settings cqs, sqs;
@@ -412,6 +417,8 @@ pair_free(struct pair *p)
 	endpoint_clear(&p->s);
 	for (size_t i = 0; i < p->nmoves; i++)
 		udp_close(&p->msock[i]);
+	if (p->nat_on)
+		udp_close(&p->nat);
 	udp_close(&p->csock);
 	udp_close(&p->ssock);
 	free(p);
@@ -513,17 +520,24 @@ pair_drain_sock(struct pair *p, struct udp_socket *sock, bool to_server)
 			size_t seg = r.len - off < r.segsize ? r.len - off : r.segsize;
 			const struct sockaddr *from = (const struct sockaddr *)&r.peer;
 
+			/* The NAT's mapping: out from the first socket,
+			 * back in through the NAT's to it. */
+			const struct udp_socket *local = sock == &p->nat ?
+			    &p->csock : sock;
+
 			n++;
 			if (pair_dead_addr(p, to_server ? from :
-			    (const struct sockaddr *)&sock->local)) {
+			    (const struct sockaddr *)&local->local)) {
 				p->dead_drops++;
 				continue;
 			}
+			if (to_server && p->nat_on && pair_sockaddr_is(&p->csock, from))
+				from = (const struct sockaddr *)&p->nat.local;
 			if (to_server)
 				pair_server_input(p, r.buf + off, seg, from,
 				    r.peerlen, r.ecn);
 			else if (p->c.qc != NULL)
-				quic_conn_read(p->c.qc, sock, from, r.peerlen,
+				quic_conn_read(p->c.qc, local, from, r.peerlen,
 				    r.buf + off, seg, r.ecn);
 		}
 	}
@@ -542,6 +556,8 @@ pair_drain(struct pair *p, bool to_server)
 	if (to_server)
 		return pair_drain_sock(p, &p->ssock, true);
 	n = pair_drain_sock(p, &p->csock, false);
+	if (p->nat_on)
+		n += pair_drain_sock(p, &p->nat, false);
 	for (size_t i = 0; i < p->nmoves; i++)
 		n += pair_drain_sock(p, &p->msock[i], false);
 	return n;
@@ -590,6 +606,25 @@ pair_open_move(struct pair *p)
 	return &p->mbatch[i];
 }
 
+/* The first socket's NAT forgets its mapping and makes a new one: from
+ * now on the server sees its packets come from another address. */
+static inline void
+pair_nat_rebind(struct pair *p)
+{
+	struct sockaddr_in lo;
+	char *cause = NULL;
+
+	memset(&lo, 0, sizeof lo);
+	lo.sin_family = AF_INET;
+	lo.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (p->nat_on || udp_open(&p->nat, AF_INET, (struct sockaddr *)&lo,
+	    sizeof lo, &cause) != 0) {
+		fprintf(stderr, "udp_open: %s\n", cause != NULL ? cause : "twice");
+		abort();
+	}
+	p->nat_on = true;
+}
+
 /* Every client socket but `live` on a dead link (NULL: all live). */
 static inline void
 pair_kill_all_but(struct pair *p, const struct udp_batch *live)
@@ -607,9 +642,10 @@ pair_deliver(struct pair *p)
 	size_t n = 0;
 
 	for (int i = 0; i < 2000; i++) {
-		struct pollfd pfd[2 + PAIR_MAX_MOVES] = {
+		struct pollfd pfd[3 + PAIR_MAX_MOVES] = {
 			{ .fd = p->ssock.fd, .events = POLLIN },
 			{ .fd = p->csock.fd, .events = POLLIN },
+			{ .fd = p->nat_on ? p->nat.fd : -1, .events = POLLIN },
 		};
 		bool to_s = !p->block_to_server && p->s_rx < pair_client_sent(p);
 		bool to_c = p->c_rx < p->sbatch.sent_packets;
@@ -617,8 +653,8 @@ pair_deliver(struct pair *p)
 		if (!to_s && !to_c)
 			return n;
 		for (size_t m = 0; m < p->nmoves; m++)
-			pfd[2 + m] = (struct pollfd){ .fd = p->msock[m].fd, .events = POLLIN };
-		if (poll(pfd, 2 + p->nmoves, 1) < 0)
+			pfd[3 + m] = (struct pollfd){ .fd = p->msock[m].fd, .events = POLLIN };
+		if (poll(pfd, 3 + p->nmoves, 1) < 0)
 			break;
 		if (to_s)
 			n += pair_drain(p, true);

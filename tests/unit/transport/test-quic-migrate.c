@@ -149,6 +149,44 @@ test_flip_fast(void **state)
 		flip_between_uplinks(true, false, settle[i]);
 }
 
+/* The client's NAT rebinds (the server starts validating the new address,
+ * keeping the connection ID) and the client migrates to a new socket with
+ * a new connection ID before that validation ends: a laptop waking up
+ * behind a NAT that forgot it. The server must neither retire the ID it
+ * still holds as its fallback nor count it, and so must not close with
+ * CONNECTION_ID_LIMIT when the client replaces the ID it retired
+ * (scripts/patches/ngtcp2-rebind-fallback-retire.patch). */
+static void
+test_rebind_then_migrate(void **state)
+{
+	static const uint8_t ping[] = "ping";
+
+	(void)state;
+	for (int lag = 0; lag < 4; lag++) {
+		struct pair *p = established_pair();
+
+		pair_nat_rebind(p);
+		quic_conn_send_datagram(p->c.qc, ping, sizeof ping);
+		pair_write(p);
+		for (int r = 0; r < lag; r++)
+			pair_round(p);
+		assert_int_equal(quic_conn_migrate(p->c.qc, pair_open_move(p),
+		    false), 0);
+		for (int r = 0; r < 300; r++) {
+			clear_datagrams(&p->c);
+			clear_datagrams(&p->s);
+			quic_conn_send_datagram(p->c.qc, ping, sizeof ping);
+			quic_conn_send_datagram(p->s.qc, ping, sizeof ping);
+			pair_round(p);
+		}
+		assert_alive(p);
+		pair_run(p, 2000);
+		assert_alive(p);
+		assert_datagrams_flow(p, 100);
+		pair_free(p);
+	}
+}
+
 int
 main(void)
 {
@@ -158,6 +196,7 @@ main(void)
 		cmocka_unit_test_teardown(test_flip_link_down_immediate,
 		    pair_free_all),
 		cmocka_unit_test_teardown(test_flip_fast, pair_free_all),
+		cmocka_unit_test_teardown(test_rebind_then_migrate, pair_free_all),
 	};
 
 	return cmocka_run_group_tests(tests, pair_group_setup, pair_group_teardown);
