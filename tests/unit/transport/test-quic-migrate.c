@@ -187,6 +187,44 @@ test_rebind_then_migrate(void **state)
 	}
 }
 
+/* A path gone silent long enough for the congestion window to be full
+ * of unacknowledged bytes and for the PTO to have backed off to seconds
+ * (rove's silent uplink): the move rove then makes must put its
+ * PATH_CHALLENGE on the wire at once, not at the next PTO. ngtcp2 1.24.0
+ * held it behind the full window
+ * (scripts/patches/ngtcp2-path-probe-cwnd.patch): the probe left
+ * only at the next PTO, seconds later. */
+static void
+test_probe_through_full_window(void **state)
+{
+	static uint8_t bulk[PAIR_STREAM_WINDOW];
+	struct udp_batch *to;
+	int64_t id;
+	int r;
+
+	(void)state;
+	struct pair *p = established_pair();
+
+	p->c1_dead = true;
+	assert_true((id = quic_conn_open_stream(p->c.qc, NULL)) >= 0);
+	assert_int_equal(quic_conn_stream_send(p->c.qc, id, bulk, sizeof bulk,
+	    false), 0);
+	for (r = 0; r < 6000; r++) /* 6 s of silence */
+		pair_round(p);
+	to = pair_open_move(p);
+	pair_kill_all_but(p, to);
+	assert_int_equal(quic_conn_migrate(p->c.qc, to, false), 0);
+	for (r = 0; r < 5 && to->sent_packets == 0; r++)
+		pair_round(p);
+	assert_int_not_equal(to->sent_packets, 0);
+	/* Validated, and the stream's bytes then go the new way. */
+	for (r = 0; r < 3000 && p->s.stream_len < sizeof bulk; r++)
+		pair_round(p);
+	assert_int_equal(p->s.stream_len, sizeof bulk);
+	assert_alive(p);
+	pair_free(p);
+}
+
 int
 main(void)
 {
@@ -197,6 +235,8 @@ main(void)
 		    pair_free_all),
 		cmocka_unit_test_teardown(test_flip_fast, pair_free_all),
 		cmocka_unit_test_teardown(test_rebind_then_migrate, pair_free_all),
+		cmocka_unit_test_teardown(test_probe_through_full_window,
+		    pair_free_all),
 	};
 
 	return cmocka_run_group_tests(tests, pair_group_setup, pair_group_teardown);
