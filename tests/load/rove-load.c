@@ -152,7 +152,7 @@ struct sess {
 	uint64_t zrtt_attempted, zrtt_accepted, zrtt_rejected;
 	uint64_t handshakes;
 	unsigned restart_attempts; /* connections begun after t_lost */
-	char failed[64];           /* why the last attempt that failed did */
+	char failed[96];           /* why the last attempt that failed did */
 };
 
 /* With -j, rove-load runs as several processes, each owning the sessions
@@ -699,9 +699,11 @@ closed_cb(struct quic_conn *qc, const struct quic_close_info *info, void *arg)
 	}
 	log_debug("session %zu: connection lost: %s", s->idx, ci->reason);
 	if (s->t_lost != 0 && s->t_back == 0 && s->restart_attempts > 0)
-		snprintf(s->failed, sizeof s->failed, "%.63s",
-		    ci->reason[0] != '\0' ? ci->reason :
-		    ci->idle ? "idle timeout" : "closed");
+		snprintf(s->failed, sizeof s->failed, "%s %s code 0x%llx%s%.40s",
+		    ci->idle ? "idle" : ci->remote ? "closed by the server," :
+		    "closed here,", ci->transport ? "transport" : "application",
+		    (unsigned long long)ci->code, ci->reason[0] != '\0' ? ": " : "",
+		    ci->reason);
 	schedule_retry(s, ci->stateless_reset);
 }
 
