@@ -1,6 +1,5 @@
 /* Loss recovery for the IP tunnel (recovery.h): groups, repairs and
  * reports on one connection. */
-#include <errno.h>
 #include <string.h>
 
 #include <event2/event.h>
@@ -11,6 +10,7 @@
 #include "fec.h"
 #include "recovery-ctl.h"
 #include "recovery.h"
+#include "spread.h"
 #include "transport/quic.h"
 #include "wire/proto.h"
 #include "wire/varint.h"
@@ -26,7 +26,7 @@ struct recovery {
 	bool active;              /* the open group (if any) goes out in groups */
 	/* Made when first needed, so that the many connections that never
 	 * see loss carry none of their buffers. */
-	struct fec_enc *enc;
+	struct spread *sp;
 	struct fec_dec *dec;
 	struct recovery_ctl ctl;
 	uint64_t next_tick_ms;
@@ -75,7 +75,7 @@ recovery_free(struct recovery *r)
 	if (r == NULL)
 		return;
 	event_free(r->close_ev);
-	fec_enc_free(r->enc);
+	spread_free(r->sp);
 	fec_dec_free(r->dec);
 	free(r->buf);
 	free(r);
@@ -103,21 +103,30 @@ emit_repair(const uint8_t *frame, size_t len, void *arg)
 	}
 }
 
+static unsigned
+repairs_for(unsigned k, void *arg)
+{
+	struct recovery *r = arg;
+
+	return recovery_ctl_repairs(&r->ctl, k);
+}
+
+/* Close the open groups (spread.c interleaves them) and send their
+ * repairs. */
 static void
 close_group(struct recovery *r)
 {
-	unsigned k, m;
+	struct spread_close_info ci;
 
 	if (r->close_armed) {
 		event_del(r->close_ev);
 		r->close_armed = false;
 	}
-	if (r->enc == NULL || (k = fec_enc_count(r->enc)) == 0)
+	if (r->sp == NULL || spread_count(r->sp) == 0)
 		return;
-	m = recovery_ctl_repairs(&r->ctl, k);
-	r->st.group_k = k;
-	r->st.group_m = m;
-	(void)fec_enc_close(r->enc, m, emit_repair, r);
+	spread_close(r->sp, repairs_for, emit_repair, r, &ci);
+	r->st.group_k = ci.k;
+	r->st.group_m = ci.m;
 }
 
 /* Feed the controller the connection's loss and round trip every
@@ -161,17 +170,11 @@ recovery_send(struct recovery *r, const uint8_t *pkt, size_t len)
 	if (!r->active || len + 1 + FEC_REPAIR_OVERHEAD + FEC_SYMBOL_OVERHEAD >
 	    quic_conn_dgram_max(r->qc))
 		return 1;
-	if (r->enc == NULL) {
-		r->enc = fec_enc_create();
-		(void)fec_enc_set_k(r->enc, RECOVERY_GROUP);
+	if (r->sp == NULL) {
+		r->sp = spread_create(RECOVERY_GROUP);
 		r->buf = xmalloc(RECOVERY_BUF);
 	}
-	n = fec_enc_add(r->enc, pkt, len, r->buf + 1, RECOVERY_BUF - 1);
-	if (n == -ENOSPC) {
-		close_group(r);
-		n = fec_enc_add(r->enc, pkt, len, r->buf + 1, RECOVERY_BUF - 1);
-	}
-	if (n < 0)
+	if ((n = spread_add(r->sp, pkt, len, r->buf + 1, RECOVERY_BUF - 1)) < 0)
 		return 1;
 	r->buf[0] = PROTO_CTX_IP_FEC;
 	rv = quic_conn_send_datagram(r->qc, r->buf, 1 + (size_t)n);
@@ -179,7 +182,7 @@ recovery_send(struct recovery *r, const uint8_t *pkt, size_t len)
 		r->st.protected_sent++;
 		r->st.protected_bytes += len;
 	}
-	if (fec_enc_count(r->enc) >= RECOVERY_GROUP) {
+	if (spread_full(r->sp)) {
 		close_group(r);
 	} else if (!r->close_armed) {
 		struct timeval tv = { 0, (suseconds_t)r->hold_us };

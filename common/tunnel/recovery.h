@@ -16,9 +16,10 @@
 struct event_base;
 struct quic_conn;
 
-/* Originals per group: closed early after RECOVERY_HOLD_MAX_MS (or a
- * quarter of the round trip, if shorter) so that a rebuilt packet is late
- * by no more than the inner TCP's reordering tolerance. */
+/* Originals per group (SPREAD_DEPTH groups are open at once, spread.h):
+ * closed early after RECOVERY_HOLD_MAX_MS (or a quarter of the round
+ * trip, if shorter) so that a rebuilt packet is late by no more than the
+ * inner TCP's reordering tolerance. */
 #define RECOVERY_GROUP 32
 #define RECOVERY_HOLD_MAX_MS 5
 
