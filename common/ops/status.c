@@ -98,6 +98,7 @@ json_recovery(struct json *j, const struct recovery_stats *r)
 		{ "received", offsetof(struct recovery_stats, received) },
 		{ "rebuilt", offsetof(struct recovery_stats, rebuilt) },
 		{ "unrepaired", offsetof(struct recovery_stats, unrepaired) },
+		{ "overwhelmed", offsetof(struct recovery_stats, overwhelmed) },
 		{ "malformed", offsetof(struct recovery_stats, malformed) },
 		{ "late", offsetof(struct recovery_stats, late) },
 		{ "duplicates", offsetof(struct recovery_stats, duplicates) },
@@ -118,6 +119,8 @@ json_recovery(struct json *j, const struct recovery_stats *r)
 	json_uint(j, r->group_k);
 	json_key(j, "repairs_per_group");
 	json_uint(j, r->group_m);
+	json_key(j, "overrun");
+	json_bool(j, r->overrun);
 	for (size_t i = 0; i < sizeof u64 / sizeof u64[0]; i++) {
 		json_key(j, u64[i].key);
 		json_uint(j, *(const uint64_t *)(const void *)

@@ -328,8 +328,14 @@ slot_done(struct fec_dec *d, struct slot *s)
 static void
 slot_evict(struct fec_dec *d, struct slot *s)
 {
-	if (s->k > 0 && !s->done)
+	if (s->k > 0 && !s->done) {
+		unsigned lost = s->k - s->nhave +
+		    s->m - (unsigned)__builtin_popcount(s->reps);
+
 		d->c.unrepaired += s->k - s->nhave;
+		if (lost > 2 * s->m)
+			d->c.overwhelmed += s->k - s->nhave;
+	}
 	slot_release(d, s);
 	s->used = false;
 }

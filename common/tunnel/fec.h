@@ -117,6 +117,11 @@ struct fec_dec_counters {
 	uint64_t unrepaired; /* originals a repair announced that neither
 	                      * arrived nor were rebuilt before their group
 	                      * left the window */
+	uint64_t overwhelmed; /* of those, the ones in groups that lost more
+	                      * than twice as many frames as they had
+	                      * repairs: a run of losses (a queue that
+	                      * overflowed), which no redundancy sized for
+	                      * random loss would have covered */
 	uint64_t duplicates; /* originals and repairs that arrived twice */
 	uint64_t malformed;  /* frames refused (-EINVAL), among them those
 	                      * that contradict their group, and rebuilt

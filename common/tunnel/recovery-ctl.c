@@ -46,27 +46,38 @@ recovery_ctl_tick(struct recovery_ctl *c, uint64_t sent, uint64_t lost,
 
 void
 recovery_ctl_report(struct recovery_ctl *c, uint64_t received,
-    uint64_t rebuilt, uint64_t unrepaired)
+    uint64_t rebuilt, uint64_t unrepaired, uint64_t overwhelmed)
 {
-	uint64_t dr, db, du, total;
+	uint64_t dr, db, du, dov, total;
 
 	if (received < c->rep_received || rebuilt < c->rep_rebuilt ||
-	    unrepaired < c->rep_unrepaired) {
+	    unrepaired < c->rep_unrepaired ||
+	    overwhelmed < c->rep_overwhelmed || overwhelmed > unrepaired) {
 		/* The peer's decoder started over (a new connection). */
 		c->rep_received = received;
 		c->rep_rebuilt = rebuilt;
 		c->rep_unrepaired = unrepaired;
+		c->rep_overwhelmed = overwhelmed <= unrepaired ? overwhelmed : 0;
 		return;
 	}
 	dr = received - c->rep_received;
 	db = rebuilt - c->rep_rebuilt;
 	du = unrepaired - c->rep_unrepaired;
+	dov = overwhelmed - c->rep_overwhelmed;
+	if (dov > du)
+		dov = du;
 	total = dr + db + du;
 	if (total < REPORT_MIN && du == 0)
 		return;   /* too few to tell; wait for the next report */
 	c->rep_received = received;
 	c->rep_rebuilt = rebuilt;
 	c->rep_unrepaired = unrepaired;
+	c->rep_overwhelmed = overwhelmed;
+	/* Runs of losses (a queue overflowing: the "0%" path that is really
+	 * CPU-bound) beat any redundancy and are the inner TCP's to see;
+	 * only failures of the kind more repairs would fix raise the plan. */
+	c->overrun = dov > 0 && dov >= du - dov;
+	du -= dov;
 	if ((double)du > RECOVERY_TARGET * (double)total)
 		c->boost = fmin(c->boost * BOOST_UP, BOOST_MAX);
 	else
@@ -122,7 +133,7 @@ recovery_ctl_repairs(const struct recovery_ctl *c, unsigned k)
 	/* Congestive loss: repairs would feed the queue that drops, and the
 	 * inner TCP should see that loss and slow down. Keep a little for
 	 * the random loss underneath. */
-	if (c->congested)
+	if (c->congested || c->overrun)
 		cap = cap / 4 > 0 ? cap / 4 : 1;
 	if (cap > FEC_MAX_M)
 		cap = FEC_MAX_M;

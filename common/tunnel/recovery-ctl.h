@@ -35,8 +35,11 @@ struct recovery_ctl {
 	/* The receiver's last report (cumulative), and the factor the loss
 	 * estimate is raised by while groups still fail (loss that comes in
 	 * bursts defeats a code sized for random loss). */
-	uint64_t rep_received, rep_rebuilt, rep_unrepaired;
+	uint64_t rep_received, rep_rebuilt, rep_unrepaired, rep_overwhelmed;
 	double boost;
+	/* The last report's failures were mostly runs (groups overwhelmed):
+	 * overflow, not noise, and repairs would feed it. */
+	bool overrun;
 	/* The round trip rose with the loss: the losses are the queue's, and
 	 * repairs would only add to it. */
 	bool congested;
@@ -51,9 +54,12 @@ void recovery_ctl_tick(struct recovery_ctl *, uint64_t sent, uint64_t lost,
 #define RECOVERY_TICK_MS 100
 
 /* The receiver's cumulative counts: originals that arrived, originals it
- * rebuilt, and originals it could not. */
+ * rebuilt, originals it could not, and of those the ones lost in runs
+ * (fec.h's overwhelmed; 0 from a peer that does not count them). Failures
+ * of the random kind raise the plan's loss; failures in runs cut the
+ * repairs as congestion does. */
 void recovery_ctl_report(struct recovery_ctl *, uint64_t received,
-    uint64_t rebuilt, uint64_t unrepaired);
+    uint64_t rebuilt, uint64_t unrepaired, uint64_t overwhelmed);
 
 /* The loss rate the plan is made for (the estimate times the boost). */
 double recovery_ctl_loss(const struct recovery_ctl *);

@@ -148,6 +148,7 @@ tick(struct recovery *r, uint64_t now_ms)
 	r->hold_us = hold;
 	r->active = recovery_ctl_repairs(&r->ctl, RECOVERY_GROUP) > 0;
 	r->st.loss = recovery_ctl_loss(&r->ctl);
+	r->st.overrun = r->ctl.overrun;
 }
 
 int
@@ -199,7 +200,7 @@ static void
 maybe_report(struct recovery *r)
 {
 	const struct fec_dec_counters *dc = fec_dec_counters(r->dec);
-	uint8_t out[1 + 3 * 8];
+	uint8_t out[1 + 4 * 8];
 	size_t n = 0;
 	uint64_t now_ms;
 
@@ -214,6 +215,7 @@ maybe_report(struct recovery *r)
 	n += varint_put(out + n, sizeof out - n, r->st.received);
 	n += varint_put(out + n, sizeof out - n, dc->rebuilt);
 	n += varint_put(out + n, sizeof out - n, dc->unrepaired);
+	n += varint_put(out + n, sizeof out - n, dc->overwhelmed);
 	if (quic_conn_send_datagram(r->qc, out, n) >= 0)
 		r->st.reports_sent++;
 }
@@ -221,18 +223,19 @@ maybe_report(struct recovery *r)
 static int
 report_input(struct recovery *r, const uint8_t *body, size_t len)
 {
-	uint64_t v[3];
+	uint64_t v[4] = { 0 };
 	size_t off = 0, used;
 
-	for (int i = 0; i < 3; i++) {
+	/* Three fields, then `overwhelmed` (absent from an older peer's);
+	 * fields after it are a newer version's: skipped. */
+	for (int i = 0; i < 4 && (i < 3 || off < len); i++) {
 		used = varint_get(body + off, len - off, &v[i]);
 		if (used == 0)
 			return -1;
 		off += used;
 	}
-	/* Later fields are a newer version's: skipped. */
 	r->st.reports_received++;
-	recovery_ctl_report(&r->ctl, v[0], v[1], v[2]);
+	recovery_ctl_report(&r->ctl, v[0], v[1], v[2], v[3]);
 	return 0;
 }
 
@@ -284,6 +287,7 @@ recovery_get_stats(const struct recovery *r, struct recovery_stats *st)
 	st->active = r->sending && r->active;
 	st->rebuilt = dc->rebuilt;
 	st->unrepaired = dc->unrepaired;
+	st->overwhelmed = dc->overwhelmed;
 	st->malformed += dc->malformed;
 	st->late = dc->late;
 	st->duplicates = dc->duplicates;

@@ -32,10 +32,12 @@ struct recovery_stats {
 	uint64_t repair_bytes;
 	unsigned group_k, group_m; /* the last group closed: size, repairs */
 	double loss;             /* the loss rate the plan is made for */
+	bool overrun;            /* the peer's failures come in runs: cut */
 	/* receiving */
 	uint64_t received;       /* originals that arrived in groups */
 	uint64_t rebuilt;        /* originals rebuilt from repairs */
 	uint64_t unrepaired;     /* lost originals a repair could not rebuild */
+	uint64_t overwhelmed;    /* of those, lost in runs (fec.h) */
 	uint64_t malformed;      /* group and repair frames refused */
 	uint64_t late;           /* frames of a group already given up */
 	uint64_t duplicates;

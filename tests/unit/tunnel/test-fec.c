@@ -666,6 +666,8 @@ test_wrap(void **state)
 	lost += 2;
 	push_groups(e, d, FEC_DEC_WINDOW);
 	assert_int_equal(c->unrepaired, lost);
+	/* Two frames lost, twice its one repair: not a run. */
+	assert_int_equal(c->overwhelmed, 0);
 	/* Now the first group is late. */
 	G = old;
 	memset(&rx, 0, sizeof rx);
@@ -683,7 +685,7 @@ test_never_complete(void **state)
 	struct fec_enc *e = fec_enc_create();
 	struct fec_dec *d = fec_dec_create();
 	const struct fec_dec_counters *c = fec_dec_counters(d);
-	uint64_t unrepaired = 0;
+	uint64_t unrepaired = 0, overwhelmed = 0;
 	size_t mem = 0, top = 0;
 	struct rx rx;
 	unsigned k, m, nlost;
@@ -700,6 +702,9 @@ test_never_complete(void **state)
 		if (i % 2 == 0) {
 			feed(d, random_set(k, nlost), 0, &rx);
 			unrepaired += nlost;
+			/* More than twice its repairs lost: a run. */
+			if (nlost > 2 * m)
+				overwhelmed += nlost;
 		} else {
 			feed(d, random_set(k, nlost), (1u << m) - 1, &rx);
 		}
@@ -716,6 +721,8 @@ test_never_complete(void **state)
 	push_groups(e, d, FEC_DEC_WINDOW);
 	assert_int_equal(fec_dec_memory(d), top);
 	assert_int_equal(c->unrepaired, unrepaired);
+	assert_true(overwhelmed > 0 && overwhelmed < unrepaired);
+	assert_int_equal(c->overwhelmed, overwhelmed);
 	assert_int_equal(c->rebuilt, 0);
 	assert_int_equal(c->malformed, 0);
 	assert_int_equal(c->late, 0);

@@ -190,31 +190,72 @@ test_reports_boost(void **state)
 	(void)state;
 	recovery_ctl_init(&c);
 	feed(&c, &s, &l, 60, 1000, 0.01, 50);
-	recovery_ctl_report(&c, 1000, 10, 0);
+	recovery_ctl_report(&c, 1000, 10, 0, 0);
 	assert_true(same(c.boost, 1.0));
 	/* Losses in bursts: 5 of 2000 left unrepaired, over the target. */
-	recovery_ctl_report(&c, 2990, 15, 5);
+	recovery_ctl_report(&c, 2990, 15, 5, 0);
 	assert_true(fabs(c.boost - 1.5) < 1e-12);
 	assert_true(fabs(recovery_ctl_loss(&c) - 0.015) < 0.0015);
 	assert_int_equal(recovery_ctl_repairs(&c, 32), 5);
-	recovery_ctl_report(&c, 4980, 20, 10);
+	recovery_ctl_report(&c, 4980, 20, 10, 0);
 	assert_true(fabs(c.boost - 2.25) < 1e-12);
 	/* Too few to judge: no change, and the next report covers them. */
-	recovery_ctl_report(&c, 5000, 20, 10);
+	recovery_ctl_report(&c, 5000, 20, 10, 0);
 	assert_true(fabs(c.boost - 2.25) < 1e-12);
 	/* Clean reports bring it back down, not below 1. */
 	for (int i = 1; i <= 40; i++)
-		recovery_ctl_report(&c, 5000 + (uint64_t)i * 1000, 20, 10);
+		recovery_ctl_report(&c, 5000 + (uint64_t)i * 1000, 20, 10, 0);
 	assert_true(same(c.boost, 1.0));
 	/* Bounded however long groups fail. */
 	for (int i = 1; i <= 40; i++)
 		recovery_ctl_report(&c, 50000 + (uint64_t)i * 1000, 20,
-		    10 + (uint64_t)i * 10);
+		    10 + (uint64_t)i * 10, 0);
 	assert_true(same(c.boost, 8.0));
 	/* A peer that started over resets the baseline, not the boost. */
-	recovery_ctl_report(&c, 10, 0, 0);
+	recovery_ctl_report(&c, 10, 0, 0, 0);
 	assert_true(same(c.boost, 8.0));
 	assert_int_equal(c.rep_received, 10);
+}
+
+/* Failures in runs (a queue that overflows: each failed group lost far
+ * more than its repairs) are not what more repairs fix: no boost, and the
+ * repairs are cut as for congestion, until reports show failures of the
+ * random kind again. */
+static void
+test_reports_overrun(void **state)
+{
+	struct recovery_ctl c;
+	uint64_t s = 0, l = 0;
+
+	(void)state;
+	recovery_ctl_init(&c);
+	feed(&c, &s, &l, 60, 1000, 0.01, 50);
+	assert_int_equal(recovery_ctl_repairs(&c, 32), 4);
+	/* 40 unrepaired, all in overwhelmed groups. */
+	recovery_ctl_report(&c, 2000, 10, 40, 40);
+	assert_true(same(c.boost, 1.0));
+	assert_true(c.overrun);
+	assert_int_equal(recovery_ctl_repairs(&c, 32), 2);
+	/* Mostly runs, a few of the random kind (over the target): raised,
+	 * and still cut. */
+	recovery_ctl_report(&c, 4000, 20, 60, 55);
+	assert_true(fabs(c.boost - 1.5) < 1e-12);
+	assert_true(c.overrun);
+	assert_int_equal(recovery_ctl_repairs(&c, 32), 2);
+	/* Random failures dominate again: the cut ends. */
+	recovery_ctl_report(&c, 6000, 30, 70, 57);
+	assert_false(c.overrun);
+	assert_true(fabs(c.boost - 2.25) < 1e-12);
+	assert_int_equal(recovery_ctl_repairs(&c, 32), 6);
+	/* A clean report: no cut, the boost decays. */
+	recovery_ctl_report(&c, 8000, 40, 70, 57);
+	assert_false(c.overrun);
+	/* An older peer (no overwhelmed field: 0) is taken as before. */
+	recovery_ctl_report(&c, 10000, 40, 80, 57);
+	assert_false(c.overrun);
+	/* overwhelmed above unrepaired is nonsense: a fresh baseline. */
+	recovery_ctl_report(&c, 12000, 40, 80, 900);
+	assert_int_equal(c.rep_overwhelmed, 0);
 }
 
 static void
@@ -243,6 +284,7 @@ main(void)
 		cmocka_unit_test(test_loss_ends),
 		cmocka_unit_test(test_congestive_loss),
 		cmocka_unit_test(test_reports_boost),
+		cmocka_unit_test(test_reports_overrun),
 		cmocka_unit_test(test_counters_restart),
 	};
 
