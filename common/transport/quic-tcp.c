@@ -270,6 +270,17 @@ send_params(struct quic_conn *qc)
 	ctl_add(qc, buf, qmux_encode_params(buf, sizeof buf, &p));
 }
 
+/* The idle timeout both ends keep: the shorter of ours and the peer's
+ * (0: it has none). Compared in milliseconds, so that a peer's huge value
+ * cannot overflow into a tiny one. */
+uint64_t
+quic_tcp_idle_ns(uint64_t ours_ns, uint64_t peer_ms)
+{
+	if (peer_ms == 0 || peer_ms >= ours_ns / 1000000u)
+		return ours_ns;
+	return peer_ms * 1000000u;
+}
+
 static int
 got_params(struct quic_conn *qc, const struct qmux_frame *f)
 {
@@ -289,9 +300,7 @@ got_params(struct quic_conn *qc, const struct qmux_frame *f)
 	t->peer_window_ours = p.max_stream_data_bidi_remote;
 	t->dgram_max_peer = (size_t)(p.max_datagram_frame_size < 65535 ?
 	    p.max_datagram_frame_size : 65535);
-	if (p.max_idle_timeout_ms != 0 &&
-	    p.max_idle_timeout_ms * 1000000u < t->idle_ns)
-		t->idle_ns = p.max_idle_timeout_ms * 1000000u;
+	t->idle_ns = quic_tcp_idle_ns(t->idle_ns, p.max_idle_timeout_ms);
 	established(qc);
 	return 0;
 }

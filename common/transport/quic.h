@@ -217,6 +217,10 @@ void quic_tcp_linger_clear(void);
 /* Whether a closed TCP-transport connection's socket is still draining
  * (lingering); the event loop must run for it to finish. */
 bool quic_tcp_lingering(void);
+/* The TCP transport's idle timeout after the peer's parameters: the
+ * shorter of `ours_ns` and the peer's `peer_ms` (0: none), never an
+ * overflow of a huge one. */
+uint64_t quic_tcp_idle_ns(uint64_t ours_ns, uint64_t peer_ms);
 /* True for a session over TCP. */
 bool quic_conn_is_tcp(const struct quic_conn *);
 

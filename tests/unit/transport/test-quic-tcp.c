@@ -336,6 +336,23 @@ test_unknown_key(void **state)
 	free_pair();
 }
 
+/* The peer's max_idle_timeout only ever shortens ours, and a huge one
+ * (2^62 ms, which times 10^6 wrapped to almost nothing) leaves ours. */
+static void
+test_idle_timeout_params(void **state)
+{
+	const uint64_t ours = UINT64_C(30) * 1000000000u;
+
+	(void)state;
+	assert_int_equal(quic_tcp_idle_ns(ours, 0), ours);
+	assert_int_equal(quic_tcp_idle_ns(ours, 10000), UINT64_C(10) * 1000000000u);
+	assert_int_equal(quic_tcp_idle_ns(ours, 30000), ours);
+	assert_int_equal(quic_tcp_idle_ns(ours, 60000), ours);
+	assert_int_equal(quic_tcp_idle_ns(ours, UINT64_C(1) << 62), ours);
+	assert_int_equal(quic_tcp_idle_ns(ours, UINT64_C(18446744073710)), ours);
+	assert_int_equal(quic_tcp_idle_ns(ours, 1), 1000000u);
+}
+
 int
 main(void)
 {
@@ -344,6 +361,7 @@ main(void)
 		cmocka_unit_test(test_flow_control),
 		cmocka_unit_test(test_reset),
 		cmocka_unit_test(test_unknown_key),
+		cmocka_unit_test(test_idle_timeout_params),
 	};
 
 	base = event_base_new();
