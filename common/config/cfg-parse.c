@@ -464,7 +464,10 @@ cfg_load_options(const char *path, enum cfg_role role, struct cfg *cfg,
 
 	memset(cfg, 0, sizeof *cfg);
 	cfg->role = role;
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+	/* O_NONBLOCK: a FIFO (or a device) at the path must not hold the
+	 * caller, roved's event loop on SIGHUP among them; only a regular
+	 * file is read. */
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)) == -1) {
 		file_error(errs, path, strerror(errno));
 		return -1;
 	}
@@ -474,6 +477,10 @@ cfg_load_options(const char *path, enum cfg_role role, struct cfg *cfg,
 	}
 	if (S_ISDIR(st.st_mode)) {
 		file_error(errs, path, strerror(EISDIR));
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		file_error(errs, path, "not a regular file");
 		goto out;
 	}
 	buf = xmalloc(CFG_MAX_FILE + 1);

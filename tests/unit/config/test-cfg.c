@@ -1371,6 +1371,16 @@ test_load_file(void **state)
 	assert_string_equal(errs.msg[0], want);
 	cfg_clear(&cfg);
 	cfg_errors_clear(&errs);
+
+	/* A FIFO nobody writes to: refused at once, not waited on. */
+	assert_int_equal(mkfifo(path, 0600), 0);
+	assert_int_equal(cfg_load(path, CFG_ROLE_SERVER, &cfg, &errs), -1);
+	assert_int_equal(errs.n, 1);
+	snprintf(want, sizeof want, "%s: not a regular file", path);
+	assert_string_equal(errs.msg[0], want);
+	cfg_clear(&cfg);
+	cfg_errors_clear(&errs);
+	assert_int_equal(unlink(path), 0);
 	assert_int_equal(rmdir(dir), 0);
 }
 
