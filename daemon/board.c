@@ -180,6 +180,9 @@ board_get(struct board *b, size_t idx, const uint8_t key[BOARD_KEY],
 	    peer_wanted, &w))
 		return false;
 	*out = d.p;
+	/* Whatever another worker wrote, the reader gets a string it can
+	 * print. */
+	out->connection_id[sizeof out->connection_id - 1] = '\0';
 	return true;
 }
 

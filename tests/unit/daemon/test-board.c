@@ -67,6 +67,24 @@ test_newest_session_shows(void **state)
 	board_free(b);
 }
 
+/* A slot's strings are terminated on the way out, whatever the writer
+ * left there (the memory is shared with every worker). */
+static void
+test_unterminated_connection_id(void **state)
+{
+	struct board *b = board_create(1, 2);
+	struct board_peer bp = peer(key_a, 1, 10), got;
+
+	(void)state;
+	assert_non_null(b);
+	memset(bp.connection_id, 'x', sizeof bp.connection_id);
+	assert_true(board_put(b, 0, &bp));
+	assert_true(board_get(b, 0, key_a, 0, 0, &got));
+	assert_int_equal(strnlen(got.connection_id, sizeof got.connection_id),
+	    sizeof got.connection_id - 1);
+	board_free(b);
+}
+
 /* A worker's totals, put in a child process, read in the parent. */
 static void
 test_shared_across_fork(void **state)
@@ -107,6 +125,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_newest_session_shows),
 		cmocka_unit_test(test_shared_across_fork),
+		cmocka_unit_test(test_unterminated_connection_id),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
