@@ -821,9 +821,11 @@ client_connect(struct client *c)
 	udp_batch_flush(&c->sock->batch);
 }
 
-/* Sessions are remembered per server address and key. */
+/* Sessions are remembered per server address and key, and per our own
+ * key: a ticket names the peer it was issued to, so another key (a new
+ * one, or another config sharing the StateDir) must not resume it. */
 static void
-session_id(struct client *c)
+session_id(struct client *c, const uint8_t own[static KEY_LEN])
 {
 	uint8_t h[32];
 	char *s;
@@ -831,10 +833,11 @@ session_id(struct client *c)
 	xasprintf(&s, "%s|%u|", c->cfg->server_host, c->cfg->server_port);
 	{
 		size_t n = strlen(s);
-		uint8_t *buf = xmalloc(n + KEY_LEN);
+		uint8_t *buf = xmalloc(n + 2 * KEY_LEN);
 		memcpy(buf, s, n);
 		memcpy(buf + n, c->cfg->server_pubkey, KEY_LEN);
-		wc_Sha256Hash(buf, (word32)(n + KEY_LEN), h);
+		memcpy(buf + n + KEY_LEN, own, KEY_LEN);
+		wc_Sha256Hash(buf, (word32)(n + 2 * KEY_LEN), h);
 		free(buf);
 	}
 	free(s);
@@ -847,7 +850,7 @@ client_create(struct event_base *base, const struct cfg *cfg, int verbose,
     char **cause)
 {
 	struct client *c = xcalloc(1, sizeof *c);
-	uint8_t priv[KEY_LEN];
+	uint8_t priv[KEY_LEN], pub[KEY_LEN];
 
 	c->base = base;
 	c->cfg = cfg;
@@ -890,6 +893,12 @@ client_create(struct event_base *base, const struct cfg *cfg, int verbose,
 		c->qs.fwmark = c->fwmark = tunnel_fwmark(cfg->tun);
 	if (key_load_private(cfg->private_key_file, priv, cause) != 0)
 		goto fail;
+	if (key_public(priv, pub) != 0) {
+		explicit_bzero(priv, sizeof priv);
+		xasprintf(cause, "%s: cannot derive the public key",
+		    cfg->private_key_file);
+		goto fail;
+	}
 	c->tls = tls_ctx_create(TLS_ROLE_CLIENT, priv, quic_tls_pin, cause);
 	if (c->tls != NULL && cfg->transport != CFG_TRANSPORT_QUIC)
 		c->tls_tcp = tls_ctx_create_tcp(TLS_ROLE_CLIENT, priv, quic_tls_pin,
@@ -909,7 +918,7 @@ client_create(struct event_base *base, const struct cfg *cfg, int verbose,
 		    cfg->qlog_dir);
 	if ((c->fwd = forward_create(base, cfg, cause)) == NULL)
 		goto fail;
-	session_id(c);
+	session_id(c, pub);
 	/* Roaming needs to hear about address, route and link changes; without
 	 * a monitor the connection still works, it just cannot migrate. */
 	if ((c->monitor = tun_monitor_create(base, client_path_monitor_cb, c, cause)) == NULL) {

@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "base/accept.h"
 #include "base/addr.h"
 #include "base/clock.h"
 #include "base/log.h"
@@ -28,6 +29,7 @@ struct listener {
 	enum fwd_kind kind;
 	int fd;
 	struct event *ev;
+	struct accept_guard guard;
 };
 
 /* A RemoteForward, and whether the server listens for it. */
@@ -290,12 +292,8 @@ accept_cb(evutil_socket_t lfd, short what, void *arg)
 
 	(void)what;
 	for (int i = 0; i < 16; i++) {
-		fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (fd == -1) {
-			if (errno == EMFILE || errno == ENFILE)
-				log_warn("forward listener: %s", strerror(errno));
+		if ((fd = accept_guarded(&l->guard, lfd, NULL, NULL)) == -1)
 			return;
-		}
 		if (l->kind == FWD_LOCAL) {
 			open_forward(fw, FWD_LOCAL, fd, l->cf.target_host,
 			    l->cf.target_port, NULL);
@@ -350,6 +348,9 @@ listener_open(struct forward *fw, const struct cfg_forward *cf,
 	l->kind = kind;
 	l->fd = fd;
 	l->ev = event_new(fw->base, l->fd, EV_READ | EV_PERSIST, accept_cb, l);
+	if (l->ev == NULL || accept_guard_init(&l->guard, fw->base, l->ev,
+	    kind == FWD_LOCAL ? "LocalForward" : "DynamicForward") != 0)
+		fatalx("out of memory");
 	event_add(l->ev, NULL);
 	return l;
 }
@@ -360,6 +361,7 @@ listener_free(struct listener *l)
 {
 	if (l == NULL)
 		return;
+	accept_guard_free(&l->guard);
 	event_free(l->ev);
 	close(l->fd);
 	cfg_forward_clear(&l->cf);

@@ -2,7 +2,6 @@
 #include <event2/dns.h>
 #include <event2/event.h>
 #include <event2/util.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "base/accept.h"
 #include "base/addr.h"
 #include "base/clock.h"
 #include "base/log.h"
@@ -40,6 +40,7 @@ struct egress_listener {
 	uint16_t port;
 	int fd;
 	struct event *ev;
+	struct accept_guard guard;
 };
 
 static struct log_ratelimit deny_rl = LOG_RATELIMIT_INIT(10000, 5);
@@ -184,13 +185,8 @@ accept_cb(evutil_socket_t lfd, short what, void *arg)
 	(void)what;
 	/* Accept what is waiting, bounded so one listener cannot hog the loop. */
 	for (int i = 0; i < 16; i++) {
-		fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (fd == -1) {
-			if (errno == EMFILE || errno == ENFILE)
-				log_warn("remote forward port %u: %s", l->port,
-				    strerror(errno));
+		if ((fd = accept_guarded(&l->guard, lfd, NULL, NULL)) == -1)
 			return;
-		}
 		(void)fwd_open(l->set, FWD_REMOTE, fd, &hdr, NULL, &err);
 	}
 }
@@ -225,6 +221,9 @@ egress_listen(struct egress *eg, const struct cfg_peer *peer, struct fwd_set *se
 	l->port = port;
 	l->fd = fd;
 	l->ev = event_new(eg->base, fd, EV_READ | EV_PERSIST, accept_cb, l);
+	if (l->ev == NULL || accept_guard_init(&l->guard, eg->base, l->ev,
+	    "remote forward") != 0)
+		fatalx("out of memory");
 	event_add(l->ev, NULL);
 	log_info("peer %s: remote forward listening on port %u", peer->name, port);
 	return l;
@@ -241,6 +240,7 @@ egress_listener_free(struct egress_listener *l)
 {
 	if (l == NULL)
 		return;
+	accept_guard_free(&l->guard);
 	event_free(l->ev);
 	close(l->fd);
 	free(l);

@@ -6,12 +6,12 @@
  * same rules. */
 #include <ngtcp2/ngtcp2.h>
 
-#include <errno.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/xmalloc.h"
 #include "base/random.h"
 #include "forward/tcp.h"
 #include "server-int.h"
@@ -236,14 +236,10 @@ tcp_accept_cb(evutil_socket_t fd, short what, void *arg)
 	/* Bounded: a flood of connections leaves room for everything else. */
 	for (int i = 0; i < 64; i++) {
 		fromlen = sizeof from;
-		c = accept4(tl->fd, (struct sockaddr *)&from, &fromlen,
-		    SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (c == -1) {
-			if (errno != EAGAIN && errno != EWOULDBLOCK &&
-			    errno != EINTR && errno != ECONNABORTED)
-				log_warn("ListenTCP: accept: %s", strerror(errno));
+		c = accept_guarded(&tl->guard, tl->fd, (struct sockaddr *)&from,
+		    &fromlen);
+		if (c == -1)
 			return;
-		}
 		if (srv->shutting_down || srv->nsessions >= srv->max_sessions ||
 		    admit_check_tcp(&srv->admit, (struct sockaddr *)&from,
 		    srv->half_open, clock_now()) != ADMIT_ACCEPT) {
@@ -271,6 +267,11 @@ listener_setup_tcp(struct server *srv, char **cause)
 		srv->ntcp_listeners++;
 		tl->ev = event_new(srv->base, tl->fd, EV_READ | EV_PERSIST,
 		    tcp_accept_cb, tl);
+		if (tl->ev == NULL || accept_guard_init(&tl->guard, srv->base,
+		    tl->ev, "ListenTCP") != 0) {
+			xasprintf(cause, "ListenTCP: out of memory");
+			return -1;
+		}
 		event_add(tl->ev, NULL);
 	}
 	return 0;

@@ -18,6 +18,7 @@
 #include <sys/socket.h>
 
 #include "admit.h"
+#include "base/accept.h"
 #include "base/addr.h"
 #include "base/key.h"
 #include "base/log.h"
@@ -92,6 +93,7 @@ struct tcp_listener {
 	struct server *srv;
 	int fd;
 	struct event *ev;
+	struct accept_guard guard;
 };
 
 struct session {

@@ -326,6 +326,7 @@ server_free(struct server *srv)
 		udp_close(&srv->listeners[i].hs);
 	}
 	for (size_t i = 0; i < srv->ntcp_listeners; i++) {
+		accept_guard_free(&srv->tcp_listeners[i].guard);
 		event_free(srv->tcp_listeners[i].ev);
 		close(srv->tcp_listeners[i].fd);
 	}
