@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "base/clock.h"
@@ -168,6 +169,26 @@ daemon_base_new(void)
 	return base;
 }
 
+/* Every session, forward and scrape is a descriptor, and the soft limit
+ * is often 1024: take all the hard limit allows, so that running out
+ * needs far more than an idle local user's connections. Returns the
+ * limit in force. */
+rlim_t
+daemon_raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return 0;
+	if (rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl) != 0 &&
+		    getrlimit(RLIMIT_NOFILE, &rl) != 0)
+			return 0;
+	}
+	return rl.rlim_cur;
+}
+
 int
 daemon_main(int argc, char **argv, const struct daemon_ops *ops)
 {
@@ -183,6 +204,7 @@ daemon_main(int argc, char **argv, const struct daemon_ops *ops)
 	struct reload_ctx reload;
 	char *cause = NULL;
 	void *prog;
+	rlim_t nofile;
 
 	while ((ch = getopt(argc, argv, ops->role == CFG_ROLE_CLIENT ?
 	    "c:fnsTvhL:R:D:" : "c:fnsTvh")) != -1) {
@@ -255,6 +277,8 @@ daemon_main(int argc, char **argv, const struct daemon_ops *ops)
 	if (drop)
 		control_allow_owner(cfg.uid);
 	daemon_log_libevent();
+	nofile = daemon_raise_nofile();
+	log_debug("descriptors: up to %llu", (unsigned long long)nofile);
 	if ((base = daemon_base_new()) == NULL)
 		fatalx("event_base_new failed");
 	if ((prog = ops->create(base, &cfg, verbose, &cause)) == NULL) {

@@ -1,6 +1,8 @@
 /* Prometheus text exposition of the status, over evhttp (metrics.h). */
 #include <event2/buffer.h>
+#include <event2/event.h>
 #include <event2/http.h>
+#include <event2/listener.h>
 
 #include <dirent.h>
 #include <stdbool.h>
@@ -11,7 +13,9 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "base/accept.h"
 #include "base/addr.h"
+#include "base/clock.h"
 #include "base/log.h"
 #include "base/xmalloc.h"
 #include "forward/fwd.h"
@@ -55,6 +59,9 @@ struct metrics_scrape {
 
 struct metrics {
 	struct evhttp *http;
+	struct evconnlistener *lev;  /* evhttp's listener */
+	struct event *resume_ev;     /* re-enables it after EMFILE */
+	uint64_t accept_log_ms;
 	struct metrics_scrape *(*scrape)(void *);
 	void *arg;
 	unsigned sending;            /* scrapes under way */
@@ -479,12 +486,50 @@ request_cb(struct evhttp_request *req, void *arg)
 	send_next(s);
 }
 
+/* The process's metrics server (roved has at most one). */
+static struct metrics *the_metrics;
+
+static void
+resume_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct metrics *m = arg;
+
+	(void)fd;
+	(void)what;
+	evconnlistener_enable(m->lev);
+}
+
+/* evhttp's listener keeps a readable socket that accept4 cannot serve
+ * when descriptors run out, and would spin; pause it (as accept.h does
+ * for rove's own listeners) and say so at most every 10 s. */
+static void
+accept_error_cb(struct evconnlistener *lev, void *arg)
+{
+	struct metrics *m = the_metrics;
+	struct timeval tv = { ACCEPT_PAUSE_MS / 1000, (ACCEPT_PAUSE_MS % 1000) * 1000 };
+	int err = EVUTIL_SOCKET_ERROR();
+	uint64_t now = clock_now_ms();
+
+	/* The listener's argument is evhttp's own (the evhttp); ours is
+	 * found as the one metrics server a process has. */
+	if (m == NULL || m->lev != lev || m->http != arg)
+		return;
+	evconnlistener_disable(lev);
+	evtimer_add(m->resume_ev, &tv);
+	if (m->accept_log_ms == 0 || now - m->accept_log_ms >= 10000) {
+		log_warn("MetricsListen: accept: %s: listener paused %d ms",
+		    evutil_socket_error_to_string(err), ACCEPT_PAUSE_MS);
+		m->accept_log_ms = now;
+	}
+}
+
 struct metrics *
 metrics_create(struct event_base *base, const struct sockaddr *addr,
     socklen_t addrlen, struct metrics_scrape *(*scrape)(void *), void *arg,
     char **cause)
 {
 	struct metrics *m = xcalloc(1, sizeof *m);
+	struct evhttp_bound_socket *bound;
 	char host[ADDR_STRLEN];
 	struct ipaddr ip;
 	uint16_t port;
@@ -507,12 +552,20 @@ metrics_create(struct event_base *base, const struct sockaddr *addr,
 	evhttp_set_max_body_size(m->http, 0);
 	evhttp_set_timeout(m->http, METRICS_TIMEOUT_S);
 	evhttp_set_cb(m->http, "/metrics", request_cb, m);
-	if (evhttp_bind_socket(m->http, host, port) != 0) {
+	if ((bound = evhttp_bind_socket_with_handle(m->http, host, port)) == NULL) {
 		xasprintf(cause, "MetricsListen %s: cannot listen: %s",
 		    addr_sockaddr_str(addr, host), strerror(errno));
 		metrics_free(m);
 		return NULL;
 	}
+	m->lev = evhttp_bound_socket_get_listener(bound);
+	if ((m->resume_ev = evtimer_new(base, resume_cb, m)) == NULL) {
+		xasprintf(cause, "MetricsListen: out of memory");
+		metrics_free(m);
+		return NULL;
+	}
+	evconnlistener_set_error_cb(m->lev, accept_error_cb);
+	the_metrics = m;
 	return m;
 }
 
@@ -523,5 +576,9 @@ metrics_free(struct metrics *m)
 		return;
 	if (m->http != NULL)
 		evhttp_free(m->http);
+	if (m->resume_ev != NULL)
+		event_free(m->resume_ev);
+	if (the_metrics == m)
+		the_metrics = NULL;
 	free(m);
 }

@@ -121,4 +121,28 @@ check "laptop -> server $SRV_TUN4" ping_ok "$NS_LAP" -c 10 -i 0.05 "$SRV_TUN4"
 # The genuine branch client with its real key still gets in.
 start_client branch
 if wait_established branch; then ok "branch connects after the failed attempts"; else fail "branch does not connect"; fi
+
+# A saved session belongs to the key that made it: a client with another
+# key (unknown to roved) and the branch's StateDir, where the branch has
+# just saved its ticket, must not resume the branch's session.
+stop_pid "$BR_PID"
+forget_pid "$BR_PID"
+nsx "$NS_BR" ls "$WORK/configs/state/branch" | grep -q . ||
+	fail "the branch saved no session to resume"
+BR_HS=$(srv_get 'peers[name=branch].handshakes')
+U0=$(srv_get drops.unknown_peer)
+c=$(client_conf newkey)
+conf_set "$c" StateDir state/branch
+conf_set "$c" PrivateKeyFile keys/intruder.key
+run_client newkey "$c"
+expect_eq "another key with the branch's StateDir: exit status" 1 "$RC"
+expect_eq "another key with the branch's StateDir: the branch's handshakes at roved" \
+	"$BR_HS" "$(srv_get 'peers[name=branch].handshakes')"
+u1=$(srv_get drops.unknown_peer)
+if [ "$u1" -gt "$U0" ] 2>/dev/null; then
+	ok "another key with the branch's StateDir: counted as an unknown peer ($U0 -> $u1)"
+else
+	fail "another key with the branch's StateDir: drops.unknown_peer $U0 -> $u1"
+fi
+no_tun "another key with the branch's StateDir"
 e2e_finish
