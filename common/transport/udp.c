@@ -115,6 +115,33 @@ static const struct sock_filter steer_long_headers[] = {
 	BPF_STMT(BPF_RET | BPF_K, 1),
 };
 
+/* A group of SO_REUSEPORT sockets admits any socket of the same user
+ * that sets the option too: a second roved (another config) would join
+ * this one's port, take a share of its datagrams and answer them with
+ * "unknown peer". Before the group is made, a plain bind to the address
+ * says whether anyone holds it already. */
+static int
+address_free(int family, const struct sockaddr *bind_addr, socklen_t bindlen,
+    char **cause)
+{
+	char buf[ADDR_STRLEN];
+	int one = 1, fd, err;
+
+	fd = socket(family, SOCK_DGRAM | SOCK_CLOEXEC, IPPROTO_UDP);
+	if (fd == -1)
+		return 0; /* the real open will say why */
+	if (family == AF_INET6)
+		(void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+	err = bind(fd, bind_addr, bindlen) == -1 ? errno : 0;
+	close(fd);
+	if (err == EADDRINUSE) {
+		xasprintf(cause, "bind %s: address already in use by another "
+		    "program (another roved?)", addr_sockaddr_str(bind_addr, buf));
+		return -1;
+	}
+	return 0;
+}
+
 int
 udp_open_split(struct udp_socket *est, struct udp_socket *hs, int family,
     const struct sockaddr *bind_addr, socklen_t bindlen, char **cause)
@@ -126,7 +153,8 @@ udp_open_split(struct udp_socket *est, struct udp_socket *hs, int family,
 	int zero = 0;
 
 	hs->fd = -1;
-	if (open_socket(est, family, bind_addr, bindlen, true, cause) != 0)
+	if (address_free(family, bind_addr, bindlen, cause) != 0 ||
+	    open_socket(est, family, bind_addr, bindlen, true, cause) != 0)
 		return -1;
 	/* Bound to what the first one got (its port, if bind_addr had 0). */
 	if (open_socket(hs, family, (const struct sockaddr *)&est->local,
@@ -202,6 +230,8 @@ udp_open_workers(struct udp_socket *est, struct udp_socket *hs, size_t n,
 
 	for (w = 0; w < n; w++)
 		est[w].fd = hs[w].fd = -1;
+	if (address_free(family, bind_addr, bindlen, cause) != 0)
+		return -1;
 	for (w = 0; w < n; w++) {
 		const struct sockaddr *at = w == 0 ? bind_addr :
 		    (const struct sockaddr *)&est[0].local;

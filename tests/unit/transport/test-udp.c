@@ -267,6 +267,47 @@ test_workers_steering(void **state)
 	udp_close(&tx);
 }
 
+/* A port another program holds is refused, not joined: a second server
+ * with SO_REUSEPORT would otherwise share the first one's datagrams. */
+static void
+test_port_held(void **state)
+{
+	struct sockaddr_in lo = { .sin_family = AF_INET };
+	struct udp_socket est[2], hs[2], est2, hs2, plain;
+	char *cause = NULL;
+
+	(void)state;
+	lo.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(udp_open_split(&est[0], &hs[0], AF_INET,
+	    (struct sockaddr *)&lo, sizeof lo, &cause), 0);
+	lo.sin_port = ((struct sockaddr_in *)&est[0].local)->sin_port;
+	/* A second split group, a worker group: refused, with a reason. */
+	assert_int_equal(udp_open_split(&est2, &hs2, AF_INET,
+	    (struct sockaddr *)&lo, sizeof lo, &cause), -1);
+	assert_non_null(strstr(cause, "already in use by another program"));
+	free(cause);
+	cause = NULL;
+	assert_int_equal(udp_open_workers(est + 1, hs + 1, 1, AF_INET,
+	    (struct sockaddr *)&lo, sizeof lo, 0xef, 1, &cause), -1);
+	assert_non_null(strstr(cause, "already in use by another program"));
+	free(cause);
+	cause = NULL;
+	udp_close(&est[0]);
+	udp_close(&hs[0]);
+	/* Free again: the group can be made anew. */
+	assert_int_equal(udp_open_split(&est2, &hs2, AF_INET,
+	    (struct sockaddr *)&lo, sizeof lo, &cause), 0);
+	udp_close(&est2);
+	udp_close(&hs2);
+	/* And a plain holder is seen as well. */
+	assert_int_equal(udp_open(&plain, AF_INET, (struct sockaddr *)&lo,
+	    sizeof lo, &cause), 0);
+	assert_int_equal(udp_open_split(&est2, &hs2, AF_INET,
+	    (struct sockaddr *)&lo, sizeof lo, &cause), -1);
+	free(cause);
+	udp_close(&plain);
+}
+
 int
 main(void)
 {
@@ -275,6 +316,7 @@ main(void)
 		cmocka_unit_test(test_recv_many_full),
 		cmocka_unit_test(test_batch_runs),
 		cmocka_unit_test(test_workers_steering),
+		cmocka_unit_test(test_port_held),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
