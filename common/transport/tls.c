@@ -179,6 +179,18 @@ ctx_create(enum tls_role role, const uint8_t priv[static KEY_LEN],
 	    WOLFSSL_VERIFY_FAIL_IF_NO_PEER_CERT, verify_cb);
 	if (role == TLS_ROLE_SERVER)
 		wolfSSL_CTX_set_alpn_select_cb(ctx, alpn_select_cb, NULL);
+	/* Over TCP the server issues no tickets and takes no early data (both
+	 * return 0 on success, a negative error otherwise): a
+	 * resumption would skip the pin check (a peer a reload removed
+	 * could come back on its ticket) under wolfSSL's own ticket key,
+	 * outside rove's single-use register. A TCP session is the
+	 * fallback; one more round trip is its whole cost. */
+	if (!quic && role == TLS_ROLE_SERVER &&
+	    (wolfSSL_CTX_no_ticket_TLSv13(ctx) < 0 ||
+	    wolfSSL_CTX_set_max_early_data(ctx, 0) < 0)) {
+		*cause = xstrdup("cannot turn off session tickets on TCP");
+		goto out;
+	}
 	ok = true;
 out:
 	explicit_bzero(keyder, sizeof keyder);

@@ -42,6 +42,18 @@ static struct event_base *base;
 static uint8_t cpriv[KEY_LEN], spriv[KEY_LEN], cpub[KEY_LEN], spub[KEY_LEN];
 static uint8_t other[KEY_LEN];
 static struct end cl, sv;
+/* Tickets the client got (want_tickets: it asks for them). */
+static bool want_tickets;
+static int tickets;
+
+static int
+count_ticket(WOLFSSL *ssl, WOLFSSL_SESSION *sess)
+{
+	(void)ssl;
+	(void)sess;
+	tickets++;
+	return 0;
+}
 
 static bool
 pin(struct quic_conn *qc, const uint8_t *pub, void *arg)
@@ -186,6 +198,10 @@ connect_pair(const uint8_t *server_accepts)
 	sctx = tls_ctx_create_tcp(TLS_ROLE_SERVER, spriv, quic_tls_pin, &cause);
 	assert_non_null(cctx);
 	assert_non_null(sctx);
+	if (want_tickets) {
+		wolfSSL_CTX_UseSessionTicket(cctx);
+		wolfSSL_CTX_sess_set_new_cb(cctx, count_ticket);
+	}
 	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	lfd = socket(AF_INET, SOCK_STREAM, 0);
 	assert_int_equal(bind(lfd, (struct sockaddr *)&sin, sizeof sin), 0);
@@ -336,6 +352,31 @@ test_unknown_key(void **state)
 	free_pair();
 }
 
+/* The TLS/TCP server issues no session ticket: a resumption would skip
+ * the pin check (a peer removed by a reload could come back on its
+ * ticket), and the TCP transport has neither rove's own ticket keys and
+ * single-use register nor any need for 0-RTT. */
+static void
+test_no_tickets(void **state)
+{
+	static uint8_t data[4096];
+
+	(void)state;
+	want_tickets = true;
+	tickets = 0;
+	connect_pair(cpub);
+	want_tickets = false;
+	assert_true(run_until(both_up));
+	assert_int_equal(quic_conn_open_stream(cl.qc, NULL), 0);
+	assert_int_equal(quic_conn_stream_send(cl.qc, 0, data, sizeof data,
+	    false), 0);
+	quic_conn_write(cl.qc);
+	run_for(300);
+	assert_int_equal(sv.rx, sizeof data);
+	assert_int_equal(tickets, 0);
+	free_pair();
+}
+
 /* The peer's max_idle_timeout only ever shortens ours, and a huge one
  * (2^62 ms, which times 10^6 wrapped to almost nothing) leaves ours. */
 static void
@@ -362,6 +403,7 @@ main(void)
 		cmocka_unit_test(test_reset),
 		cmocka_unit_test(test_unknown_key),
 		cmocka_unit_test(test_idle_timeout_params),
+		cmocka_unit_test(test_no_tickets),
 	};
 
 	base = event_base_new();
