@@ -27,6 +27,8 @@ struct egress {
  * needs. Freed when the dial ends or the forward goes away first. */
 struct egress_req {
 	struct fwd *fwd;
+	struct egress_hold *hold;   /* held on it, not dialed yet */
+	TAILQ_ENTRY(egress_req) held;
 	const struct cfg_peer *peer;
 	bool name_allowed;        /* a name rule matched: any address is fine */
 	uint16_t port;
@@ -145,7 +147,7 @@ dialed_cb(int fd, uint64_t err, void *arg)
 
 void
 egress_request(struct egress *eg, const struct cfg_peer *peer, struct fwd *f,
-    const struct proto_fwd_header *hdr)
+    const struct proto_fwd_header *hdr, struct egress_hold *hold)
 {
 	struct egress_req *req;
 
@@ -159,9 +161,33 @@ egress_request(struct egress *eg, const struct cfg_peer *peer, struct fwd *f,
 	req->port = hdr->port;
 	req->name_allowed = name_allowed(peer, hdr->host, hdr->port);
 	snprintf(req->host, sizeof req->host, "%s", hdr->host);
+	fwd_set_arg(f, req);
+	if (hold != NULL) {
+		req->hold = hold;
+		TAILQ_INSERT_TAIL(&hold->reqs, req, held);
+		return;
+	}
 	req->dial = dial_start(eg->base, eg->dns, hdr->host, hdr->port,
 	    check_target, dialed_cb, req);
-	fwd_set_arg(f, req);
+}
+
+void
+egress_hold_init(struct egress_hold *hold)
+{
+	TAILQ_INIT(&hold->reqs);
+}
+
+void
+egress_hold_release(struct egress *eg, struct egress_hold *hold)
+{
+	struct egress_req *req;
+
+	while ((req = TAILQ_FIRST(&hold->reqs)) != NULL) {
+		TAILQ_REMOVE(&hold->reqs, req, held);
+		req->hold = NULL;
+		req->dial = dial_start(eg->base, eg->dns, req->host, req->port,
+		    check_target, dialed_cb, req);
+	}
 }
 
 void
@@ -170,6 +196,8 @@ egress_release(struct fwd *f, void *arg)
 	struct egress_req *req = arg;
 
 	(void)f;
+	if (req->hold != NULL)
+		TAILQ_REMOVE(&req->hold->reqs, req, held);
 	dial_cancel(req->dial);
 	free(req);
 }

@@ -4,6 +4,8 @@
 #ifndef ROVE_EGRESS_H
 #define ROVE_EGRESS_H
 
+#include <sys/queue.h>
+
 #include <event2/event.h>
 #include <stdint.h>
 
@@ -12,14 +14,30 @@
 
 struct egress;
 struct egress_listener;
+struct egress_req;
+
+/* Requests held back until the owner says go (egress_hold_release): the
+ * forwards of a 0-RTT flight that another member of a KeyDir group (or
+ * another worker) issued the ticket for. Only the issuer's register can
+ * tell a fresh flight from a replayed one; elsewhere a recorded first
+ * flight would be taken once per member, so its targets are dialed only
+ * once the handshake completes, which a replay never does. */
+struct egress_hold {
+	TAILQ_HEAD(, egress_req) reqs;
+};
 
 struct egress *egress_create(struct event_base *, char **cause);
 void egress_free(struct egress *);
 
 /* Acceptor side of a forward stream from `peer` asking for `hdr`: check
- * policy, resolve, connect, and finish with fwd_connected or fwd_fail. */
+ * policy, resolve, connect, and finish with fwd_connected or fwd_fail.
+ * With `hold`, nothing is resolved or dialed until egress_hold_release
+ * (the stream's bytes wait, bounded by its flow-control window). */
 void egress_request(struct egress *, const struct cfg_peer *peer,
-    struct fwd *, const struct proto_fwd_header *hdr);
+    struct fwd *, const struct proto_fwd_header *hdr, struct egress_hold *hold);
+void egress_hold_init(struct egress_hold *);
+/* Dial everything held (the handshake completed). */
+void egress_hold_release(struct egress *, struct egress_hold *);
 /* fwd_ops.release: the forward died while we were working for it. */
 void egress_release(struct fwd *, void *fwd_arg);
 

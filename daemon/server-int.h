@@ -111,6 +111,8 @@ struct session {
 	struct fwd_set fwds;        /* valid once fwd_peer is set */
 	struct peer *fwd_peer;      /* whose forwards: set at the handshake's
 	                             * end, or at a 0-RTT forward stream */
+	struct egress_hold hold;    /* 0-RTT forwards on another member's
+	                             * ticket: dialed at the handshake's end */
 	struct egress_listener *rlisteners[CFG_MAX_REMOTE_FORWARDS]; /* -R */
 	size_t nrlisteners;
 	bool half_open;             /* counted in server.half_open */

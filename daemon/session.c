@@ -232,7 +232,13 @@ fwd_request(struct fwd_set *set, struct fwd *f, const struct proto_fwd_header *h
 {
 	struct session *sess = set->arg;
 
-	egress_request(sess->srv->egress, sess->fwd_peer->cfg, f, hdr);
+	/* Before the handshake's end these came in 0-RTT (early_forwards_ok
+	 * let them in). On a ticket another member issued, a replay cannot
+	 * be told from the real flight here: the target waits for the
+	 * handshake, which a replay never completes. */
+	egress_request(sess->srv->egress, sess->fwd_peer->cfg, f, hdr,
+	    sess->peer == NULL && state_ticket_foreign(quic_conn_tls(sess->qc)) ?
+	    &sess->hold : NULL);
 }
 
 static const struct fwd_ops session_fwd_ops = {
@@ -297,6 +303,7 @@ handshake_done_cb(struct quic_conn *qc, void *arg)
 	sess->since = clock_now();
 	peer->sess = sess;
 	peer->handshakes++;
+	egress_hold_release(sess->srv->egress, &sess->hold);
 	peer_routes(sess->srv, peer, true);
 	{
 		struct quic_conn_stats st;
@@ -456,6 +463,7 @@ session_new_half_open(struct server *srv)
 	struct session *sess = xcalloc(1, sizeof *sess);
 
 	sess->srv = srv;
+	egress_hold_init(&sess->hold);
 	LIST_INSERT_HEAD(&srv->sessions, sess, entry);
 	srv->nsessions++;
 	sess->half_open = true;

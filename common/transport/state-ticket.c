@@ -15,7 +15,7 @@
 
 /* Per-handshake notes on the WOLFSSL object: the serial of the register
  * entry this handshake spent, and whether it was counted already. */
-static int ex_spent = -1, ex_counted = -1;
+static int ex_spent = -1, ex_counted = -1, ex_foreign = -1;
 
 /*
  * What a group member's ticket says besides wolfSSL's sealed session: who
@@ -176,8 +176,10 @@ count_once(WOLFSSL *ssl, struct state_server *st, uint64_t *counter)
  * A ticket our register does not know. If another member of our group
  * issued it, resume it here once: it goes into our register as spent, so
  * a replay of it here finds it so. A replayed 0-RTT flight can therefore
- * be taken once by each member (by its issuer too), never more; 0-RTT
- * carries only IP packets, to which a replay is a network duplicate. Our
+ * be taken once by each member (by its issuer too), never more: the
+ * handshake is marked foreign (state_ticket_foreign), and roved then
+ * dials its 0-RTT forwards only once the handshake completes, which a
+ * replay cannot do; its IP packets are a network duplicate at worst. Our
  * own tickets that the register forgot (expired, pushed out) stay
  * refused, as on a lone server.
  */
@@ -202,6 +204,7 @@ group_ticket(WOLFSSL *ssl, struct state_server *st,
 		return WOLFSSL_TICKET_RET_REJECT;
 	}
 	*outlen = inlen;
+	wolfSSL_set_ex_data(ssl, ex_foreign, st);
 	i = state_register_taken(st, mac, peer);
 	wolfSSL_set_ex_data(ssl, ex_spent, (void *)(uintptr_t)st->reg.e[i].serial);
 	if (!quic_tls_resumed(ssl, peer))
@@ -273,6 +276,12 @@ state_ticket_spent_here(WOLFSSL *ssl)
 	return ex_spent >= 0 && wolfSSL_get_ex_data(ssl, ex_spent) != NULL;
 }
 
+bool
+state_ticket_foreign(WOLFSSL *ssl)
+{
+	return ex_foreign >= 0 && wolfSSL_get_ex_data(ssl, ex_foreign) != NULL;
+}
+
 void
 state_server_attach(struct state_server *st, WOLFSSL_CTX *ctx)
 {
@@ -283,6 +292,7 @@ state_server_attach(struct state_server *st, WOLFSSL_CTX *ctx)
 		if (ex_spent == 0)
 			ex_spent = wolfSSL_get_ex_new_index(0, NULL, NULL, NULL, NULL);
 		ex_counted = wolfSSL_get_ex_new_index(0, NULL, NULL, NULL, NULL);
+		ex_foreign = wolfSSL_get_ex_new_index(0, NULL, NULL, NULL, NULL);
 	}
 	wolfSSL_CTX_set_TicketEncCb(ctx, ticket_cb);
 	wolfSSL_CTX_set_TicketEncCtx(ctx, st);

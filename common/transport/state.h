@@ -93,6 +93,12 @@ void state_server_attach(struct state_server *, WOLFSSL_CTX *ctx);
  * unknown or absent ticket. roved acts on 0-RTT stream data only when
  * this holds. */
 bool state_ticket_spent_here(WOLFSSL *ssl);
+/* The ticket this handshake resumed was issued by another member of the
+ * group (or another worker) and taken here once (state-ticket.c). Only
+ * the issuer's register tells a fresh 0-RTT flight from a replay, so
+ * roved dials 0-RTT forwards on such a ticket only once the handshake
+ * completes. */
+bool state_ticket_foreign(WOLFSSL *ssl);
 
 /*
  * Ticket keys. The newest key encrypts; the one before it still decrypts
