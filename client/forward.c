@@ -20,7 +20,12 @@
 #include "wire/proto-fwd.h"
 #include "wire/socks5.h"
 
-#define SOCKS_TIMEOUT_S 10
+/* SOCKS negotiations in progress: each holds a descriptor before any
+ * forward exists, so a local program that opens connections and says
+ * nothing must not take them all. Past the cap the oldest goes (a real
+ * client's negotiation takes a round trip on loopback). */
+#define SOCKS_TIMEOUT_S 5
+#define SOCKS_MAX_PENDING 256
 #define MAX_LISTENERS 64
 
 struct listener {
@@ -53,7 +58,7 @@ struct held {
 
 /* A SOCKS5 client in its negotiation, before it becomes a forward. */
 struct socks {
-	LIST_ENTRY(socks) entry;
+	TAILQ_ENTRY(socks) entry;
 	struct forward *fw;
 	int fd;
 	struct event *ev;
@@ -61,6 +66,8 @@ struct socks {
 	size_t len;
 	bool greeted;
 };
+
+static struct log_ratelimit socks_rl = LOG_RATELIMIT_INIT(10000, 1);
 
 struct forward {
 	struct event_base *base;
@@ -70,7 +77,9 @@ struct forward {
 	size_t nlisteners;
 	struct remote *remotes;
 	size_t nremotes;
-	LIST_HEAD(, socks) socks;
+	TAILQ_HEAD(, socks) socks;  /* oldest first */
+	size_t nsocks;
+	uint64_t socks_evicted;
 	TAILQ_HEAD(, held) held;  /* oldest first */
 	size_t nheld;
 	struct fwd_set set;
@@ -196,7 +205,8 @@ open_forward(struct forward *fw, enum fwd_kind kind, int fd, const char *host,
 static void
 socks_free(struct socks *sk, bool close_fd)
 {
-	LIST_REMOVE(sk, entry);
+	TAILQ_REMOVE(&sk->fw->socks, sk, entry);
+	sk->fw->nsocks--;
 	event_free(sk->ev);
 	if (close_fd)
 		close(sk->fd);
@@ -306,7 +316,17 @@ accept_cb(evutil_socket_t lfd, short what, void *arg)
 			sk->ev = event_new(fw->base, fd, EV_READ | EV_PERSIST,
 			    socks_read_cb, sk);
 			event_add(sk->ev, &tv);
-			LIST_INSERT_HEAD(&fw->socks, sk, entry);
+			if (fw->nsocks == SOCKS_MAX_PENDING) {
+				fw->socks_evicted++;
+				if (log_ratelimit_ok(&socks_rl, clock_now_ms()))
+					log_warn("DynamicForward: %d SOCKS "
+					    "negotiations at once: the oldest "
+					    "closed (%llu so far)", SOCKS_MAX_PENDING,
+					    (unsigned long long)fw->socks_evicted);
+				socks_free(TAILQ_FIRST(&fw->socks), true);
+			}
+			TAILQ_INSERT_TAIL(&fw->socks, sk, entry);
+			fw->nsocks++;
 		}
 	}
 }
@@ -436,7 +456,7 @@ forward_create(struct event_base *base, const struct cfg *cfg, char **cause)
 
 	fw->base = base;
 	fw->cfg = cfg;
-	LIST_INIT(&fw->socks);
+	TAILQ_INIT(&fw->socks);
 	TAILQ_INIT(&fw->held);
 	fw->remotes = xcalloc(cfg->nremote_forward + 1, sizeof *fw->remotes);
 	for (size_t i = 0; i < cfg->nremote_forward; i++)
@@ -466,7 +486,7 @@ forward_free(struct forward *fw)
 	if (fw == NULL)
 		return;
 	forward_detach(fw);
-	while ((sk = LIST_FIRST(&fw->socks)) != NULL)
+	while ((sk = TAILQ_FIRST(&fw->socks)) != NULL)
 		socks_free(sk, true);
 	while (!TAILQ_EMPTY(&fw->held))
 		held_free(TAILQ_FIRST(&fw->held), true);

@@ -11,11 +11,13 @@ bench/roam.sh. Standard library only; every wait is bounded.
       NS): counts per type, the first Initial's destination connection ID,
       the 0-RTT packets of that connection (number, largest length, time of
       the first). JSON.
-  replay CAPTURE ADDR:PORT [--after NS] [--wait S]
+  replay CAPTURE ADDR:PORT [--after NS] [--wait S] [--to ADDR:PORT]
       Send again, from a fresh socket, every datagram of the first
       connection attempt after NS (those from the first Initial's source
       whose long headers carry its destination connection ID), in captured
-      order; then count the answers for S seconds. JSON.
+      order; then count the answers for S seconds. JSON. With --to, the
+      attempt captured on its way to that address is sent to ADDR:PORT
+      (another member of a server group).
   udp-send ADDR:PORT [--interval S] [--duration S] [--size N]
       Datagrams numbered from 0, each carrying its number and send time;
       send errors (no route while roaming) are counted and ignored. JSON.
@@ -244,7 +246,9 @@ def cmd_flight(a):
 def cmd_replay(a):
     recs = read_capture(a.capture)
     host, port = endpoint(a.server)
-    dcid, flight = attempt(recs, a.server, a.after)
+    # The flight captured on its way to --to (another server of a group)
+    # or to the server it is sent to.
+    dcid, flight = attempt(recs, a.to or a.server, a.after)
     kinds = {k: 0 for k in LONG_TYPES.values()}
     for r in flight:
         for kind, _, _ in long_packets(r[3]):
@@ -512,6 +516,7 @@ def main():
     c.add_argument('server')
     c.add_argument('--after', type=int, default=0)
     c.add_argument('--wait', type=float, default=1.0)
+    c.add_argument('--to', default=None)
     c.set_defaults(fn=cmd_replay)
 
     c = sub.add_parser('udp-send')

@@ -12,7 +12,10 @@
 # 2. That flight is sent again three times: while the connection lives,
 #    after roved forgot it (the client restarted), after a roved restart.
 #    The target accepts no second connection and echoes no byte twice;
-#    roved's forward counters do not move.
+#    roved's forward counters do not move. And once to another member of
+#    roved's KeyDir group (ServerID 02, forwarding only, its own port),
+#    whose register has never seen the ticket: it takes the ticket and
+#    the 0-RTT forward, but dials nothing, as the handshake never ends.
 # 3. roved's ticket key replaced (0-RTT rejected): the forward still
 #    completes, sent again in 1-RTT; nothing counts as 0-RTT.
 # 4. ZeroRTT = no on the client: the forward completes after the
@@ -21,6 +24,23 @@
 roam_init "$@"
 roam_topo_up 25
 roam_configs
+# A KeyDir group: roved is member 01; member 02 (Tun = none, port 4434)
+# shares its keys and peers.
+PORT_B=4434
+sed -i "s|^StateDir = .*|&\nKeyDir = $WORK/group-keys\nServerID = 01|" "$RCONF_S"
+RCONF_B=$WORK/configs/roved-b.conf
+awk -v port="$S_OUT:$PORT_B" -v work="$WORK" '
+	/^\[/ { server = ($0 == "[Server]") }
+	server && /^Listen *=/ { print "Listen = " port; next }
+	server && /^Tun *=/ { print "Tun = none"; next }
+	/^Address *=/ { next }
+	server && /^(MTU|Offload) *=/ { next }
+	server && /^StateDir *=/ { print "StateDir = " work "/state-b"; next }
+	server && /^ServerID *=/ { print "ServerID = 02"; next }
+	server && /^ControlSocket *=/ { print "ControlSocket = " work "/run-b/roved.sock"; next }
+	/^AllowedIPs *=/ { next }
+	{ print }' "$RCONF_S" >"$RCONF_B"
+SOCK_B=$WORK/run-b/roved.sock
 MSG=1000
 peer_bg() {
 	local name=$1 ns=$2
@@ -31,6 +51,10 @@ peer_bg echo "$RNS_L" serve "$LAN:$FWD_PORT" --echo --accepts "$WORK/accepts" \
 	--results "$WORK/echoed"
 wait_for 10 "the echo target" tcp_port_open "$RNS_L" "$FWD_PORT" || die "no echo target"
 roam_start_roved
+bg roved-b "$RNS_S" "$BUILD/roved" -f -c "$RCONF_B"
+ROVED_B_PID=$BG_PID
+wait_for 10 "member 02's control socket" status_ok "$RNS_S" "$SOCK_B" ||
+	die "member 02 did not come up"
 roam_start_client
 roam_wait_up || die "the tunnel does not come up"
 have_ticket() { compgen -G "$LAP_STATE/session-*" >/dev/null; }
@@ -93,6 +117,21 @@ replay() {
 	assert_eq "replay $1: bytes the target echoed" "$MSG" "$(echoed)"
 }
 replay live
+# Member 02 next, while the ticket's age still passes (wolfSSL allows
+# about 10 s of difference from the client's claim).
+nsx "$RNS_R" "$PY" "$ROAM_TOOL" replay "$WORK/capture" "$S_OUT:$PORT_B" \
+	--after "$t_start" --to "$S_OUT:$PORT" --wait 0.3 >"$WORK/replay-member.json"
+sleep 1
+log "replay to member 02: $(cat "$WORK/replay-member.json")"
+bget() { status_try "$RNS_S" "$SOCK_B" | jget "$1" 2>/dev/null; }
+assert_eq "replay to member 02: it took the ticket as another member's" 1 \
+	"$(bget tickets.group_resumed)"
+assert_eq "replay to member 02: the 0-RTT forward reached it" 1 \
+	"$(bget 'peers[name=laptop].forward_counters.opened_0rtt')"
+assert_eq "replay to member 02: connections the target accepted" 1 "$(accepts)"
+assert_eq "replay to member 02: bytes the target echoed" "$MSG" "$(echoed)"
+assert_eq "replay to member 02: its handshakes completed" 0 \
+	"$(bget 'peers[name=laptop].handshakes')"
 assert_eq "replay live: roved's forwards opened" "$(jf "$srv_ref" 'peers[name=laptop].forward_counters.opened')" "$(sfc opened)"
 assert_eq "replay live: roved's forwards from 0-RTT" 1 "$(sfc opened_0rtt)"
 kill -KILL "$LAP_PID"; wait "$LAP_PID" 2>/dev/null; forget_pid "$LAP_PID"
@@ -126,7 +165,7 @@ rc=0
 stop_pid "$ROVED_PID" || rc=$?
 forget_pid "$ROVED_PID"
 assert_eq "roved exit status after SIGTERM" 0 "$rc"
-rm -f "$ROVED_STATE/ticket.key"
+rm -f "$ROVED_STATE/ticket.key" "$WORK/group-keys/ticket.key"
 roam_start_roved
 have_ticket || die "the client has no ticket to try"
 first_forward rejected

@@ -5,7 +5,9 @@
 # namespace's hosts file) and by address (--socks5): HTTP 200 and the exact
 # body bytes, and each request shows up as one completed dynamic forward.
 # The forwards are given on the command line as ssh takes them: -D for the
-# SOCKS port, and -L for a local forward to the same server by name.
+# SOCKS port, and -L for a local forward to the same server by name. 300
+# silent connections to the SOCKS port cost rove at most 256 descriptors
+# (the oldest negotiation goes), and a real request still gets through.
 . "$(dirname "$0")/fwd-lib.sh"
 fwd_init "$@"
 command -v curl >/dev/null || die "curl is not installed"
@@ -77,4 +79,41 @@ if grep -q 'SOCKS5 .*(2)$' "$WORK/curl.err"; then
 else
 	fail "curl's error for a denied target: $(cat "$WORK/curl.err")"
 fi
+
+# 300 connections to the SOCKS port that never say a word: rove holds at
+# most 256 negotiations (each a descriptor), closing the oldest, and a
+# real SOCKS client still gets through at once.
+cat >"$WORK/silent.py" <<'EOF'
+import os, resource, socket, sys, time
+port, n, base = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+held = []
+for _ in range(n):
+    s = socket.create_connection(("127.0.0.1", port), timeout=2)
+    held.append(s)
+with open(base + ".n", "w") as f:
+    f.write("%d\n" % len(held))
+end = time.monotonic() + 30
+while time.monotonic() < end and not os.path.exists(base + ".stop"):
+    time.sleep(0.1)
+EOF
+fds0=$(ls "/proc/$LAP_PID/fd" | wc -l)
+bg silent "$NS_LAP" "$PY" "$WORK/silent.py" "$SOCKS_PORT" 300 "$WORK/silent"
+wait_for 10 "300 silent SOCKS connections" test -s "$WORK/silent.n" ||
+	fail "the silent SOCKS connections were not made"
+sleep 0.5
+fds1=$(ls "/proc/$LAP_PID/fd" | wc -l)
+if [ $((fds1 - fds0)) -le 256 ]; then
+	ok "300 silent SOCKS connections: rove holds $((fds1 - fds0)) more descriptors (<= 256)"
+else
+	fail "300 silent SOCKS connections: rove holds $((fds1 - fds0)) more descriptors (> 256)"
+fi
+fetch "small file by name, with 300 silent SOCKS connections" --socks5-hostname \
+	"http://target.test:$HTTP_PORT/hello.txt" "$WORK/hello2.txt" \
+	"$(sha256sum <"$WORK/www/hello.txt" | cut -d' ' -f1)" 20
+expect_eq "small file content, with them" "hello through socks" "$(cat "$WORK/hello2.txt")"
+expect_eq "rove's log lines about SOCKS negotiations closed" 1 \
+	"$(grep -c 'SOCKS negotiations at once' "$WORK/laptop.log")"
+touch "$WORK/silent.stop"
 fwd_finish
