@@ -35,29 +35,8 @@ start_roved_limited() {
 # hold NAME N: N idle connections to the metrics port from the server's
 # own namespace, held until $WORK/NAME.stop exists (at most 60 s); the
 # number made goes to $WORK/NAME.n.
-cat >"$WORK/hold.py" <<'EOF'
-import os, resource, socket, sys, time
-port, n, base = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-held = []
-for _ in range(n):
-    s = socket.socket()
-    s.settimeout(2)
-    try:
-        s.connect(("127.0.0.1", port))
-    except OSError:
-        s.close()
-        continue
-    held.append(s)
-with open(base + ".n", "w") as f:
-    f.write("%d\n" % len(held))
-end = time.monotonic() + 60
-while time.monotonic() < end and not os.path.exists(base + ".stop"):
-    time.sleep(0.1)
-EOF
 hold() {
-	bg "$1" "$NS_SRV" "$PY" "$WORK/hold.py" "$M_PORT" "$2" "$WORK/$1"
+	bg "$1" "$NS_SRV" "$PY" "$E2E_DIR/hold-conns.py" "$M_PORT" "$2" "$WORK/$1"
 	wait_for 20 "$1's connections" test -s "$WORK/$1.n" ||
 		fail "$1: no count of the connections made"
 }

@@ -83,23 +83,8 @@ fi
 # 300 connections to the SOCKS port that never say a word: rove holds at
 # most 256 negotiations (each a descriptor), closing the oldest, and a
 # real SOCKS client still gets through at once.
-cat >"$WORK/silent.py" <<'EOF'
-import os, resource, socket, sys, time
-port, n, base = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-held = []
-for _ in range(n):
-    s = socket.create_connection(("127.0.0.1", port), timeout=2)
-    held.append(s)
-with open(base + ".n", "w") as f:
-    f.write("%d\n" % len(held))
-end = time.monotonic() + 30
-while time.monotonic() < end and not os.path.exists(base + ".stop"):
-    time.sleep(0.1)
-EOF
 fds0=$(ls "/proc/$LAP_PID/fd" | wc -l)
-bg silent "$NS_LAP" "$PY" "$WORK/silent.py" "$SOCKS_PORT" 300 "$WORK/silent"
+bg silent "$NS_LAP" "$PY" "$E2E_DIR/hold-conns.py" "$SOCKS_PORT" 300 "$WORK/silent" 30
 wait_for 10 "300 silent SOCKS connections" test -s "$WORK/silent.n" ||
 	fail "the silent SOCKS connections were not made"
 sleep 0.5
