@@ -681,6 +681,31 @@ engine_apply(struct engine *e, const char *ifname, int ifindex,
 	return 0;
 }
 
+/* Does a note's `name` (a device, or resolvconf's record for one) name a
+ * device that `Tun` could have made? */
+static bool
+note_names_our_tun(const struct cfg *cfg, enum dns_backend b, const char *name)
+{
+	char want[RCNAME_MAX];
+	const char *dot;
+
+	if (cfg->tun == NULL)
+		return false;
+	if (b == DNS_BACKEND_RESOLVED)
+		return tun_name_matches(cfg->tun, name);
+	/* resolvconf: "PREFIX.DEVICE" (resolvconf_name) or "DEVICE". */
+	if (tun_name_matches(cfg->tun, name)) {
+		resolvconf_name(name, want);
+		if (strcmp(want, name) == 0)
+			return true;
+	}
+	if ((dot = strchr(name, '.')) != NULL && tun_name_matches(cfg->tun, dot + 1)) {
+		resolvconf_name(dot + 1, want);
+		return strcmp(want, name) == 0;
+	}
+	return false;
+}
+
 /* A note left by a run that did not get to restore: undo it now. */
 static void
 engine_recover(struct engine *e)
@@ -711,8 +736,10 @@ engine_recover(struct engine *e)
 			b = DNS_BACKEND_RESOLVCONF;
 	}
 	/* The note is ours, but it names what a privileged helper will run
-	 * on: only a plain name is taken. */
-	if (b == DNS_BACKEND_NONE || !safe_name(name, RCNAME_MAX))
+	 * on: only a plain name, and only one of our TUN devices (Tun), as
+	 * the helper itself would apply it. */
+	if (b == DNS_BACKEND_NONE || !safe_name(name, RCNAME_MAX) ||
+	    !note_names_our_tun(e->cfg, b, name))
 		log_warn("DNS: StateDir %s: ignoring a note that is not ours",
 		    e->cfg->state_dir);
 	else {

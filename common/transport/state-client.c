@@ -150,6 +150,11 @@ state_note_read(const char *dir, uid_t user, const char *name, void *buf,
 		xasprintf(cause, "StateDir %s: %s: %s", dir, name, strerror(errno));
 	else if (fstat(fd, &sb) == -1 || !S_ISREG(sb.st_mode))
 		xasprintf(cause, "StateDir %s: %s: not a regular file", dir, name);
+	/* StateDir is User's too: a note another user wrote (any process
+	 * running as User) is not ours to act on, least of all as root. */
+	else if (sb.st_uid != geteuid())
+		xasprintf(cause, "StateDir %s: %s: written by uid %u, not by us: "
+		    "ignored", dir, name, (unsigned)sb.st_uid);
 	else if ((n = read(fd, buf, cap)) == -1)
 		xasprintf(cause, "StateDir %s: %s: %s", dir, name, strerror(errno));
 	if (fd != -1)

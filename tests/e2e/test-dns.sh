@@ -18,7 +18,8 @@
 #    shows it; a clean exit restores it.
 # 2. rove killed (SIGKILL): its helper restores at once.
 # 3. rove and its helper killed: the next start undoes the change from
-#    its note in StateDir before it applies again.
+#    its note in StateDir before it applies again. A forged note (another
+#    device, or written by nobody) is ignored, and said to be.
 # 4. DNS = no: nothing is called, nothing changes.
 # 5. resolved (preferred over resolvconf when it runs): SetLinkDNS and
 #    SetLinkDomains on rove0's ifindex, RevertLink on exit and when rove
@@ -199,6 +200,27 @@ stop_lap
 expect_eq "resolvconf -d on exit" "uid=0 -d $RC_NAME -f | " "$(call 8)"
 expect_eq "the private resolv.conf at the end" "$ORIG_RESOLV" "$(cat "$RESOLV")"$'\n'
 
+# 3b. Forged notes: one naming another device (root's file, as the
+# helper writes it), one with the tunnel's own name but written by nobody
+# (rove's User: any process running as nobody could). The next start acts
+# on neither: it says so, and only applies.
+forged() {
+	local n0
+	printf '%s\n' "$1" >"$STATE/dns"
+	chown "$2" "$STATE/dns"
+	n0=$(calls)
+	start_lap "$WORK/bin:/usr/bin:/bin"
+	wait_for 5 "resolvconf -a" ncalls_is $((n0 + 1)) || true
+	expect_eq "$3: the next start only applies" \
+		"uid=0 -a $RC_NAME | $WANT_INPUT" "$(call $((n0 + 1)))"
+	check "$3: and says it ignores the note" grep -q "DNS: .*ignor" "$WORK/laptop-$RUN.log"
+	stop_lap
+	expect_eq "$3: then resolvconf -d on exit" "uid=0 -d $RC_NAME -f | " \
+		"$(call $((n0 + 2)))"
+}
+forged "resolvconf eth0" root "a note naming eth0"
+forged "resolvconf $RC_NAME" nobody "a note written by nobody"
+
 # 4. DNS = no.
 cp "$C/rove.conf" "$WORK/rove-dns-yes.conf"
 printf 'DNS = no\n' >>"$C/rove.conf"
@@ -208,7 +230,7 @@ no_children() { [ -z "$(cat "/proc/$LAP_PID/task/"*/children 2>/dev/null | tr -d
 check "no DNS helper with DNS = no" no_children
 check "laptop -> server with DNS = no" ping_ok "$NS_LAP" -c 3 -i 0.05 "$SRV_TUN4"
 stop_lap
-expect_eq "resolvconf calls with DNS = no" 8 "$(calls)"
+expect_eq "resolvconf calls with DNS = no" 12 "$(calls)"
 expect_eq "the private resolv.conf with DNS = no" "$ORIG_RESOLV" "$(cat "$RESOLV")"$'\n'
 cp "$WORK/rove-dns-yes.conf" "$C/rove.conf"
 
@@ -246,7 +268,7 @@ expect_eq "SetLinkDomains, search (not routing) domains" \
 	"SetLinkDomains uid=0 $IFX corp.example:0 example.org:0" "$(sed -n 2p "$FAKE_LOG")"
 expect_eq "dns.backend" resolved "$(lap_dns backend)"
 expect_eq "StateDir note" "resolved rove0" "$(cat "$STATE/dns" 2>/dev/null)"
-expect_eq "resolvconf not called while resolved runs" 8 "$(calls)"
+expect_eq "resolvconf not called while resolved runs" 12 "$(calls)"
 stop_lap
 expect_eq "RevertLink on exit" "RevertLink uid=0 $IFX" "$(sed -n 3p "$FAKE_LOG")"
 check "no StateDir note after exit" note_absent
@@ -288,7 +310,7 @@ expect_eq "dns.state without a backend" failed "$(lap_dns state)"
 expect_eq "dns.error" "neither systemd-resolved (on the system bus) nor resolvconf (in PATH) is there to take them" "$(lap_dns error)"
 check "laptop -> server without a backend" ping_ok "$NS_LAP" -c 3 -i 0.05 "$SRV_TUN4"
 stop_lap
-expect_eq "resolvconf calls in all" 8 "$(calls)"
+expect_eq "resolvconf calls in all" 12 "$(calls)"
 check "the host's /etc/resolv.conf is untouched at the end" host_resolv_untouched
 # The helper's reports go to the same log as rove's (SAN=1 builds).
 check "no sanitizer report from rove or its helper" \
