@@ -45,6 +45,7 @@
 #include "dns.h"
 #include "ops/privdrop.h"
 #include "transport/state.h"
+#include "tun/tun.h"
 
 #define NOTE_FILE "dns"
 #define RESOLVE1 "org.freedesktop.resolve1"
@@ -61,6 +62,7 @@
 /* What one process (the helper, or rove itself) has applied. */
 struct engine {
 	const struct cfg *cfg;
+	pid_t tun_holder;         /* the process whose TUN device it may touch */
 	uid_t note_user;          /* who else may own StateDir */
 	enum dns_backend applied; /* NONE: nothing */
 	char name[RCNAME_MAX];    /* resolvconf's record, or the device */
@@ -171,8 +173,8 @@ tun_name_matches(const char *pattern, const char *name)
 }
 
 static int
-check_request(const struct cfg *cfg, const char *ifname, int ifindex,
-    const struct dns_config *conf, char **cause)
+check_request(const struct cfg *cfg, pid_t holder, const char *ifname,
+    int ifindex, const struct dns_config *conf, char **cause)
 {
 	char name[IF_NAMESIZE];
 
@@ -198,7 +200,7 @@ check_request(const struct cfg *cfg, const char *ifname, int ifindex,
 	if (cfg->tun == NULL || !safe_name(ifname, IF_NAMESIZE) ||
 	    !tun_name_matches(cfg->tun, ifname) || ifindex <= 0 ||
 	    if_indextoname((unsigned)ifindex, name) == NULL ||
-	    strcmp(name, ifname) != 0) {
+	    strcmp(name, ifname) != 0 || !tun_held_by(holder, ifname)) {
 		set_cause(cause, "interface %d is not this tunnel's device", ifindex);
 		return -1;
 	}
@@ -594,6 +596,7 @@ engine_init(struct engine *e, const struct cfg *cfg)
 {
 	memset(e, 0, sizeof *e);
 	e->cfg = cfg;
+	e->tun_holder = getpid();
 	e->note_user = cfg->user != NULL ? cfg->uid : (uid_t)-1;
 }
 
@@ -641,7 +644,7 @@ engine_apply(struct engine *e, const char *ifname, int ifindex,
 	sd_bus *bus;
 
 	*used = DNS_BACKEND_NONE;
-	if (check_request(e->cfg, ifname, ifindex, conf, cause) != 0)
+	if (check_request(e->cfg, e->tun_holder, ifname, ifindex, conf, cause) != 0)
 		return -1;
 	engine_restore(e);
 	if (conf->nservers == 0 && conf->nsearch == 0)
@@ -780,6 +783,10 @@ helper_main(int fd, const struct cfg *cfg)
 	}
 	close_range(4, ~0U, 0);
 	engine_init(&e, cfg);
+	/* rove, whose request this helper serves with root's powers: only
+	 * the device rove itself holds, not another of the Tun pattern's
+	 * (another rove's, or one a compromised rove made up). */
+	e.tun_holder = getppid();
 	for (;;) {
 		n = recv(fd, &req, sizeof req, 0);
 		if (n == -1 && errno == EINTR)

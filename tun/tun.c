@@ -2,9 +2,11 @@
 #include <sys/ioctl.h>
 #include <sys/uio.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/if_tun.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -287,4 +289,43 @@ tun_writev(struct tun *t, const struct iovec *iov, int iovcnt)
 	if ((size_t)n != len)
 		return -EIO;
 	return 0;
+}
+
+bool
+tun_held_by(pid_t pid, const char *name)
+{
+	char path[64], line[64 + IF_NAMESIZE];
+	struct dirent *de;
+	bool held = false;
+	DIR *d;
+
+	snprintf(path, sizeof path, "/proc/%ld/fdinfo", (long)pid);
+	if ((d = opendir(path)) == NULL)
+		return false;
+	while (!held && (de = readdir(d)) != NULL) {
+		FILE *f;
+		int fd;
+
+		if (de->d_name[0] < '0' || de->d_name[0] > '9')
+			continue;
+		if ((fd = openat(dirfd(d), de->d_name, O_RDONLY | O_CLOEXEC)) == -1)
+			continue;
+		if ((f = fdopen(fd, "re")) == NULL) {
+			close(fd);
+			continue;
+		}
+		while (fgets(line, sizeof line, f) != NULL) {
+			size_t n = strcspn(line, "\n");
+
+			line[n] = '\0';
+			if (strncmp(line, "iff:\t", 5) == 0 &&
+			    strcmp(line + 5, name) == 0) {
+				held = true;
+				break;
+			}
+		}
+		fclose(f);
+	}
+	closedir(d);
+	return held;
 }

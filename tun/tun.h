@@ -38,6 +38,10 @@ int tun_attach(struct tun *, int fd, const char *name, bool offload,
     char **cause);
 /* Close the fd; a non-persistent TUN disappears with it. */
 void tun_close(struct tun *);
+/* Does process `pid` hold a descriptor attached to TUN device `name`?
+ * (/proc/PID/fdinfo says "iff: NAME" for one.) For a privileged helper
+ * that must act on its unprivileged parent's device and no other. */
+bool tun_held_by(pid_t pid, const char *name);
 
 /* Read one packet and its virtio_net_hdr into *hdr (zero without
  * IFF_VNET_HDR); returns its length, 0 if none is waiting (EAGAIN), or
