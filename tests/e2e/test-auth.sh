@@ -127,8 +127,12 @@ if wait_established branch; then ok "branch connects after the failed attempts";
 # just saved its ticket, must not resume the branch's session.
 stop_pid "$BR_PID"
 forget_pid "$BR_PID"
-nsx "$NS_BR" ls "$WORK/configs/state/branch" | grep -q . ||
-	fail "the branch saved no session to resume"
+# (Over TLS on TCP there are no tickets: the other key must fail all the
+# same.)
+if [ "${ROVE_TRANSPORT:-quic}" != tcp ]; then
+	compgen -G "$WORK/configs/state/branch/session-*" >/dev/null ||
+		fail "the branch saved no session to resume"
+fi
 BR_HS=$(srv_get 'peers[name=branch].handshakes')
 U0=$(srv_get drops.unknown_peer)
 c=$(client_conf newkey)
