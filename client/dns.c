@@ -62,7 +62,8 @@
 /* What one process (the helper, or rove itself) has applied. */
 struct engine {
 	const struct cfg *cfg;
-	pid_t tun_holder;         /* the process whose TUN device it may touch */
+	pid_t tun_holder;         /* the helper's: the process whose TUN
+	                           * device it may touch (0: rove itself) */
 	uid_t note_user;          /* who else may own StateDir */
 	enum dns_backend applied; /* NONE: nothing */
 	char name[RCNAME_MAX];    /* resolvconf's record, or the device */
@@ -200,7 +201,8 @@ check_request(const struct cfg *cfg, pid_t holder, const char *ifname,
 	if (cfg->tun == NULL || !safe_name(ifname, IF_NAMESIZE) ||
 	    !tun_name_matches(cfg->tun, ifname) || ifindex <= 0 ||
 	    if_indextoname((unsigned)ifindex, name) == NULL ||
-	    strcmp(name, ifname) != 0 || !tun_held_by(holder, ifname)) {
+	    strcmp(name, ifname) != 0 ||
+	    (holder != 0 && !tun_held_by(holder, ifname))) {
 		set_cause(cause, "interface %d is not this tunnel's device", ifindex);
 		return -1;
 	}
@@ -596,7 +598,6 @@ engine_init(struct engine *e, const struct cfg *cfg)
 {
 	memset(e, 0, sizeof *e);
 	e->cfg = cfg;
-	e->tun_holder = getpid();
 	e->note_user = cfg->user != NULL ? cfg->uid : (uid_t)-1;
 }
 

@@ -279,18 +279,18 @@ test_recover(void **state)
 	char *cause = NULL;
 
 	/* A run that crashed left its note: the next start undoes it. */
-	write_note(fx, "resolvconf tun.rove0\n");
+	write_note(fx, "resolvconf lo\n");
 	assert_non_null(d = dns_create(&fx->cfg, &cause));
-	assert_string_equal(take_calls(fx), "-d tun.rove0 -f | \n");
+	assert_string_equal(take_calls(fx), "-d lo -f | \n");
 	assert_null(read_note(fx));
 	dns_free(d);
 	assert_string_equal(take_calls(fx), "");
 
 	/* Also with DNS = no: undoing is never wrong. */
 	fx->cfg.dns = false;
-	write_note(fx, "resolvconf rove0\n");
+	write_note(fx, "resolvconf lo\n");
 	assert_non_null(d = dns_create(&fx->cfg, &cause));
-	assert_string_equal(take_calls(fx), "-d rove0 -f | \n");
+	assert_string_equal(take_calls(fx), "-d lo -f | \n");
 	dns_free(d);
 	fx->cfg.dns = true;
 
@@ -305,9 +305,28 @@ test_recover(void **state)
 	assert_string_equal(take_calls(fx), "");
 	assert_null(read_note(fx));
 	dns_free(d);
+	/* A plain name, but not a device Tun (lo here) could have made. */
+	write_note(fx, "resolvconf eth0\n");
+	assert_non_null(d = dns_create(&fx->cfg, &cause));
+	assert_string_equal(take_calls(fx), "");
+	assert_null(read_note(fx));
+	dns_free(d);
+	/* Written by another user (StateDir is User's too): not acted on.
+	 * Only root can hand the file to another user. */
+	if (geteuid() == 0) {
+		char path[160];
+
+		write_note(fx, "resolvconf lo\n");
+		snprintf(path, sizeof path, "%s/dns", fx->state);
+		assert_int_equal(chown(path, 65534, 65534), 0);
+		assert_non_null(d = dns_create(&fx->cfg, &cause));
+		assert_string_equal(take_calls(fx), "");
+		dns_free(d);
+		assert_int_equal(unlink(path), 0);
+	}
 	/* resolved, without a bus: nothing to revert (the link is gone
 	 * with the device, and resolved with it forgets it). */
-	write_note(fx, "resolved rove0\n");
+	write_note(fx, "resolved lo\n");
 	assert_non_null(d = dns_create(&fx->cfg, &cause));
 	assert_string_equal(take_calls(fx), "");
 	assert_null(read_note(fx));
