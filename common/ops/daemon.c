@@ -173,7 +173,7 @@ daemon_base_new(void)
  * is often 1024: take all the hard limit allows, so that running out
  * needs far more than an idle local user's connections. Returns the
  * limit in force. */
-rlim_t
+static rlim_t
 daemon_raise_nofile(void)
 {
 	struct rlimit rl;

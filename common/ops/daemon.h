@@ -4,7 +4,6 @@
 #define ROVE_DAEMON_H
 
 #include <event2/event.h>
-#include <sys/resource.h>
 
 #include "config/cfg.h"
 
@@ -64,8 +63,5 @@ struct daemon_ops {
  * and hands the result to ops->reload.
  * Returns the process exit status. */
 int daemon_main(int argc, char **argv, const struct daemon_ops *);
-/* Raise the soft RLIMIT_NOFILE to the hard one; returns the limit in
- * force (0 if unknown). daemon_main does it at start. */
-rlim_t daemon_raise_nofile(void);
 
 #endif

@@ -148,7 +148,6 @@ tick(struct recovery *r, uint64_t now_ms)
 	r->hold_us = hold;
 	r->active = recovery_ctl_repairs(&r->ctl, RECOVERY_GROUP) > 0;
 	r->st.loss = recovery_ctl_loss(&r->ctl);
-	r->st.overrun = r->ctl.overrun;
 }
 
 int
@@ -285,6 +284,7 @@ recovery_get_stats(const struct recovery *r, struct recovery_stats *st)
 	*st = r->st;
 	st->sending = r->sending;
 	st->active = r->sending && r->active;
+	st->overrun = r->ctl.overrun;
 	st->rebuilt = dc->rebuilt;
 	st->unrepaired = dc->unrepaired;
 	st->overwhelmed = dc->overwhelmed;

@@ -8,20 +8,20 @@
 
 struct pending {
 	size_t off, len;
-	unsigned row, slot;
 };
 
 struct spread {
 	struct fec_enc *enc[SPREAD_DEPTH];
 	unsigned k;
 	unsigned next;        /* the slot the next original goes to */
+	unsigned last;        /* the slot the last original went to */
 	uint32_t next_group;  /* the id the next group to open takes */
 	/* One close's repair frames, held until every group has made its
-	 * own, then sent row by row. */
+	 * own, then sent row by row: slot i's rows are pend[first[i]..]. */
 	uint8_t *frames;
 	size_t frames_len, frames_cap;
 	struct pending pend[SPREAD_DEPTH * FEC_MAX_M];
-	unsigned npend, closing_slot, closing_row;
+	unsigned npend, first[SPREAD_DEPTH], rows[SPREAD_DEPTH];
 };
 
 struct spread *
@@ -64,6 +64,7 @@ spread_add(struct spread *s, const uint8_t *pkt, size_t len, uint8_t *out,
 		return n;
 	if (fec_enc_count(e) == 1)
 		s->next_group++;
+	s->last = slot;
 	s->next = (slot + 1) % SPREAD_DEPTH;
 	return n;
 }
@@ -81,11 +82,8 @@ spread_count(const struct spread *s)
 bool
 spread_full(const struct spread *s)
 {
-	for (unsigned i = 0; i < SPREAD_DEPTH; i++) {
-		if (s->enc[i] != NULL && fec_enc_count(s->enc[i]) >= s->k)
-			return true;
-	}
-	return false;
+	/* Only the group the last original went to can have filled. */
+	return s->enc[s->last] != NULL && fec_enc_count(s->enc[s->last]) >= s->k;
 }
 
 size_t
@@ -114,8 +112,7 @@ hold_frame(const uint8_t *frame, size_t len, void *arg)
 	}
 	memcpy(s->frames + s->frames_len, frame, len);
 	p = &s->pend[s->npend++];
-	*p = (struct pending){ s->frames_len, len, s->closing_row++,
-	    s->closing_slot };
+	*p = (struct pending){ s->frames_len, len };
 	s->frames_len += len;
 }
 
@@ -133,14 +130,15 @@ spread_close(struct spread *s, unsigned (*repairs)(unsigned k, void *arg),
 		struct fec_enc *e = s->enc[i];
 		unsigned k = e != NULL ? fec_enc_count(e) : 0, m;
 
+		s->first[i] = s->npend;
+		s->rows[i] = 0;
 		if (k == 0)
 			continue;
 		m = repairs(k, arg);
 		if (m > FEC_MAX_M)
 			m = FEC_MAX_M;
-		s->closing_slot = i;
-		s->closing_row = 0;
 		(void)fec_enc_close(e, m, hold_frame, s);
+		s->rows[i] = s->npend - s->first[i];
 		info->groups++;
 		if (k > info->k) {
 			info->k = k;
@@ -155,15 +153,13 @@ spread_close(struct spread *s, unsigned (*repairs)(unsigned k, void *arg),
 	for (unsigned row = 0; row < maxrow; row++) {
 		for (unsigned j = 0; j < SPREAD_DEPTH; j++) {
 			unsigned slot = (s->next + j) % SPREAD_DEPTH;
+			const struct pending *p;
 
-			for (unsigned i = 0; i < s->npend; i++) {
-				const struct pending *p = &s->pend[i];
-
-				if (p->row == row && p->slot == slot) {
-					emit(s->frames + p->off, p->len, arg);
-					info->repairs++;
-				}
-			}
+			if (row >= s->rows[slot])
+				continue;
+			p = &s->pend[s->first[slot] + row];
+			emit(s->frames + p->off, p->len, arg);
+			info->repairs++;
 		}
 	}
 }
