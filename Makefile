@@ -47,7 +47,9 @@ OPT := -O1
 endif
 
 CFLAGS ?=
-CPPFLAGS += -D_GNU_SOURCE -I. -Icommon $(DEPS_CFLAGS)
+# The version both programs print (--version): the package's, one place.
+VERSION := $(shell head -1 debian/changelog | cut -d' ' -f2 | tr -d '()')
+CPPFLAGS += -D_GNU_SOURCE -I. -Icommon $(DEPS_CFLAGS) -DROVE_VERSION='"$(VERSION)"'
 ALL_CFLAGS := -std=c17 $(OPT) -g $(WARN) $(HARDEN) -fPIE \
 	-ftrivial-auto-var-init=zero -MMD -MP $(CFLAGS)
 SAN_FLAGS := -fsanitize=address,undefined
@@ -93,7 +95,7 @@ UNIT_SRC := $(wildcard tests/unit/*/test-*.c)
 UNIT_BIN := $(patsubst %.c,$(BUILD)/tests/%,$(notdir $(UNIT_SRC)))
 vpath test-%.c $(sort $(dir $(UNIT_SRC)))
 
-.PHONY: FORCE all deps test check check-layers check-unit check-configs check-e2e demo bench \
+.PHONY: FORCE all deps test check check-layers check-unit check-configs check-cli check-e2e demo bench \
 	clean distclean install uninstall deb
 
 all: $(BUILD)/roved $(BUILD)/rove $(BUILD)/tests/rove-load
@@ -144,13 +146,16 @@ check-unit: $(UNIT_BIN)
 check-configs: all
 	$(Q)tests/check-configs.sh $(BUILD)
 
+check-cli: all
+	$(Q)tests/check-cli.sh $(BUILD)
+
 # Which folder may include which (docs/ARCHITECTURE.md), and that the
 # check itself catches a slip planted in a copy of the tree.
 check-layers:
 	$(Q)tests/check-layers.sh
 	$(Q)tests/check-layers.sh --self-test
 
-check: check-layers check-unit check-configs
+check: check-layers check-unit check-configs check-cli
 
 # Test tools built on rove's own code: tun-probe drives tun/ for
 # test-tun.sh; quic-flood sends valid QUIC Initials at full rate, from one

@@ -21,6 +21,10 @@
 #                      server's the other way; the routes go with the
 #                      devices when the relay stops
 #   quiet_ping NS DEST one ping from NS to DEST answered within a second
+#   rove_recovery_up auto|off
+#                      roved and the laptop's rove with that LossRecovery
+#                      (in $WORK/configs' roved.conf and rove.conf),
+#                      established, and a ping through the tunnel answered
 #   rove_pings         one ping crosses rove's tunnel to roved
 #   rove_down          stops roved and the laptop's rove, so that the next
 #                      run starts from a fresh tunnel
@@ -72,6 +76,14 @@ relay_routes() {
 }
 
 rove_pings() { quiet_ping "$NS_C" "$SRV_TUN4"; }
+
+rove_recovery_up() {
+	conf_set "$WORK/configs/roved.conf" LossRecovery "$1"
+	conf_set "$WORK/configs/rove.conf" LossRecovery "$1"
+	start_roved
+	start_client laptop
+	wait_established laptop && wait_for 15 "a ping through rove" rove_pings
+}
 
 rove_down() {
 	stop_pids "${LAP_PID:-}" "${ROVED_PID:-}"

@@ -118,17 +118,6 @@ relay_stop() {
 	done < <(sed -n 's/^delay-relay: //p' "$WORK/$RELAY_LOG.log")
 }
 
-# rove_up auto|off: roved and the client with that LossRecovery,
-# established, and a ping through the tunnel answered (rove_down stops
-# them).
-rove_up() {
-	conf_set "$WORK/configs/roved.conf" LossRecovery "$1"
-	conf_set "$WORK/configs/rove.conf" LossRecovery "$1"
-	start_roved
-	start_client laptop
-	wait_established laptop && wait_for 15 "a ping through rove" rove_pings
-}
-
 iperf_listening() { nsx "$NS_S" ss -Hltn "sport = :$IPERF_PORT" | grep -q "$IPERF_PORT"; }
 
 # parse_iperf JSON DIR: "MBITS ZERO LONGEST RETRANS INTERVALS" from a
@@ -298,7 +287,7 @@ measure() {
 	local tun=$1 loss=$2 dir=$3 key=$1.$2.$3
 	case $tun in
 	rove|rove-off)
-		if rove_up "$([ "$tun" = rove ] && echo auto || echo off)"; then
+		if rove_recovery_up "$([ "$tun" = rove ] && echo auto || echo off)"; then
 			if [ "$dir" = up ]; then
 				run_iperf "$tun" "$loss" "$dir" "$SRV_TUN4" "$NS_S" rove0
 			else

@@ -1,5 +1,7 @@
 /* rove: subcommands up, genkey, pubkey and status. */
+#include <errno.h>
 #include <event2/event.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,38 +17,115 @@
 #include "ops/daemon.h"
 
 #define DEFAULT_CONFIG "/etc/rove/rove.conf"
+#define DEFAULT_SERVER_CONFIG "/etc/rove/roved.conf"
+
+static void
+help(FILE *out)
+{
+	fprintf(out, "usage: rove up -c FILE [-f] [-n] [-s] [-T] [-v] "
+	    "[-L [bind:]port:host:hostport]\n"
+	    "               [-R [bind:]port:host:hostport] [-D [bind:]port]\n"
+	    "       rove genkey [-o FILE]\n"
+	    "       rove pubkey < private.key\n"
+	    "       rove status [-s SOCKET | -c FILE] [-j | --json] [--summary]\n"
+	    "                   [--peer NAME]\n"
+	    "       rove --help | --version\n");
+	if (out == stderr)
+		return;
+	fprintf(out, "\n"
+	    "rove up: connect to the server in FILE and carry its tunnel and "
+	    "forwards\n"
+	    "  -c FILE  configuration file (rove.conf(5))\n"
+	    "  -f       stay in the foreground (rove always does)\n"
+	    "  -n       check the configuration (and the key, User) and exit\n"
+	    "  -s       log to syslog instead of standard error\n"
+	    "  -T       print the effective configuration and exit\n"
+	    "  -v       more logging (twice: QUIC internals too)\n"
+	    "  -L [bind:]port:host:hostport\n"
+	    "           listen on port here; the server connects to host:hostport\n"
+	    "  -R [bind:]port:host:hostport\n"
+	    "           the server listens on port; host:hostport is dialled here\n"
+	    "  -D [bind:]port\n"
+	    "           a SOCKS5 proxy on port; the server dials each request\n"
+	    "rove genkey: a new private key, to FILE (mode 0600) or standard "
+	    "output\n"
+	    "rove pubkey: the public key of the private key on standard input\n"
+	    "rove status: the state of a running rove (or roved)\n"
+	    "  -s SOCKET  its control socket\n"
+	    "  -c FILE    its configuration (the socket it names)\n"
+	    "  -j, --json      as JSON\n"
+	    "  --summary       totals only, no per-peer lines\n"
+	    "  --peer NAME     one peer only\n"
+	    "Without -s or -c: %s, else roved's %s.\n",
+	    DEFAULT_CONFIG, DEFAULT_SERVER_CONFIG);
+}
 
 static void __attribute__((noreturn))
 usage(void)
 {
-	fprintf(stderr, "usage: rove up -c FILE [-f] [-n] [-T] [-v] "
-	    "[-L [bind:]port:host:hostport]\n"
-	    "               [-R [bind:]port:host:hostport] [-D [bind:]port]\n"
-	    "       rove genkey > private.key\n"
-	    "       rove pubkey < private.key\n"
-	    "       rove status [-s SOCKET | -c FILE] [-j | --json] [--summary]\n"
-	    "                   [--peer NAME]\n");
+	help(stderr);
 	exit(2);
 }
 
+/* rove genkey [-o FILE]: with -o the key file is created 0600 whatever
+ * the umask (and an existing file is not replaced); on standard output a
+ * terminal, or a file others may read, is warned about, as wg genkey
+ * does. */
 static int
-cmd_genkey(void)
+cmd_genkey(int argc, char **argv)
 {
 	uint8_t priv[KEY_LEN];
 	char text[KEY_B64_LEN + 1];
+	const char *out = NULL;
+	struct stat st;
+	int ch, fd = STDOUT_FILENO, rv = 1;
 
-	if (isatty(STDOUT_FILENO))
+	while ((ch = getopt(argc, argv, "o:")) != -1) {
+		if (ch != 'o')
+			usage();
+		out = optarg;
+	}
+	if (optind != argc)
+		usage();
+	if (out != NULL) {
+		fd = open(out, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		if (fd == -1) {
+			fprintf(stderr, "rove: %s: %s\n", out, strerror(errno));
+			return 1;
+		}
+	} else if (isatty(STDOUT_FILENO)) {
 		fprintf(stderr, "rove: writing a private key to a terminal; "
-		    "redirect it to a file (umask 077)\n");
+		    "use rove genkey -o FILE\n");
+	} else if (fstat(STDOUT_FILENO, &st) == 0 && S_ISREG(st.st_mode) &&
+	    (st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
+		fprintf(stderr, "rove: warning: the private key goes to a file "
+		    "others can read (mode %04o); rove refuses such a key: "
+		    "chmod 600 it, or use rove genkey -o FILE\n",
+		    (unsigned)(st.st_mode & 07777));
+	}
 	if (key_generate(priv) != 0) {
 		fprintf(stderr, "rove: cannot generate a key\n");
-		return 1;
+		goto out;
 	}
 	key_encode(priv, text);
 	explicit_bzero(priv, sizeof priv);
-	printf("%s\n", text);
+	text[KEY_B64_LEN] = '\n';
+	if (write(fd, text, KEY_B64_LEN + 1) != KEY_B64_LEN + 1) {
+		fprintf(stderr, "rove: %s: %s\n", out != NULL ? out :
+		    "standard output", strerror(errno));
+		if (out != NULL)
+			unlink(out);
+		goto out;
+	}
+	rv = 0;
+out:
 	explicit_bzero(text, sizeof text);
-	return 0;
+	if (out != NULL && close(fd) != 0 && rv == 0) {
+		fprintf(stderr, "rove: %s: %s\n", out, strerror(errno));
+		unlink(out);
+		rv = 1;
+	}
+	return rv;
 }
 
 static int
@@ -143,8 +222,12 @@ cmd_status(int argc, char **argv)
 			usage();
 		}
 	}
+	/* Without -s or -c: this host's client, else its server. */
 	if (sock == NULL && path == NULL && access(DEFAULT_CONFIG, F_OK) == 0)
 		path = DEFAULT_CONFIG;
+	else if (sock == NULL && path == NULL &&
+	    access(DEFAULT_SERVER_CONFIG, F_OK) == 0)
+		path = DEFAULT_SERVER_CONFIG;
 	if (sock == NULL && path != NULL) {
 		if (status_config(path, &cfg) != 0) {
 			cfg_clear(&cfg);
@@ -152,8 +235,17 @@ cmd_status(int argc, char **argv)
 		}
 		sock = cfg.control_socket;
 	}
-	if (sock == NULL)
+	if (sock == NULL) {
+		char *server = cfg_default_socket(CFG_ROLE_SERVER);
+
 		sock = fallback = cfg_default_socket(CFG_ROLE_CLIENT);
+		if (access(sock, F_OK) != 0 && access(server, F_OK) == 0) {
+			free(fallback);
+			sock = fallback = server;
+		} else {
+			free(server);
+		}
+	}
 	snprintf(request, sizeof request, "status%s%s%s%s", json ? " json" : "",
 	    summary ? " summary" : "", peer != NULL ? " peer " : "",
 	    peer != NULL ? peer : "");
@@ -203,7 +295,7 @@ cmd_up(int argc, char **argv)
 	static const struct daemon_ops ops = {
 		.name = "rove",
 		.role = CFG_ROLE_CLIENT,
-		.usage = usage,
+		.help = help,
 		.create = create,
 		.shutdown = shutdown_client,
 		.free = free_client,
@@ -219,11 +311,19 @@ main(int argc, char **argv)
 {
 	if (argc < 2)
 		usage();
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+		help(stdout);
+		return 0;
+	}
+	if (strcmp(argv[1], "--version") == 0) {
+		printf("rove %s\n", ROVE_VERSION);
+		return 0;
+	}
 	/* Subcommand options start after the subcommand's name. */
 	if (strcmp(argv[1], "up") == 0)
 		return cmd_up(argc - 1, argv + 1);
-	if (strcmp(argv[1], "genkey") == 0 && argc == 2)
-		return cmd_genkey();
+	if (strcmp(argv[1], "genkey") == 0)
+		return cmd_genkey(argc - 1, argv + 1);
 	if (strcmp(argv[1], "pubkey") == 0 && argc == 2)
 		return cmd_pubkey();
 	if (strcmp(argv[1], "status") == 0)

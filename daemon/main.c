@@ -8,16 +8,21 @@
 #include "ops/daemon.h"
 #include "server.h"
 
-static void __attribute__((noreturn))
-usage(void)
+static void
+help(FILE *out)
 {
-	fprintf(stderr, "usage: roved -c FILE [-f] [-n] [-T] [-v]\n"
-	    "  -c FILE  configuration file\n"
+	fprintf(out, "usage: roved -c FILE [-f] [-n] [-s] [-T] [-v]\n"
+	    "       roved --help | --version\n");
+	if (out == stderr)
+		return;
+	fprintf(out, "\n"
+	    "Serve the peers in FILE: their tunnels and forwards.\n"
+	    "  -c FILE  configuration file (roved.conf(5))\n"
 	    "  -f       stay in the foreground (roved always does)\n"
-	    "  -n       check the configuration and exit\n"
+	    "  -n       check the configuration (and the key, User) and exit\n"
+	    "  -s       log to syslog instead of standard error\n"
 	    "  -T       print the effective configuration and exit\n"
 	    "  -v       more logging (twice: QUIC internals too)\n");
-	exit(2);
 }
 
 static void *
@@ -72,7 +77,7 @@ main(int argc, char **argv)
 	static const struct daemon_ops ops = {
 		.name = "roved",
 		.role = CFG_ROLE_SERVER,
-		.usage = usage,
+		.help = help,
 		.create = create,
 		.shutdown = shutdown_server,
 		.free = free_server,

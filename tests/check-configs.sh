@@ -65,6 +65,57 @@ for conf in roved.conf rove.conf rove2.conf; do
 	fi
 done
 
+# start_check NAME PROGRAM CONFIG WANT [RUNNER...]: `PROGRAM -n -c CONFIG`
+# (PROGRAM: rove, roved or the path of a roved)
+# (run by RUNNER, e.g. setpriv) fails with exactly the line WANT, FILE
+# standing for CONFIG: what start would refuse, -n refuses.
+start_check() {
+	local name=$1 prog=$2 conf=$3 want=$4 rc
+	shift 4
+	case $prog in
+	rove) "$@" "$build/rove" up -n -c "$conf" >"$tmp/out" 2>"$tmp/err" ;;
+	roved) "$@" "$build/roved" -n -c "$conf" >"$tmp/out" 2>"$tmp/err" ;;
+	*) "$@" "$prog" -n -c "$conf" >"$tmp/out" 2>"$tmp/err" ;;
+	esac
+	rc=$?
+	printf '%s\n' "$want" | awk -v f="$conf" '{ gsub(/FILE/, f); print }' >"$tmp/want"
+	if [ "$rc" -ne 1 ]; then
+		fail "-n, $name: exit $rc, not 1"
+		sed 's/^/    /' "$tmp/err"
+	elif ! cmp -s "$tmp/want" "$tmp/err"; then
+		fail "-n, $name: unexpected messages"
+		diff -u "$tmp/want" "$tmp/err" | sed 's/^/    /'
+	else
+		pass "-n, $name"
+	fi
+}
+
+c=$tmp/configs
+cp "$c/roved.conf" "$c/nokey.conf"
+sed -i 's|^PrivateKeyFile = .*|PrivateKeyFile = keys/missing.key|' "$c/nokey.conf"
+start_check "a missing key file" roved "$c/nokey.conf" \
+	"$c/keys/missing.key: No such file or directory"
+cp "$c/keys/laptop.key" "$c/keys/shared.key"
+chmod 644 "$c/keys/shared.key"
+cp "$c/rove.conf" "$c/sharedkey.conf"
+sed -i 's|^PrivateKeyFile = .*|PrivateKeyFile = keys/shared.key|' "$c/sharedkey.conf"
+start_check "a key others can read" rove "$c/sharedkey.conf" \
+	"$c/keys/shared.key: private key is accessible by group or others (mode 0644); chmod 600 it"
+cp "$c/roved.conf" "$c/open.conf"
+chmod 666 "$c/open.conf"
+start_check "a config anyone can write" roved "$c/open.conf" \
+	"FILE: writable by everyone (mode 0666); chmod o-w it"
+# User = nobody set while running as another user who is not root.
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+	# A copy of roved that user can run wherever the build lies.
+	cp "$build/roved" "$tmp/roved"
+	chmod 755 "$tmp" "$c" "$tmp/roved"
+	start_check "User while not root" "$tmp/roved" "$c/roved.conf" \
+		"FILE:$(grep -n '^User' "$c/roved.conf" | cut -d: -f1): User: running as uid 65533, not root: cannot switch to user 'nobody' (uid $(id -u nobody))" \
+		setpriv --reuid=65533 --regid=65533 --clear-groups
+	chmod 700 "$tmp"
+fi
+
 cd "$top" || exit 2
 for conf in tests/configs/bad-*.conf; do
 	want=${conf%.conf}.err

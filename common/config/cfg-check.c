@@ -283,6 +283,63 @@ check_peers(struct cfg_parse *cp)
 	check_unique_prefixes(cp);
 }
 
+/* Each peer without an Address in a family takes the next free host of
+ * the server's subnet at start (daemon/peer.c): say here, with the line of
+ * the first peer left without one, when the subnet is too small, so that
+ * -n catches it. Hosts also routed by AllowedIPs are skipped at start
+ * too; that rarer case is still found only there. */
+static void
+check_pool(struct cfg_parse *cp)
+{
+	const struct cfg *cfg = cp->cfg;
+	char n[ADDR_STRLEN];
+
+	if (!good(&cp->main, CFG_KEY_ADDRESS))
+		return;
+	for (size_t f = 0; f < cfg->naddrs; f++) {
+		const struct prefix *own = &cfg->addrs[f];
+		unsigned bits = own->addr.family == AF_INET ? 32 : 128;
+		unsigned host_bits = bits - own->len;
+		struct prefix net = *own;
+		uint64_t room, taken = 0, need = 0;
+
+		/* Beyond 2^32 hosts no list of peers fills the pool. */
+		if (host_bits > 32)
+			continue;
+		addr_prefix_mask(&net);
+		/* Not the network address, not the server's own, not the
+		 * IPv4 broadcast address (none on a /31). */
+		room = ((uint64_t)1 << host_bits) - 1;
+		room -= room > 0;
+		if (own->addr.family == AF_INET && own->len < 31)
+			room -= room > 0;
+		for (size_t i = 0; i < cfg->npeers; i++) {
+			for (size_t k = 0; k < cfg->peers[i].naddrs; k++) {
+				if (addr_prefix_contains(&net,
+				    &cfg->peers[i].addrs[k].addr))
+					taken++;
+			}
+		}
+		room = taken < room ? room - taken : 0;
+		for (size_t i = 0; i < cfg->npeers; i++) {
+			const struct cfg_peer *p = &cfg->peers[i];
+			bool have = false;
+
+			for (size_t k = 0; k < p->naddrs; k++)
+				have |= p->addrs[k].addr.family == own->addr.family;
+			if (have || ++need <= room)
+				continue;
+			error_at(cp, p->line, "peer '%s' has no %s Address, and the "
+			    "pool of %s (%llu free host%s) is used up by the peers "
+			    "before it: give it an Address, or the server a larger "
+			    "subnet", p->name != NULL ? p->name : "?",
+			    family_name(own->addr.family), addr_prefix_str(&net, n),
+			    (unsigned long long)room, room == 1 ? "" : "s");
+			break;
+		}
+	}
+}
+
 static void
 check_server(struct cfg_parse *cp, unsigned eof)
 {
@@ -312,6 +369,7 @@ check_server(struct cfg_parse *cp, unsigned eof)
 		error_at(cp, m->line[CFG_KEY_KEY_DIR], "KeyDir: needs a ServerID "
 		    "(each server of a group has its own)");
 	check_peers(cp);
+	check_pool(cp);
 }
 
 static const char *

@@ -468,7 +468,17 @@ cfg_load_options(const char *path, enum cfg_role role, struct cfg *cfg,
 	 * caller, roved's event loop on SIGHUP among them; only a regular
 	 * file is read. */
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)) == -1) {
-		file_error(errs, path, strerror(errno));
+		/* After dropping root (User), a reload reads as that user:
+		 * a root-only file then fails here, and the bare errno does
+		 * not say why. */
+		if (errno == EACCES && geteuid() != 0) {
+			snprintf(what, sizeof what, "%s (read as uid %u: make "
+			    "the file readable by that user, e.g. chgrp and "
+			    "chmod 640)", strerror(EACCES), (unsigned)geteuid());
+			file_error(errs, path, what);
+		} else {
+			file_error(errs, path, strerror(errno));
+		}
 		return -1;
 	}
 	if (fstat(fd, &st) == -1) {
@@ -481,6 +491,14 @@ cfg_load_options(const char *path, enum cfg_role role, struct cfg *cfg,
 	}
 	if (!S_ISREG(st.st_mode)) {
 		file_error(errs, path, "not a regular file");
+		goto out;
+	}
+	/* What the file says runs as root (Tun, routes, User, forwards):
+	 * one anyone can write is refused, as sshd refuses such a key. */
+	if (st.st_mode & S_IWOTH) {
+		snprintf(what, sizeof what, "writable by everyone (mode %04o); "
+		    "chmod o-w it", (unsigned)(st.st_mode & 07777));
+		file_error(errs, path, what);
 		goto out;
 	}
 	buf = xmalloc(CFG_MAX_FILE + 1);

@@ -6,10 +6,12 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "base/key.h"
 #include "base/log.h"
 #include "base/xmalloc.h"
 #include "config/cfg-diff.h"
@@ -189,6 +191,26 @@ daemon_raise_nofile(void)
 	return rl.rlim_cur;
 }
 
+/* What start would refuse that needs neither root nor the network, for
+ * -n (the units' ExecStartPre): the private key (present, private, a
+ * key) and User when not root. */
+static int
+check_startable(const struct cfg *cfg)
+{
+	uint8_t priv[KEY_LEN];
+	char *cause = NULL;
+
+	if (privdrop_needed(cfg, geteuid(), getegid(), &cause) == -1 ||
+	    key_load_private(cfg->private_key_file, priv, &cause) != 0) {
+		explicit_bzero(priv, sizeof priv);
+		fprintf(stderr, "%s\n", cause);
+		free(cause);
+		return -1;
+	}
+	explicit_bzero(priv, sizeof priv);
+	return 0;
+}
+
 int
 daemon_main(int argc, char **argv, const struct daemon_ops *ops)
 {
@@ -206,9 +228,23 @@ daemon_main(int argc, char **argv, const struct daemon_ops *ops)
 	void *prog;
 	rlim_t nofile;
 
-	while ((ch = getopt(argc, argv, ops->role == CFG_ROLE_CLIENT ?
-	    "c:fnsTvhL:R:D:" : "c:fnsTvh")) != -1) {
+	static const struct option longopts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+
+	while ((ch = getopt_long(argc, argv, ops->role == CFG_ROLE_CLIENT ?
+	    "c:fnsTvhL:R:D:" : "c:fnsTvh", longopts, NULL)) != -1) {
 		switch (ch) {
+		case 'h':
+			ops->help(stdout);
+			free(opts);
+			return 0;
+		case 'V':
+			printf("%s %s\n", ops->name, ROVE_VERSION);
+			free(opts);
+			return 0;
 		case 'L':
 		case 'R':
 		case 'D':
@@ -233,11 +269,14 @@ daemon_main(int argc, char **argv, const struct daemon_ops *ops)
 			verbose++;
 			break;
 		default:
-			ops->usage();
+			ops->help(stderr);
+			exit(2);
 		}
 	}
-	if (path == NULL || optind != argc)
-		ops->usage();
+	if (path == NULL || optind != argc) {
+		ops->help(stderr);
+		exit(2);
+	}
 	log_open(ops->name, verbose);
 	rv = daemon_load_config(path, ops->role, &cfg, opts, nopts);
 	if (rv != 0) {
@@ -248,9 +287,11 @@ daemon_main(int argc, char **argv, const struct daemon_ops *ops)
 	if (check || print) {
 		if (print)
 			cfg_print(&cfg, stdout);
+		else
+			rv = check_startable(&cfg);
 		free(opts);
 		cfg_clear(&cfg);
-		return 0;
+		return rv == 0 ? 0 : 1;
 	}
 	/* Config errors went to stderr, to whoever ran us; from here on the
 	 * log may go to syslog. */

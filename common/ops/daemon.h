@@ -4,6 +4,7 @@
 #define ROVE_DAEMON_H
 
 #include <event2/event.h>
+#include <stdio.h>
 
 #include "config/cfg.h"
 
@@ -29,7 +30,8 @@ struct event_base *daemon_base_new(void);
 struct daemon_ops {
 	const char *name;        /* for logs: "roved", "rove" */
 	enum cfg_role role;
-	void (*usage)(void);     /* prints and exits */
+	/* The usage lines; to stdout (--help), every option described too. */
+	void (*help)(FILE *);
 	void *(*create)(struct event_base *, const struct cfg *, int verbose,
 	    char **cause);
 	void (*shutdown)(void *);  /* on SIGINT/SIGTERM */
