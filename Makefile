@@ -4,7 +4,9 @@
 #   make test       layer check, unit tests, config checks, end-to-end
 #                   tests (root)
 #   make demo       a real tunnel between network namespaces, with traffic
-#   make bench      throughput against wireguard-go and the raw link; forward
+#   make bench      throughput against wireguard-go and the raw link; what
+#                   loss recovery costs on a clean link (bench/recovery-cost.sh,
+#                   LossRecovery = auto against off in pairs); forward
 #                   set-up time against ssh -L (bench/setup.sh); forwards
 #                   over a WAN path with a bottleneck (bench/wan.sh); thousands
 #                   of peers on one roved (bench/scale.sh); a group of two
@@ -191,6 +193,8 @@ demo: all
 
 bench: all $(BUILD)/tests/delay-relay $(E2E_TOOLS)
 	$(Q)bench/run.sh $(BUILD)
+	$(Q)bench/recovery-cost.sh $(BUILD)
+	$(Q)BENCH_STREAMS=4 bench/recovery-cost.sh $(BUILD)
 	$(Q)bench/forward.sh $(BUILD)
 	$(Q)bench/wan.sh $(BUILD)
 	$(Q)bench/setup.sh $(BUILD)
