@@ -116,13 +116,13 @@ states_up=$(nsx "$NS_SRV" "$BUILD/rove" status -s "$ROVED_SOCK" --json --summary
 # reload_ms: SIGHUP, then worker 0's "reload done in MS ms".
 reload_ms() {
 	local before i
-	before=$(grep -c '^roved: reload done in' "$WORK/roved.log")
+	before=$(grep -c 'roved: reload done in' "$WORK/roved.log")
 	kill -HUP "$ROVED_PID"
 	for ((i = 0; i < 1000; i++)); do
-		[ "$(grep -c '^roved: reload done in' "$WORK/roved.log")" -gt "$before" ] && break
+		[ "$(grep -c 'roved: reload done in' "$WORK/roved.log")" -gt "$before" ] && break
 		sleep 0.01
 	done
-	grep '^roved: reload done in' "$WORK/roved.log" | sed -n "$((before + 1))s/.* in \([0-9.]*\) ms/\1/p"
+	grep 'roved: reload done in' "$WORK/roved.log" | sed -n "$((before + 1))s/.* in \([0-9.]*\) ms/\1/p"
 }
 reload_same_ms=$(reload_ms)
 "$BUILD/tests/rove-load" gen -n 1 -k "$WORK/extra.keys" -p "$WORK/extra-peer.conf" >/dev/null ||

@@ -9,6 +9,7 @@
 #ifndef ROVE_CLIENT_INT_H
 #define ROVE_CLIENT_INT_H
 
+#include <event2/dns.h>
 #include <event2/event.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -102,11 +103,24 @@ struct client {
 	 * them, and whether the policy rules for it are in place. */
 	uint32_t fwmark;
 	bool policy_on;
+	int policy_family;       /* of the rules (the server may move) */
 
 	struct tunnel_counters counters;
 	uint64_t handshakes;
 	uint64_t reloads, reloads_refused;
 	unsigned failures;   /* consecutive, for the back-off */
+	bool session_up;     /* qc completed its handshake */
+	/* The server's names, looked up again before a reconnect
+	 * (client-resolve.c). */
+	struct evdns_base *resolver;
+	struct client_lookup {
+		struct client *c;
+		struct evdns_getaddrinfo_request *req;
+	} lookup[2];             /* [0] Server's name, [1] ServerTCP's */
+	unsigned lookups;        /* a round's answers still to come */
+	bool lookup_failed;      /* one of them failed */
+	bool looked_up;          /* the round ended: connect with it */
+	bool resolved;           /* have an address (else: only a name) */
 	struct event *reconnect_ev;
 	struct control *control;
 	struct metrics *metrics;    /* MetricsListen; NULL: off */
@@ -161,6 +175,17 @@ void client_probe_now(struct client *);
 /* Connect (again) to the server: a new session over QUIC, with 0-RTT if
  * a ticket is remembered, or over TLS on TCP (Transport = tcp). */
 void client_connect(struct client *);
+/* An attempt to connect failed before it began: back off and retry. */
+void client_connect_failed(struct client *);
+
+/* client-resolve.c. At start: resolve the server's names; a temporary
+ * failure is logged and left to the reconnects (0), a name that does not
+ * exist is an error (-1, *cause). */
+int client_resolve_init(struct client *, char **cause);
+/* Before connecting: true when a lookup was started instead (it calls
+ * client_connect, or client_connect_failed, when done). */
+bool client_resolve_again(struct client *);
+void client_resolve_free(struct client *);
 /* The service manager learns we are up (READY, the first time) and over
  * which path; `what` says how far the session is. */
 void client_notify(struct client *, const char *what);

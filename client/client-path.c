@@ -70,7 +70,10 @@ udp_read_cb(evutil_socket_t fd, short what, void *arg)
 		    got == -ENETUNREACH) && cs == c->sock && qc == c->qc &&
 		    c->cfg->transport == CFG_TRANSPORT_AUTO &&
 		    quic_conn_state(qc) == QUIC_STATE_HANDSHAKING)
-			client_start_alt(c, "UDP unreachable (ICMP)");
+			client_start_alt(c, got == -ECONNREFUSED ?
+			    "nothing listens on the server's UDP port "
+			    "(ICMP port unreachable)" : "the server is "
+			    "unreachable over UDP (ICMP)");
 		for (int i = 0; i < got; i++) {
 			for (size_t off = 0; off < r[i].len; off += r[i].segsize) {
 				size_t seg = r[i].len - off < r[i].segsize ?

@@ -129,6 +129,7 @@ route_table(struct client *c, const struct prefix *net)
 			return 0;
 		}
 		c->policy_on = true;
+		c->policy_family = c->server_ip.family;
 		log_info("the tunnel covers the server: its routes go to table "
 		    "%u, for packets without firewall mark 0x%x",
 		    (unsigned)c->fwmark, (unsigned)c->fwmark);

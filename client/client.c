@@ -48,6 +48,19 @@
 /* Application close codes of the protocol (docs/PROTOCOL.md). */
 #define APP_ERR_NOT_ALLOWED 3
 
+/* "198.18.3.2:4433 (QUIC)", "[fd00:3::2]:443 (TLS over TCP)": where a
+ * session goes, for the log. */
+static const char *
+endpoint_str(const struct client *c, bool tcp, char *buf, size_t len)
+{
+	char a[ADDR_STRLEN];
+
+	addr_sockaddr_str((const struct sockaddr *)(tcp ? &c->server_tcp :
+	    &c->server), a);
+	snprintf(buf, len, "%s (%s)", a, tcp ? "TLS over TCP" : "QUIC");
+	return buf;
+}
+
 static void schedule_probe(struct client *);
 
 /* `next`, established, becomes the session in place of the current one,
@@ -117,8 +130,10 @@ take_session(struct client *c, struct quic_conn *qc)
 		}
 		c->alt = NULL;
 		c->alt_waited = false;
-		log_info("the session moves to TLS over TCP (%s:%u)",
-		    c->cfg->server_tcp_host, (unsigned)c->cfg->server_tcp_port);
+		char ep[ADDR_STRLEN + 32];
+
+		log_info("the session moves to %s", endpoint_str(c, true, ep,
+		    sizeof ep));
 		c->roam.tcp_fallbacks++;
 		c->alt_failures = 0;
 		switch_session(c, qc);
@@ -191,6 +206,7 @@ handshake_done_cb(struct quic_conn *qc, void *arg)
 
 	if (!take_session(c, qc))
 		return;
+	c->session_up = true;
 	/* Every session after the first is a reconnect, whichever way the
 	 * last one went: lost, given up for TLS over TCP, or replaced by a
 	 * transport switch. */
@@ -317,6 +333,24 @@ schedule_reconnect(struct client *c)
 	evtimer_add(c->reconnect_ev, &tv);
 }
 
+/* What a newcomer should check after a connection that never came up,
+ * from how it failed ("" when the reason says it all). */
+static const char *
+connect_hint(const struct quic_close_info *ci, bool tcp)
+{
+	if (tcp && strstr(ci->reason, "refused") != NULL)
+		return ": nothing listens there; is ListenTCP set in roved.conf?";
+	if (!tcp && strstr(ci->reason, "refused") != NULL)
+		return ": nothing listens there; is roved running, on that port?";
+	if (!tcp && !ci->remote)
+		return ": no answer; is roved running and listening on that "
+		    "address family and port, and UDP let through?";
+	if (tcp && !ci->remote)
+		return ": no answer; is ListenTCP set in roved.conf, and TCP let "
+		    "through?";
+	return "";
+}
+
 /* A TLS alert (CRYPTO_ERROR 0x100 + alert) that says the server refused
  * our certificate, i.e. our key: retrying cannot help, so rove stops.
  * Any other alert (internal_error, or none at all) may be transient and
@@ -384,8 +418,16 @@ other_closed(struct client *c, struct quic_conn *qc,
 	}
 	if (ci->pin_mismatch || refused(ci))
 		return false;
-	log_info("%s failed: %s", probe ? "QUIC probe" : "TLS over TCP",
-	    ci->reason[0] ? ci->reason : "unknown reason");
+	if (probe) {
+		log_info("QUIC probe failed: %s",
+		    ci->reason[0] ? ci->reason : "unknown reason");
+	} else {
+		char ep[ADDR_STRLEN + 32];
+
+		log_warn("cannot connect to %s: %s%s", endpoint_str(c, true, ep,
+		    sizeof ep), ci->reason[0] ? ci->reason : "unknown reason",
+		    connect_hint(ci, true));
+	}
 	/* A server without ListenTCP refuses at once: do not ask again
 	 * every TRANSPORT_CHECK_MS, but after 2 s, doubling to a minute. */
 	if (alt) {
@@ -423,6 +465,8 @@ closed_cb(struct quic_conn *qc, const struct quic_close_info *info, void *arg)
 	char want[KEY_B64_LEN + 1], got[KEY_B64_LEN + 1];
 	struct quic_close_info copy = *info; /* it lives in the connection */
 	const struct quic_close_info *ci = &copy;
+	bool was_up = c->session_up, was_tcp = quic_conn_is_tcp(qc);
+	char ep[ADDR_STRLEN + 32];
 
 	if (qc != c->qc) {
 		if (other_closed(c, qc, ci))
@@ -440,6 +484,7 @@ closed_cb(struct quic_conn *qc, const struct quic_close_info *info, void *arg)
 		client_tun_session_gone(c);
 		quic_conn_free(c->qc);
 		c->qc = NULL;
+		c->session_up = false;
 		c->configured = false;
 		c->ctl_open = false;
 		c->ctllen = 0;
@@ -476,8 +521,14 @@ closed_cb(struct quic_conn *qc, const struct quic_close_info *info, void *arg)
 		    ci->reason[0] ? ci->reason : "unknown reason");
 		return;
 	}
-	log_warn("connection lost: %s%s", ci->remote ? "closed by server: " : "",
-	    ci->reason[0] ? ci->reason : "unknown reason");
+	if (!was_up)
+		log_warn("cannot connect to %s: %s%s", endpoint_str(c, was_tcp, ep,
+		    sizeof ep), ci->reason[0] ? ci->reason : "unknown reason",
+		    connect_hint(ci, was_tcp));
+	else
+		log_warn("connection to %s lost: %s%s", endpoint_str(c, was_tcp,
+		    ep, sizeof ep), ci->remote ? "closed by the server: " : "",
+		    ci->reason[0] ? ci->reason : "unknown reason");
 	if (ci->stateless_reset) {
 		/* The server restarted and told us so: come back at once
 		 * (with 0-RTT); back off only if it is not there yet. */
@@ -558,47 +609,6 @@ ticket_spent_cb(struct quic_conn *qc, void *arg)
 		state_client_forget(c->cfg->state_dir, c->session_id);
 }
 
-static int
-resolve(const char *host, uint16_t port, int socktype,
-    struct sockaddr_storage *ss, socklen_t *len, char **cause)
-{
-	struct addrinfo hints = { .ai_socktype = socktype }, *res;
-	char pbuf[8];
-	int rv;
-
-	snprintf(pbuf, sizeof pbuf, "%u", port);
-	if ((rv = getaddrinfo(host, pbuf, &hints, &res)) != 0) {
-		xasprintf(cause, "%s: %s", host, gai_strerror(rv));
-		return -1;
-	}
-	memcpy(ss, res->ai_addr, res->ai_addrlen);
-	*len = res->ai_addrlen;
-	freeaddrinfo(res);
-	return 0;
-}
-
-static int
-resolve_server(struct client *c, char **cause)
-{
-	const struct cfg *cfg = c->cfg;
-	uint16_t p;
-
-	if (cfg->transport != CFG_TRANSPORT_TCP && resolve(cfg->server_host,
-	    cfg->server_port, SOCK_DGRAM, &c->server, &c->serverlen, cause) != 0)
-		return -1;
-	if (cfg->transport != CFG_TRANSPORT_QUIC && resolve(cfg->server_tcp_host,
-	    cfg->server_tcp_port, SOCK_STREAM, &c->server_tcp, &c->server_tcplen,
-	    cause) != 0)
-		return -1;
-	/* Over TCP only, the TCP server is the one whose path to keep out
-	 * of the tunnel. */
-	if (cfg->transport == CFG_TRANSPORT_TCP) {
-		memcpy(&c->server, &c->server_tcp, c->server_tcplen);
-		c->serverlen = c->server_tcplen;
-	}
-	return addr_from_sockaddr((struct sockaddr *)&c->server, &c->server_ip, &p);
-}
-
 /* The firewall mark of this TUN's own packets, and the number of its
  * policy routing table (tun_netlink_policy): from the device's name, so
  * that two clients with two TUNs keep apart, and in a range ("r" in the
@@ -617,12 +627,11 @@ tunnel_fwmark(const char *tun)
 void
 client_start_alt(struct client *c, const char *why)
 {
-	char *cause = NULL;
+	char *cause = NULL, ep[ADDR_STRLEN + 32];
 
 	if (c->alt != NULL || c->stopping || clock_now_ms() < c->alt_not_before)
 		return;
-	log_info("%s: trying TLS over TCP to %s:%u", why, c->cfg->server_tcp_host,
-	    (unsigned)c->cfg->server_tcp_port);
+	log_info("%s: trying %s too", why, endpoint_str(c, true, ep, sizeof ep));
 	c->alt_waited = false;
 	c->alt = quic_tcp_client_create(c->base, &c->qs, &client_cbs, c,
 	    c->tls_tcp, (struct sockaddr *)&c->server_tcp, c->server_tcplen,
@@ -751,6 +760,20 @@ client_probe_now(struct client *c)
 	probe_cb(-1, 0, c);
 }
 
+/* One line per attempt; repeats are numbered (the back-off between
+ * them is logged where it is chosen). */
+static void
+log_connecting(const struct client *c, bool tcp)
+{
+	char ep[ADDR_STRLEN + 32];
+
+	if (c->failures == 0)
+		log_info("connecting to %s", endpoint_str(c, tcp, ep, sizeof ep));
+	else
+		log_info("connecting to %s, attempt %u", endpoint_str(c, tcp,
+		    ep, sizeof ep), c->failures + 1);
+}
+
 /* Transport = tcp: the session over TLS on TCP. */
 static void
 connect_tcp(struct client *c)
@@ -761,6 +784,7 @@ connect_tcp(struct client *c)
 	c->old_sock = NULL;
 	client_path_sock_free(c->sock);
 	c->sock = NULL;
+	log_connecting(c, true);
 	c->qc = quic_tcp_client_create(c->base, &c->qs, &client_cbs, c,
 	    c->tls_tcp, (struct sockaddr *)&c->server_tcp, c->server_tcplen,
 	    &cause);
@@ -774,12 +798,20 @@ connect_tcp(struct client *c)
 }
 
 void
+client_connect_failed(struct client *c)
+{
+	schedule_reconnect(c);
+}
+
+void
 client_connect(struct client *c)
 {
 	struct quic_resume resume = { .early_data = c->cfg->zero_rtt };
 	uint8_t *session = NULL, *params = NULL;
 	char *cause = NULL;
 
+	if (client_resolve_again(c))
+		return;
 	if (c->cfg->transport == CFG_TRANSPORT_TCP) {
 		connect_tcp(c);
 		return;
@@ -813,6 +845,7 @@ client_connect(struct client *c)
 		return;
 	}
 	quic_conn_set_send_limit(c->qc, c->cfg->forward_memory);
+	log_connecting(c, false);
 	quic_conn_write(c->qc);
 	/* Writing the ClientHello installed the 0-RTT keys, if the ticket
 	 * allows early data: held connections go in the first flight. */
@@ -905,7 +938,7 @@ client_create(struct event_base *base, const struct cfg *cfg, int verbose,
 		    cause);
 	explicit_bzero(priv, sizeof priv);
 	if (c->tls == NULL || (cfg->transport != CFG_TRANSPORT_QUIC &&
-	    c->tls_tcp == NULL) || resolve_server(c, cause) != 0)
+	    c->tls_tcp == NULL) || client_resolve_init(c, cause) != 0)
 		goto fail;
 	tls_ctx_enable_resumption(c->tls, TLS_ROLE_CLIENT, cfg->zero_rtt);
 	if (cfg->keylog_file != NULL &&
@@ -995,12 +1028,13 @@ client_free(struct client *c)
 	/* The routes in the policy table go with the device; the rules
 	 * would outlive us. */
 	if (c->policy_on &&
-	    tun_netlink_policy(false, c->server_ip.family, c->fwmark, &cause) != 0) {
+	    tun_netlink_policy(false, c->policy_family, c->fwmark, &cause) != 0) {
 		log_warn("removing the tunnel's policy rules: %s", cause);
 		free(cause);
 	}
 	if (c->tun_ev != NULL)
 		event_free(c->tun_ev);
+	client_resolve_free(c);
 	/* While the device is there: resolved's link still has it. */
 	dns_free(c->dns);
 	/* Routes through the TUN vanish with the device. */

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
+#include <time.h>
 
 #include "log.h"
 
@@ -60,11 +61,27 @@ log_get_level(void)
 	return log_level;
 }
 
+/* "2026-12-06 14:40:01.123", local time: a foreground log (a terminal,
+ * a file) says when; the journal and syslog stamp lines themselves. */
+static const char *
+timestamp(char buf[static 32])
+{
+	struct timespec ts;
+	struct tm tm;
+	size_t n;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	localtime_r(&ts.tv_sec, &tm);
+	n = strftime(buf, 24, "%Y-%m-%d %H:%M:%S", &tm);
+	snprintf(buf + n, 32 - n, ".%03ld", ts.tv_nsec / 1000000);
+	return buf;
+}
+
 void
 log_vmsg(enum log_level level, const char *fmt, va_list ap)
 {
 	static const char *const prefix[] = { "error: ", "warning: ", "", "debug: " };
-	char line[1024];
+	char line[1024], stamp[32];
 
 	if (level > log_level)
 		return;
@@ -75,7 +92,8 @@ log_vmsg(enum log_level level, const char *fmt, va_list ap)
 		fprintf(stderr, "<%d>%s: %s%s\n", log_priority[level], log_name,
 		    prefix[level], line);
 	else
-		fprintf(stderr, "%s: %s%s\n", log_name, prefix[level], line);
+		fprintf(stderr, "%s %s: %s%s\n", timestamp(stamp), log_name,
+		    prefix[level], line);
 }
 
 void

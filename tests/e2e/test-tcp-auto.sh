@@ -179,10 +179,10 @@ start_client laptop
 wait_for 5 "the session on TCP" transport_is tcp ||
 	fail "UDP refused: the session did not come up over TCP"
 log "UDP refused by ICMP: on TCP after $(elapsed "$t0" "$(now)") s"
-if grep -q "UDP unreachable (ICMP): trying TLS over TCP" "$WORK/laptop.log"; then
+if grep -q "nothing listens on the server's UDP port (ICMP port unreachable): trying .*(TLS over TCP) too" "$WORK/laptop.log"; then
 	ok "UDP refused: TCP started on the ICMP error"
 else
-	fail "UDP refused: no 'UDP unreachable (ICMP)' in rove's log"
+	fail "UDP refused: no 'nothing listens on the server's UDP port' in rove's log"
 fi
 check "UDP refused: pings over TCP" ping_ok "$NS_LAP" -c 5 -i 0.05 "$SRV_TUN4"
 nsx "$NS_SRV" nft delete table inet rove_reject
