@@ -110,6 +110,7 @@ struct client {
 	uint64_t reloads, reloads_refused;
 	unsigned failures;   /* consecutive, for the back-off */
 	bool session_up;     /* qc completed its handshake */
+	uint64_t latest_handshake; /* wall-clock seconds; 0: never */
 	/* The server's names, looked up again before a reconnect
 	 * (client-resolve.c). */
 	struct evdns_base *resolver;

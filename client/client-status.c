@@ -30,9 +30,12 @@ client_status(struct client *c, struct client_status *cs)
 		    c->qc != NULL ? status_state_name(c->qc) : "connecting",
 		.allowed = c->routes,
 		.nallowed = c->nroutes,
-		.remote = (struct sockaddr *)&c->server,
+		/* Before a session: where the next one goes. */
+		.remote = (struct sockaddr *)(c->cfg->transport ==
+		    CFG_TRANSPORT_TCP ? &c->server_tcp : &c->server),
 		.counters = &c->counters,
 		.handshakes = c->handshakes,
+		.latest_handshake = c->latest_handshake,
 		.connection_id = c->qc != NULL ? quic_conn_id(c->qc) : NULL,
 		.fwd_counters = forward_counters(c->fwd),
 		.roam = c->roam,
@@ -43,6 +46,7 @@ client_status(struct client *c, struct client_status *cs)
 	cs->st = (struct status){
 		.role = "client",
 		.tun = c->tun_open ? c->tun.name : NULL,
+		.tun_pending = c->tun_open ? NULL : c->cfg->tun,
 		.addrs = c->addrs,
 		.naddrs = c->naddrs,
 		.counters = &c->counters,
@@ -66,7 +70,12 @@ client_status(struct client *c, struct client_status *cs)
 	if (c->qc != NULL) {
 		socklen_t len;
 
+		cs->sp.remote = quic_conn_remote(c->qc, &len);
 		cs->sp.local = quic_conn_local(c->qc, &len);
+		if (quic_conn_state(c->qc) == QUIC_STATE_ESTABLISHED) {
+			cs->sp.has_rx_idle = true;
+			cs->sp.rx_idle_ms = quic_conn_rx_idle_ms(c->qc);
+		}
 		cs->sp.has_quic = true;
 		quic_conn_get_stats(c->qc, &cs->sp.quic);
 		if (c->rec != NULL) {

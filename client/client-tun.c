@@ -62,14 +62,6 @@ can_send(struct client *c)
 	    quic_conn_state(c->qc) == QUIC_STATE_ESTABLISHED);
 }
 
-static bool
-is_multicast(const struct ipaddr *a)
-{
-	if (a->family == AF_INET)
-		return (a->b[0] & 0xf0) == 0xe0 || (a->b[0] == 255 && a->b[1] == 255 &&
-		    a->b[2] == 255 && a->b[3] == 255);
-	return a->b[0] == 0xff;
-}
 
 /* A packet from the TUN goes to the server, if it may go now. */
 static void
@@ -79,10 +71,14 @@ send_read(uint8_t *buf, size_t n, const struct virtio_net_hdr *vh,
 	struct client *c = arg;
 
 	/* The tunnel is point-to-point: the kernel's own multicast
-	 * (neighbour and router solicitations) has nobody to reach. */
+	 * (neighbour and router solicitations, MLD) has nobody to reach. */
+	if (addr_is_multicast(&info->dst)) {
+		tunnel_drop(TUNNEL_DROP_MULTICAST, NULL, &c->counters);
+		return;
+	}
 	/* While reconnecting with 0-RTT, packets go in the first flight
 	 * (DATAGRAMs only: replaying one is like a network duplicate). */
-	if (c->qc == NULL || is_multicast(&info->dst) || !can_send(c)) {
+	if (c->qc == NULL || !can_send(c)) {
 		tunnel_drop(TUNNEL_DROP_NO_ROUTE, NULL, &c->counters);
 		return;
 	}

@@ -207,6 +207,7 @@ handshake_done_cb(struct quic_conn *qc, void *arg)
 	if (!take_session(c, qc))
 		return;
 	c->session_up = true;
+	c->latest_handshake = clock_wall();
 	/* Every session after the first is a reconnect, whichever way the
 	 * last one went: lost, given up for TLS over TCP, or replaced by a
 	 * transport switch. */

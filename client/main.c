@@ -11,6 +11,7 @@
 
 #include "base/key.h"
 #include "base/log.h"
+#include "base/xmalloc.h"
 #include "client.h"
 #include "config/cfg.h"
 #include "ops/control.h"
@@ -175,6 +176,38 @@ out:
 	return rv;
 }
 
+/* status --peer NAME: the answer, and a clear error when it lists no
+ * such peer (the daemon answers with the rest of its status either way). */
+static int
+status_peer(const char *sock, const char *request, const char *peer, int json,
+    char **cause)
+{
+	char *buf = NULL, *want = NULL;
+	size_t len = 0;
+	FILE *mem = open_memstream(&buf, &len);
+	int rv;
+
+	if (mem == NULL) {
+		xasprintf(cause, "open_memstream: %s", strerror(errno));
+		return -1;
+	}
+	rv = control_request(sock, request, mem, cause);
+	fclose(mem);
+	if (rv == 0) {
+		/* Names are [A-Za-z0-9._-], so they appear as they are. */
+		xasprintf(&want, json ? "\"name\":\"%s\"" : "\npeer %s (", peer);
+		fwrite(buf, 1, len, stdout);
+		if (strstr(buf, want) == NULL) {
+			xasprintf(cause, "no peer named %s there (rove status "
+			    "lists them all)", peer);
+			rv = -1;
+		}
+	}
+	free(want);
+	free(buf);
+	return rv;
+}
+
 static int
 cmd_status(int argc, char **argv)
 {
@@ -249,8 +282,9 @@ cmd_status(int argc, char **argv)
 	snprintf(request, sizeof request, "status%s%s%s%s", json ? " json" : "",
 	    summary ? " summary" : "", peer != NULL ? " peer " : "",
 	    peer != NULL ? peer : "");
-	rv = control_request(sock, request, stdout, &cause);
-	if (rv != 0) {
+	rv = peer != NULL ? status_peer(sock, request, peer, json, &cause) :
+	    control_request(sock, request, stdout, &cause);
+	if (rv != 0 && cause != NULL) {
 		fprintf(stderr, "rove: %s\n", cause);
 		free(cause);
 	}

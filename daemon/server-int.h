@@ -64,6 +64,7 @@ struct peer {
 	uint64_t handshakes;
 	uint64_t rebinds;        /* its address changed under a connection */
 	uint64_t zero_rtt;       /* connections whose 0-RTT was accepted */
+	uint64_t latest_handshake; /* wall-clock seconds; 0: never */
 	const char *gone;        /* a reload removed it: why, for its sessions */
 	size_t idx;              /* in server.peers: its slot on the board */
 };

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "base/xmalloc.h"
 #include "ops/notify.h"
 #include "ops/status.h"
@@ -102,8 +103,11 @@ status_peer_fill(const struct server *srv, struct status_peer *sp,
 		.worker = bp != NULL ? bp->worker : srv->worker,
 	};
 	if (bp != NULL) {
+		uint64_t age = clock_now() - bp->since;
+
 		sp->counters = &bp->counters;
 		sp->handshakes = bp->handshakes;
+		sp->latest_handshake = clock_wall() - age / 1000000000u;
 		sp->connection_id = bp->connection_id;
 		sp->fwd_counters = &bp->fwd;
 		sp->roam.rebinds = bp->rebinds;
@@ -116,6 +120,7 @@ status_peer_fill(const struct server *srv, struct status_peer *sp,
 	}
 	sp->counters = &p->counters;
 	sp->handshakes = p->handshakes;
+	sp->latest_handshake = p->latest_handshake;
 	sp->connection_id = qc != NULL ? quic_conn_id(qc) : NULL;
 	sp->fwd_counters = &p->fwd_counters;
 	sp->fwds = p->sess != NULL ? &p->sess->fwds : NULL;
@@ -126,6 +131,10 @@ status_peer_fill(const struct server *srv, struct status_peer *sp,
 		sp->local = quic_conn_local(qc, &len);
 		sp->has_quic = true;
 		quic_conn_get_stats(qc, &sp->quic);
+		if (quic_conn_state(qc) == QUIC_STATE_ESTABLISHED) {
+			sp->has_rx_idle = true;
+			sp->rx_idle_ms = quic_conn_rx_idle_ms(qc);
+		}
 		if (p->sess->rec != NULL) {
 			sp->has_recovery = true;
 			recovery_get_stats(p->sess->rec, &sp->recovery);

@@ -25,8 +25,15 @@ route_read(uint8_t *buf, size_t n, const struct virtio_net_hdr *vh,
     const struct ippkt_info *info, void *arg)
 {
 	struct server *srv = arg;
-	struct peer *peer = route_lookup(srv->routes, &info->dst);
+	struct peer *peer;
 
+	/* The kernel's own multicast on the TUN (MLD, solicitations) has
+	 * nobody to reach: counted apart from packets with no route. */
+	if (addr_is_multicast(&info->dst)) {
+		tunnel_drop(TUNNEL_DROP_MULTICAST, NULL, &srv->counters);
+		return;
+	}
+	peer = route_lookup(srv->routes, &info->dst);
 	if (peer == NULL || peer->sess == NULL) {
 		tunnel_drop(TUNNEL_DROP_NO_ROUTE, peer != NULL ? &peer->counters :
 		    NULL, &srv->counters);

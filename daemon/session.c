@@ -303,6 +303,7 @@ handshake_done_cb(struct quic_conn *qc, void *arg)
 	sess->since = clock_now();
 	peer->sess = sess;
 	peer->handshakes++;
+	peer->latest_handshake = clock_wall();
 	egress_hold_release(sess->srv->egress, &sess->hold);
 	peer_routes(sess->srv, peer, true);
 	{

@@ -4,6 +4,7 @@
 
 #include <arpa/inet.h>
 #include <linux/fib_rules.h>
+#include <linux/if_link.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <net/if.h>
@@ -23,6 +24,7 @@
 #include <netlink/socket.h>
 #include <netlink/route/addr.h>
 #include <netlink/route/link.h>
+#include <netlink/route/link/inet6.h>
 #include <netlink/route/nexthop.h>
 #include <netlink/route/route.h>
 #include <netlink/cache.h>
@@ -335,10 +337,26 @@ tun_netlink_set_mtu_up(int ifindex, unsigned mtu, char **cause)
 	if (orig == NULL || change == NULL)
 		fatalx("%s: out of memory", __func__);
 	rtnl_link_set_ifindex(orig, ifindex);
+	/* No IPv6 link-local address (as WireGuard's devices have none): the
+	 * kernel then sends no router solicitations into the tunnel, which
+	 * nobody could answer and rove would count as dropped. Before the
+	 * link comes up, when the kernel would make one; a kernel without
+	 * IPv6 refuses it, which is no matter. */
+	if (rtnl_link_inet6_set_addr_gen_mode(change, IN6_ADDR_GEN_MODE_NONE) == 0 &&
+	    (err = rtnl_link_change(req.sk, orig, change, 0)) < 0)
+		log_debug("%s: no IPv6 address generation mode: %s",
+		    if_str(ifindex, ifs), nl_geterror(err));
+	rtnl_link_put(change);
+	if ((change = rtnl_link_alloc()) == NULL)
+		fatalx("%s: out of memory", __func__);
 	/* One message: the kernel applies the MTU before the flags, so the
 	 * link never comes up with the wrong MTU. */
 	rtnl_link_set_mtu(change, mtu);
 	rtnl_link_set_flags(change, IFF_UP);
+	/* The tunnel routes by unicast destination: without multicast the
+	 * kernel sends no MLD or IGMP reports into it, which nobody could
+	 * route and rove would count as dropped. */
+	rtnl_link_unset_flags(change, IFF_MULTICAST);
 	err = rtnl_link_change(req.sk, orig, change, 0);
 	if (err < 0) {
 		nl_req_cause(&req, err, cause, "setting MTU %u and link up on %s",

@@ -246,6 +246,15 @@ addr_prefix_mask(struct prefix *p)
 }
 
 bool
+addr_is_multicast(const struct ipaddr *a)
+{
+	if (a->family == AF_INET)
+		return (a->b[0] & 0xf0) == 0xe0 || (a->b[0] == 255 &&
+		    a->b[1] == 255 && a->b[2] == 255 && a->b[3] == 255);
+	return a->b[0] == 0xff;
+}
+
+bool
 addr_equal(const struct ipaddr *a, const struct ipaddr *b)
 {
 	size_t nbytes = family_bytes(a->family);

@@ -44,6 +44,8 @@ bool addr_prefix_contains(const struct prefix *p, const struct ipaddr *a);
 /* Zero the host bits of `p` so it names its network. */
 void addr_prefix_mask(struct prefix *p);
 bool addr_equal(const struct ipaddr *, const struct ipaddr *);
+/* IPv4 multicast or limited broadcast, IPv6 multicast. */
+bool addr_is_multicast(const struct ipaddr *);
 
 /* Prepare an address a forward is about to connect to. An IPv4-mapped
  * address (::ffff:a.b.c.d) becomes plain IPv4, since that is the host a

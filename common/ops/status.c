@@ -2,7 +2,9 @@
 #include <event2/buffer.h>
 #include <stddef.h>
 #include <string.h>
+#include <time.h>
 
+#include "base/clock.h"
 #include "base/json.h"
 #include "base/key.h"
 #include "base/log.h"
@@ -288,6 +290,14 @@ json_peer(struct json *j, const struct status_peer *p)
 	json_string(j, key);
 	json_key(j, "state");
 	json_string(j, p->state);
+	/* wall-clock seconds; 0: never */
+	json_key(j, "latest_handshake");
+	json_uint(j, p->latest_handshake);
+	json_key(j, "last_received_ms_ago");
+	if (p->has_rx_idle)
+		json_uint(j, p->rx_idle_ms);
+	else
+		json_string(j, NULL);
 	/* quic or tcp (TLS over TCP); null without a session */
 	json_key(j, "transport");
 	json_string(j, !p->has_quic ? NULL : p->quic.tcp ? "tcp" : "quic");
@@ -419,9 +429,15 @@ text_head(struct evbuffer *out, const struct status *st)
 {
 	char buf[ADDR_STRLEN], role[TEXT_STRLEN], tun[TEXT_STRLEN];
 
-	evbuffer_add_printf(out, "%s: interface %s, mtu %u (datagram fits %zu)\n",
-	    text_str(role, st->role), st->tun != NULL ? text_str(tun, st->tun) :
-	    "none (forward-only)", st->mtu, st->datagram_mtu);
+	if (st->tun == NULL && st->tun_pending != NULL)
+		evbuffer_add_printf(out, "%s: interface %s (not up yet: it comes "
+		    "with the server's configuration)\n", text_str(role, st->role),
+		    text_str(tun, st->tun_pending));
+	else
+		evbuffer_add_printf(out, "%s: interface %s, mtu %u (datagram "
+		    "fits %zu)\n", text_str(role, st->role), st->tun != NULL ?
+		    text_str(tun, st->tun) : "none (forward-only)", st->mtu,
+		    st->datagram_mtu);
 	if (st->addrs != NULL) {
 		evbuffer_add_printf(out, "  address: ");
 		text_prefixes(out, st->addrs, st->naddrs);
@@ -466,15 +482,59 @@ text_head(struct evbuffer *out, const struct status *st)
 		    st->peer_counts->closed);
 }
 
+/* "4 s", "3 min 12 s", "2 h 5 min", "3 d 4 h": an age at a glance. */
 static void
-text_peer(struct evbuffer *out, const struct status_peer *p)
+text_age(struct evbuffer *out, uint64_t s)
+{
+	if (s < 60)
+		evbuffer_add_printf(out, "%llu s", (unsigned long long)s);
+	else if (s < 3600)
+		evbuffer_add_printf(out, "%llu min %llu s", (unsigned long long)
+		    (s / 60), (unsigned long long)(s % 60));
+	else if (s < 86400)
+		evbuffer_add_printf(out, "%llu h %llu min", (unsigned long long)
+		    (s / 3600), (unsigned long long)(s % 3600 / 60));
+	else
+		evbuffer_add_printf(out, "%llu d %llu h", (unsigned long long)
+		    (s / 86400), (unsigned long long)(s % 86400 / 3600));
+}
+
+static void
+text_handshake(struct evbuffer *out, const struct status_peer *p)
+{
+	uint64_t now = clock_wall();
+	time_t t = (time_t)p->latest_handshake;
+	struct tm tm;
+	char when[32];
+
+	evbuffer_add_printf(out, "  latest handshake: ");
+	if (p->latest_handshake == 0) {
+		evbuffer_add_printf(out, "never\n");
+		return;
+	}
+	localtime_r(&t, &tm);
+	strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
+	evbuffer_add_printf(out, "%s (", when);
+	text_age(out, now > p->latest_handshake ? now - p->latest_handshake : 0);
+	evbuffer_add_printf(out, " ago)\n");
+	if (p->has_rx_idle)
+		evbuffer_add_printf(out, "  last packet received: %llu.%llu s "
+		    "ago\n", (unsigned long long)(p->rx_idle_ms / 1000),
+		    (unsigned long long)(p->rx_idle_ms % 1000 / 100));
+}
+
+static void
+text_peer(struct evbuffer *out, const struct status_peer *p, bool server)
 {
 	char buf[ADDR_STRLEN], key[KEY_B64_LEN + 1], name[TEXT_STRLEN];
 	char state[TEXT_STRLEN];
 
 	key_encode(p->public_key, key);
-	evbuffer_add_printf(out, "\npeer %s (%s)\n  state: %s\n",
-	    text_str(name, p->name), key, text_str(state, p->state));
+	evbuffer_add_printf(out, "\npeer %s (%s)\n  state: %s%s\n",
+	    text_str(name, p->name), key, text_str(state, p->state),
+	    p->latest_handshake == 0 && strcmp(p->state, "closed") == 0 ?
+	    " (never connected)" : "");
+	text_handshake(out, p);
 	if (p->connection_id != NULL)
 		evbuffer_add_printf(out, "  connection: %s\n",
 		    p->connection_id);
@@ -491,12 +551,17 @@ text_peer(struct evbuffer *out, const struct status_peer *p)
 		evbuffer_add_printf(out, "  local: %s\n",
 		    addr_sockaddr_str(p->local, buf));
 	evbuffer_add_printf(out, "  roaming: %llu migrations, %llu rebinds, "
-	    "%llu reconnects, 0-RTT %llu/%llu accepted\n",
-	    (unsigned long long)p->roam.migrations,
+	    "%llu reconnects, ", (unsigned long long)p->roam.migrations,
 	    (unsigned long long)p->roam.rebinds,
-	    (unsigned long long)p->roam.reconnects,
-	    (unsigned long long)p->roam.zero_rtt_accepted,
-	    (unsigned long long)p->roam.zero_rtt_attempted);
+	    (unsigned long long)p->roam.reconnects);
+	/* A server sees the 0-RTT it accepted, not what a client tried. */
+	if (server)
+		evbuffer_add_printf(out, "0-RTT accepted %llu times\n",
+		    (unsigned long long)p->roam.zero_rtt_accepted);
+	else
+		evbuffer_add_printf(out, "0-RTT %llu/%llu accepted\n",
+		    (unsigned long long)p->roam.zero_rtt_accepted,
+		    (unsigned long long)p->roam.zero_rtt_attempted);
 	evbuffer_add_printf(out, "  addresses: ");
 	text_prefixes(out, p->addrs, p->naddrs);
 	evbuffer_add_printf(out, "\n  allowed ips: ");
@@ -535,6 +600,7 @@ status_render_head(struct status_renderer *r, struct evbuffer *out,
 {
 	r->json = json;
 	r->summary = st->summary;
+	r->server = strcmp(st->role, "server") == 0;
 	if (json) {
 		json_init(&r->j, out);
 		json_head(&r->j, st);
@@ -553,7 +619,7 @@ status_render_peers(struct status_renderer *r, struct evbuffer *out,
 		if (r->json)
 			json_peer(&r->j, &peers[i]);
 		else
-			text_peer(out, &peers[i]);
+			text_peer(out, &peers[i], r->server);
 	}
 }
 

@@ -52,6 +52,12 @@ struct status_peer {
 	bool has_recovery;
 	struct recovery_stats recovery;
 	uint64_t handshakes;
+	/* Wall-clock seconds of the latest completed handshake (0: never),
+	 * as wg's "latest handshake"; while connected, how long ago the
+	 * last packet came from the peer. */
+	uint64_t latest_handshake;
+	bool has_rx_idle;
+	uint64_t rx_idle_ms;
 	const char *connection_id;     /* quic_conn_id; NULL when not connected */
 	const struct fwd_set *fwds;              /* NULL when not connected */
 	const struct fwd_counters *fwd_counters; /* NULL: no forwarding */
@@ -89,6 +95,9 @@ struct status_peer_counts {
 struct status {
 	const char *role;  /* "server" or "client" */
 	const char *tun;   /* NULL in forward-only mode */
+	/* Client: the configured TUN not up yet (it comes with the server's
+	 * configuration), so that it does not read as forward-only. */
+	const char *tun_pending;
 	unsigned mtu;
 	size_t datagram_mtu; /* largest inner packet one DATAGRAM carries now */
 	unsigned offloads;   /* OFFLOAD_F_* on the TUN now */
@@ -131,6 +140,7 @@ void status_render(struct evbuffer *out, const struct status *st, bool json);
  * number of calls, then the end. Each part may go to another buffer. */
 struct status_renderer {
 	bool json, summary;
+	bool server;   /* the peers are a server's (its 0-RTT has no attempts) */
 	struct json j;
 };
 void status_render_head(struct status_renderer *, struct evbuffer *out,

@@ -16,6 +16,7 @@ const char *const tunnel_drop_names[TUNNEL_DROP_COUNT] = {
 	[TUNNEL_DROP_QUEUE_FULL] = "queue_full",
 	[TUNNEL_DROP_UNKNOWN_PEER] = "unknown_peer",
 	[TUNNEL_DROP_BAD_OFFLOAD] = "bad_offload",
+	[TUNNEL_DROP_MULTICAST] = "multicast",
 };
 
 void

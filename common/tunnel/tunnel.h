@@ -23,6 +23,7 @@ enum tunnel_drop {
 	TUNNEL_DROP_QUEUE_FULL,
 	TUNNEL_DROP_UNKNOWN_PEER,
 	TUNNEL_DROP_BAD_OFFLOAD,   /* a virtio_net_hdr its packet belies */
+	TUNNEL_DROP_MULTICAST,     /* from the TUN to a multicast address */
 	TUNNEL_DROP_COUNT
 };
 

@@ -33,6 +33,8 @@ start_client laptop
 wait_established laptop || die "laptop's tunnel does not come up over TCP"
 expect_eq "rove: transport" tcp "$(sget "$NS_LAP" "$LAP_SOCK" 'peers[0].transport')"
 expect_eq "roved: laptop's transport" tcp "$(srv_get 'peers[name=laptop].transport')"
+expect_eq "rove: the server's endpoint is its TCP one" "$SRV_OUTER:443" \
+	"$(sget "$NS_LAP" "$LAP_SOCK" 'peers[0].remote')"
 expect_eq "roved: laptop's endpoint is its TCP connection" "$LAP_OUTER" \
 	"$(srv_get 'peers[name=laptop].remote' | sed 's/:[0-9]*$//')"
 wait_for 10 "the laptop's IPv6 tunnel address" tun_ready "$NS_LAP" "$LAP_TUN6" ||

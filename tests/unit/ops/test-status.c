@@ -9,7 +9,9 @@
 #include <cmocka.h>
 #include <event2/buffer.h>
 
+#include "base/clock.h"
 #include "base/key.h"
+#include <time.h>
 #include "ops/status.h"
 
 /* Render and return a malloc'd, NUL-terminated copy. */
@@ -66,6 +68,7 @@ test_text_escapes_strings(void **state)
 	    "peer lap\\x1b[2Jtop\\x0afake: line\\x7f "
 	    "(AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=)\n"
 	    "  state: up\\x0d\n"
+	    "  latest handshake: never\n"
 	    "  roaming: 0 migrations, 0 rebinds, 0 reconnects, 0-RTT 0/0 accepted\n"
 	    "  addresses: (none)\n"
 	    "  allowed ips: (none)\n"
@@ -87,6 +90,90 @@ test_text_escapes_strings(void **state)
 /* Requests: words in any order, unknown ones ignored, "peer" takes the
  * next word (cut to STATUS_NAME_MAX, longer than any name), "metrics"
  * only as the request itself. */
+static uint64_t
+fixed_wall(void)
+{
+	return 1796567000;   /* 2026-12-06 14:23:20 UTC */
+}
+
+/* Since when, and is anything arriving: the latest handshake's time and
+ * age, the last packet's age; a peer never connected says so; a server
+ * shows the 0-RTT it accepted without attempts it cannot know. */
+static void
+test_text_handshake_age(void **state)
+{
+	static const uint8_t pub[KEY_LEN];
+	struct tunnel_counters global = { 0 }, counters = { 0 };
+	struct status_peer peers[2] = {
+		{
+			.name = "laptop",
+			.public_key = pub,
+			.state = "established",
+			.counters = &counters,
+			.latest_handshake = 1796567000 - 192,
+			.has_rx_idle = true,
+			.rx_idle_ms = 1234,
+			.roam = { .zero_rtt_accepted = 2 },
+		},
+		{
+			.name = "branch",
+			.public_key = pub,
+			.state = "closed",
+			.counters = &counters,
+		},
+	};
+	struct status st = {
+		.role = "server",
+		.mtu = 1380,
+		.counters = &global,
+		.peers = peers,
+		.npeers = 2,
+	};
+	char *text, *json;
+
+	(void)state;
+	setenv("TZ", "UTC", 1);
+	tzset();
+	clock_set_wall_source(fixed_wall);
+	text = render(&st, false);
+	assert_non_null(strstr(text, "\npeer laptop (AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=)\n"
+	    "  state: established\n"
+	    "  latest handshake: 2026-12-06 14:20:08 (3 min 12 s ago)\n"
+	    "  last packet received: 1.2 s ago\n"));
+	assert_non_null(strstr(text, "0 reconnects, 0-RTT accepted 2 times\n"));
+	assert_non_null(strstr(text, "\npeer branch (AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=)\n"
+	    "  state: closed (never connected)\n"
+	    "  latest handshake: never\n"));
+	assert_null(strstr(text, "0-RTT 2/0"));
+	json = render(&st, true);
+	assert_non_null(strstr(json, "\"latest_handshake\":1796566808,"
+	    "\"last_received_ms_ago\":1234,"));
+	assert_non_null(strstr(json, "\"latest_handshake\":0,"
+	    "\"last_received_ms_ago\":null,"));
+	clock_set_wall_source(NULL);
+	free(text);
+	free(json);
+}
+
+/* A client whose TUN comes with its first session is not forward-only. */
+static void
+test_text_tun_pending(void **state)
+{
+	struct tunnel_counters global = { 0 };
+	struct status st = {
+		.role = "client",
+		.tun_pending = "rove0",
+		.counters = &global,
+	};
+	char *text;
+
+	(void)state;
+	text = render(&st, false);
+	assert_string_equal(text, "client: interface rove0 (not up yet: it comes "
+	    "with the server's configuration)\n  drops: none\n");
+	free(text);
+}
+
 static void
 test_request_parse(void **state)
 {
@@ -231,6 +318,8 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_text_escapes_strings),
+		cmocka_unit_test(test_text_handshake_age),
+		cmocka_unit_test(test_text_tun_pending),
 		cmocka_unit_test(test_request_parse),
 		cmocka_unit_test(test_summary),
 		cmocka_unit_test(test_render_in_parts),

@@ -87,7 +87,8 @@ test_drop_names(void **state)
 	    "unknown_peer");
 	assert_string_equal(tunnel_drop_names[TUNNEL_DROP_BAD_OFFLOAD],
 	    "bad_offload");
-	assert_int_equal(TUNNEL_DROP_COUNT, 8);
+	assert_string_equal(tunnel_drop_names[TUNNEL_DROP_MULTICAST], "multicast");
+	assert_int_equal(TUNNEL_DROP_COUNT, 9);
 }
 
 static void
