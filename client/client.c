@@ -953,6 +953,7 @@ client_create(struct event_base *base, const struct cfg *cfg, int verbose,
 	if ((c->fwd = forward_create(base, cfg, cause)) == NULL)
 		goto fail;
 	session_id(c, pub);
+	forward_set_key(c->fwd, pub);
 	/* Roaming needs to hear about address, route and link changes; without
 	 * a monitor the connection still works, it just cannot migrate. */
 	if ((c->monitor = tun_monitor_create(base, client_path_monitor_cb, c, cause)) == NULL) {

@@ -11,6 +11,7 @@
 #include "base/accept.h"
 #include "base/addr.h"
 #include "base/clock.h"
+#include "base/key.h"
 #include "base/log.h"
 #include "base/xmalloc.h"
 #include "config/cfg-diff.h"
@@ -41,6 +42,7 @@ struct listener {
 struct remote {
 	struct cfg_forward cf;
 	bool ok;
+	bool denied;   /* the server said no: a reload asks again */
 };
 
 /* A connection accepted while no session could carry it (start-up, a
@@ -86,6 +88,8 @@ struct forward {
 	bool attached;
 	struct fwd_counters counters;
 	bool cancel_ok;       /* the server takes REMOTE_FORWARD_CANCEL */
+	char key[KEY_B64_LEN + 1];   /* ours, which the server's rules name */
+	char deny_hint[KEY_B64_LEN + 64];
 };
 
 static void
@@ -501,6 +505,14 @@ forward_free(struct forward *fw)
 }
 
 void
+forward_set_key(struct forward *fw, const uint8_t pub[static KEY_LEN])
+{
+	key_encode(pub, fw->key);
+	snprintf(fw->deny_hint, sizeof fw->deny_hint, "not in the server's "
+	    "AllowForward for this client's key %s", fw->key);
+}
+
+void
 forward_attach(struct forward *fw, struct quic_conn *qc)
 {
 	struct held *h;
@@ -508,6 +520,7 @@ forward_attach(struct forward *fw, struct quic_conn *qc)
 	forward_detach(fw);
 	fwd_set_init(&fw->set, fw->base, qc, fw->cfg->forward_buffer,
 	    fw->cfg->max_forwards, &client_fwd_ops, fw, &fw->counters, "server");
+	fw->set.deny_hint = fw->deny_hint;
 	fw->attached = true;
 	/* Oldest first, so they reach the server in the order accepted. */
 	while ((h = TAILQ_FIRST(&fw->held)) != NULL) {
@@ -577,9 +590,14 @@ forward_control(struct forward *fw, uint64_t type, const uint8_t *body, size_t l
 		if (cf->bind_port != rf.port)
 			continue;
 		fw->remotes[i].ok = rf.status == PROTO_FWD_OK;
+		fw->remotes[i].denied = rf.status == PROTO_FWD_ERR_DENIED;
 		if (rf.status == PROTO_FWD_OK)
 			log_info("remote forward: the server listens on port %u for "
 			    "%s:%u", rf.port, cf->target_host, cf->target_port);
+		else if (rf.status == PROTO_FWD_ERR_DENIED)
+			log_error("remote forward on port %u refused by the server: "
+			    "denied (not in its AllowRemoteForward for this "
+			    "client's key %s)", rf.port, fw->key);
 		else
 			log_error("remote forward on port %u refused by the server: %s",
 			    rf.port, proto_fwd_error_name(rf.status));
@@ -696,8 +714,16 @@ forward_reload(struct forward *fw, const struct cfg *next, struct quic_conn *qc)
 		}
 		addr_hostport_str(target, sizeof target, cf->target_host,
 		    cf->target_port);
+		if (old != NULL && old->denied && qc != NULL) {
+			/* The server's reload may allow it now. */
+			log_info("reload: RemoteForward port %u asked for again "
+			    "(the server denied it before)", cf->bind_port);
+			remote_request_one(&remotes[i], qc);
+			continue;
+		}
 		if (old != NULL) {
 			remotes[i].ok = old->ok;
+			remotes[i].denied = old->denied;
 			if (!cfg_forward_same_target(&old->cf, cf))
 				log_info("reload: RemoteForward port %u now to %s",
 				    cf->bind_port, target);

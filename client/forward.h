@@ -7,6 +7,7 @@
 #include <stdbool.h>
 
 #include "config/cfg.h"
+#include "base/key.h"
 #include "forward/fwd.h"
 #include "transport/quic.h"
 
@@ -16,6 +17,9 @@ struct forward;
  * is a startup error. Returns NULL with *cause set. */
 struct forward *forward_create(struct event_base *, const struct cfg *, char **cause);
 void forward_free(struct forward *);
+/* This client's public key, which a denial names (the server's
+ * AllowForward and AllowRemoteForward are per key). */
+void forward_set_key(struct forward *, const uint8_t pub[static KEY_LEN]);
 
 /* Streams may be opened on the connection (in 0-RTT, or once the
  * handshake completed): connections held while there was none are opened

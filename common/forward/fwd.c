@@ -104,15 +104,17 @@ count_failure(struct fwd *f, uint64_t code)
 {
 	struct fwd_set *set = f->set;
 	static struct log_ratelimit rl = LOG_RATELIMIT_INIT(10000, 10);
+	bool hint = code == PROTO_FWD_ERR_DENIED && set->deny_hint != NULL;
 
 	if (code >= PROTO_FWD_ERR_COUNT)
 		code = PROTO_FWD_ERR_PROTOCOL;
 	set->counters->failed[code]++;
 	if (log_ratelimit_ok(&rl, clock_now_ms()))
-		log_info("%s forward to %s for %s failed: %s",
+		log_info("%s forward to %s for %s failed: %s%s%s%s",
 		    f->opener ? kind_names[f->kind] : "requested",
 		    f->target[0] ? f->target : "?", set->log_name,
-		    proto_fwd_error_name(code));
+		    proto_fwd_error_name(code), hint ? " (" : "",
+		    hint ? set->deny_hint : "", hint ? ")" : "");
 }
 
 /* Stop using the stream with `code`; the forward lives on until the

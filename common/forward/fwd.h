@@ -62,6 +62,9 @@ struct fwd_set {
 	LIST_HEAD(, fwd) list;
 	size_t n;
 	const char *log_name; /* the peer, for messages */
+	/* Said with a DENIED failure (may be NULL): who denied it, and
+	 * where to allow it. */
+	const char *deny_hint;
 };
 
 void fwd_set_init(struct fwd_set *, struct event_base *, struct quic_conn *,

@@ -84,6 +84,9 @@ case_() {
 
 case_ "refused (-L)" refused 1000 7001
 case_ "denied (-L)" denied 1000 7002
+LAP_KEY=$(nsx "$NS_LAP" "$BUILD/rove" pubkey <"$(conf_path "$WORK/configs/rove.conf" PrivateKeyFile)")
+check "denied (-L): rove names the key the server's AllowForward is for" \
+	grep -qF "local forward to $DENIED for server failed: denied (not in the server's AllowForward for this client's key $LAP_KEY)" "$WORK/laptop.log"
 case_ "unreachable (-L)" unreachable 1000 7003
 case_ "refused (SOCKS)" refused 1000 "$SOCKS_PORT" "$LAN_HOST:$CLOSED_PORT" 5
 case_ "denied (SOCKS)" denied 1000 "$SOCKS_PORT" "$DENIED" 2

@@ -442,6 +442,21 @@ else
 	fail "the branch was not told its remote forward is denied"
 fi
 expect_eq "the branch's connection is still the same" "$CONN_BEFORE_BR" "$(conn_of branch)"
+BR_KEY=$(nsx "$NS_BR" "$BUILD/rove" pubkey <"$(conf_path "$BR_CONF" PrivateKeyFile)")
+logged "$WORK/branch.log" "remote forward on port 2222 refused by the server: denied (not in its AllowRemoteForward for this client's key $BR_KEY)" \
+	"the branch's denial names the key the server's rule is for"
+# The server allows it again; the branch's reload asks for the denied
+# forward again, and roved listens.
+peer_set branch AllowRemoteForward 2222
+hup_roved
+hup_branch
+logged "$WORK/branch.log" "reload: RemoteForward port 2222 asked for again (the server denied it before)" \
+	"the branch's reload asked for the denied remote forward again"
+if wait_for 10 "roved's listener on port 2222" tcp_listening "$NS_SRV" 2222; then
+	ok "roved listens on port 2222 after the branch asked again"
+else
+	fail "roved does not listen on port 2222 after the branch asked again"
+fi
 
 stop_checked "$BR_PID" branch
 stop_checked "$LAP_PID" laptop
