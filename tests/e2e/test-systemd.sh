@@ -36,6 +36,13 @@ expect_eq "files make install put in DESTDIR" "$want" "$got"
 expect_eq "ExecStart of the installed roved.service" \
 	"ExecStart=/usr/sbin/roved -f -c /etc/rove/roved.conf" \
 	"$(grep '^ExecStart=' "$dest/usr/lib/systemd/system/roved.service")"
+# rove@NAME keeps its socket in /run/rove/NAME, under roved's
+# RuntimeDirectory: without Preserve, stopping roved would remove it.
+expect_eq "roved.service keeps /run/rove when it stops" "RuntimeDirectoryPreserve=yes" \
+	"$(grep '^RuntimeDirectoryPreserve=' "$dest/usr/lib/systemd/system/roved.service")"
+expect_eq "rove@.service's runtime directory is its own, under /run/rove" \
+	"RuntimeDirectory=rove/%i" \
+	"$(grep '^RuntimeDirectory=' "$dest/usr/lib/systemd/system/rove@.service")"
 make -s -C "$TOP" uninstall BUILD="$BUILD" DESTDIR="$dest" PREFIX=/usr \
 	>>"$WORK/install.log" 2>&1 || die "make uninstall failed"
 expect_eq "files left after make uninstall" "" "$(cd "$dest" && find . -type f)"
