@@ -94,6 +94,9 @@ struct client {
 	struct event *tun_ev;
 	struct prefix addrs[2];
 	size_t naddrs;
+	/* [0] IPv4, [1] IPv6: a packet for another host came, and whether
+	 * this host forwards was looked at (client-tun.c). */
+	bool forwarding_checked[2];
 	uint32_t tun_mtu;
 	struct prefix routes[MAX_ROUTES]; /* installed through the TUN */
 	uint32_t route_table[MAX_ROUTES]; /* each one's table (0: main) */

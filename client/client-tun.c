@@ -17,17 +17,51 @@
 #include "wire/ippkt.h"
 #include "wire/proto.h"
 
+/* A packet from the tunnel for an address not this client's: the
+ * server routes a LAN through it (AllowedIPs), and the kernel drops such
+ * packets unless this host forwards. Said once per family, the first
+ * time it matters (the sysctl read then, not per packet). */
+static void
+check_forwarding(struct client *c, const struct ipaddr *dst)
+{
+	bool v6 = dst->family == AF_INET6;
+	const char *path = v6 ? "/proc/sys/net/ipv6/conf/all/forwarding" :
+	    "/proc/sys/net/ipv4/ip_forward";
+	char ip[ADDR_STRLEN], v = '1';
+	FILE *f;
+
+	if (c->forwarding_checked[v6])
+		return;
+	for (size_t i = 0; i < c->naddrs; i++) {
+		if (addr_equal(&c->addrs[i].addr, dst))
+			return;
+	}
+	if (addr_is_multicast(dst))
+		return;
+	c->forwarding_checked[v6] = true;
+	if ((f = fopen(path, "re")) != NULL) {
+		v = (char)fgetc(f);
+		fclose(f);
+	}
+	if (v == '0')
+		log_warn("packets for %s come through the tunnel (the server "
+		    "routes a network to this host), but this host does not "
+		    "forward %s: they are dropped; sysctl -w %s=1",
+		    addr_ip_str(dst, ip), v6 ? "IPv6" : "IPv4", v6 ?
+		    "net.ipv6.conf.all.forwarding" : "net.ipv4.ip_forward");
+}
+
 static void
 packet_cb(const uint8_t *pkt, size_t len, const struct ippkt_info *info,
     void *arg)
 {
 	struct client *c = arg;
 
-	(void)info;
 	if (!c->tun_open) {
 		tunnel_drop(TUNNEL_DROP_NO_ROUTE, NULL, &c->counters);
 		return;
 	}
+	check_forwarding(c, &info->dst);
 	tunnel_deliver(&c->tun_out, pkt, len, NULL);
 }
 

@@ -252,6 +252,21 @@ tcp_accept_cb(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
+/* "FILE:LINE: Listen: bind ...: Address already in use": which line of
+ * the file to change (the default, a line of none, says so). */
+static void
+at_line(const struct cfg *cfg, const char *key, unsigned line, char **cause)
+{
+	char *c = *cause;
+
+	if (line != 0)
+		xasprintf(cause, "%s:%u: %s: %s", cfg->path, line, key, c);
+	else
+		xasprintf(cause, "%s: %s (the default; set %s): %s", cfg->path,
+		    key, key, c);
+	free(c);
+}
+
 int
 listener_setup_tcp(struct server *srv, char **cause)
 {
@@ -262,6 +277,9 @@ listener_setup_tcp(struct server *srv, char **cause)
 		tl->srv = srv;
 		tl->fd = tcp_listen((const struct sockaddr *)&srv->cfg->listen_tcp[i],
 		    srv->cfg->listen_tcp_len[i], cause);
+		if (tl->fd == -1)
+			at_line(srv->cfg, "ListenTCP", srv->cfg->listen_tcp_line[i],
+			    cause);
 		if (tl->fd == -1)
 			return -1;
 		srv->ntcp_listeners++;
@@ -338,6 +356,8 @@ listener_setup(struct server *srv, char **cause)
 			if (udp_open(&l->sock, sa->sa_family, sa,
 			    srv->cfg->listen_len[i], cause) != 0) {
 				free(why);
+				at_line(srv->cfg, "Listen", srv->cfg->listen_line[i],
+				    cause);
 				return -1;
 			}
 			log_warn("handshakes share the established connections' "

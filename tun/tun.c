@@ -81,8 +81,10 @@ tun_clone_open(char **cause)
 
 	fd = open(TUN_CLONE_DEVICE, O_RDWR | O_NONBLOCK | O_CLOEXEC);
 	if (fd == -1)
-		xasprintf(cause, "opening %s: %s", TUN_CLONE_DEVICE,
-		    strerror(errno));
+		xasprintf(cause, "opening %s: %s%s", TUN_CLONE_DEVICE,
+		    strerror(errno), errno == EACCES || errno == EPERM ?
+		    " (a TUN device needs root, or CAP_NET_ADMIN and access "
+		    "to the device; Tun = none runs forwards only)" : "");
 	return fd;
 }
 
@@ -119,8 +121,11 @@ tun_attach(struct tun *t, int fd, const char *name, bool offload, char **cause)
 	if (offload)
 		ifr.ifr_flags |= IFF_VNET_HDR;
 	if (ioctl(fd, TUNSETIFF, &ifr) == -1) {
-		xasprintf(cause, "creating TUN device %s: %s", name,
-		    strerror(errno));
+		xasprintf(cause, "creating TUN device %s: %s%s", name,
+		    strerror(errno), errno == EBUSY ? " (another process "
+		    "holds it, such as a roved or rove on this host: give each "
+		    "its own Tun name)" : errno == EPERM ? " (needs "
+		    "CAP_NET_ADMIN)" : "");
 		goto out;
 	}
 	ifr.ifr_name[IFNAMSIZ - 1] = '\0';

@@ -11,8 +11,8 @@
 #include "xmalloc.h"
 
 /* mkdir -p, each new level private to us. */
-static int
-make_dirs(const char *what, const char *dir, char **cause)
+int
+safedir_make(const char *what, const char *dir, char **cause)
 {
 	char *copy = xstrdup(dir);
 
@@ -21,12 +21,16 @@ make_dirs(const char *what, const char *dir, char **cause)
 			char c = *p;
 			*p = '\0';
 			if (mkdir(copy, 0700) == -1 && errno != EEXIST) {
+				const char *hint = errno == EACCES ?
+				    " (as root, or a directory this user may "
+				    "create)" : "";
+
 				if (strcmp(copy, dir) == 0)
-					xasprintf(cause, "%s %s: %s", what, dir,
-					    strerror(errno));
+					xasprintf(cause, "%s %s: %s%s", what, dir,
+					    strerror(errno), hint);
 				else
-					xasprintf(cause, "%s %s: %s: %s", what,
-					    dir, copy, strerror(errno));
+					xasprintf(cause, "%s %s: %s: %s%s", what,
+					    dir, copy, strerror(errno), hint);
 				free(copy);
 				return -1;
 			}
@@ -62,7 +66,7 @@ safedir_open(const char *what, const char *dir, uid_t user, bool create,
 	char owners[64];
 	int fd;
 
-	if (create && make_dirs(what, dir, cause) != 0)
+	if (create && safedir_make(what, dir, cause) != 0)
 		return -1;
 	/* Only the last level is ours to judge: the levels above are the
 	 * system's (and /var/run, say, is a link). */

@@ -17,6 +17,9 @@
  */
 int safedir_open(const char *what, const char *dir, uid_t user, bool create,
     char **cause);
+/* Create the missing levels of `dir`, mode 0700 (under the umask), with
+ * no check: 0, or -1 with *cause ("`what` DIR: LEVEL: error"). */
+int safedir_make(const char *what, const char *dir, char **cause);
 /* Whether `uid` may own such a directory or a file in it: root, the
  * running user or `user`. `text` receives the allowed owners, for a
  * message. */

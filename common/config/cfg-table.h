@@ -146,8 +146,6 @@ struct cfg_parse {
 	struct cfg_seen main;   /* keys of [Server] / [Client] */
 	struct cfg_seen *peers; /* one per cfg->peers entry */
 	size_t peers_cap;       /* room in both arrays */
-	unsigned listen_line[CFG_MAX_LISTEN];
-	unsigned listen_tcp_line[CFG_MAX_LISTEN];
 	/* Lines past the file's last are command-line options; each has
 	 * its own name for messages ("-L 8080:db:5432"). */
 	unsigned file_lines;

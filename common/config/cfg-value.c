@@ -220,11 +220,12 @@ struct listen_set
 cfg_value_listen_set(struct cfg_parse *cp, const struct cfg_key *k,
     struct cfg *cfg)
 {
+	(void)cp;
 	if (k == &cfg_table[CFG_KEY_LISTEN_TCP])
 		return (struct listen_set){ cfg->listen_tcp, cfg->listen_tcp_len,
-		    &cfg->nlisten_tcp, cp != NULL ? cp->listen_tcp_line : NULL };
+		    &cfg->nlisten_tcp, cfg->listen_tcp_line };
 	return (struct listen_set){ cfg->listen, cfg->listen_len, &cfg->nlisten,
-	    cp != NULL ? cp->listen_line : NULL };
+	    cfg->listen_line };
 }
 
 static int
@@ -618,7 +619,7 @@ parse_endpoint(struct cfg_parse *cp, const struct cfg_key *k, char **host,
 }
 
 /* "[bind:]port" of a forward: 0, -1 if malformed, -2 if the bind address
- * is not numeric. */
+ * is neither numeric nor localhost. */
 static int
 parse_bind(const char *s, char **host, uint16_t *port)
 {
@@ -630,6 +631,11 @@ parse_bind(const char *s, char **host, uint16_t *port)
 		return addr_parse_port(s, port);
 	if (addr_split_hostport(s, h, sizeof h, port, 0) != 0)
 		return -1;
+	/* As ssh takes it; the one name a bind address may have. */
+	if (strcasecmp(h, "localhost") == 0) {
+		*host = xstrdup("127.0.0.1");
+		return 0;
+	}
 	if (addr_parse_ip(h, &a) != 0)
 		return -2;
 	*host = xstrdup(h);
@@ -658,7 +664,7 @@ parse_forward(struct cfg_parse *cp, const struct cfg_key *k,
 		/* The split found "name:port"; name only, for the message. */
 		*strrchr(bind, ':') = '\0';
 		parse_error(cp, "%s: bind address '%s' is not a numeric IP "
-		    "address", k->name, quote(e, bind));
+		    "address (or localhost)", k->name, quote(e, bind));
 		return -1;
 	}
 	if (rc != 0)

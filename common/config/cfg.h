@@ -139,6 +139,9 @@ struct cfg {
 	struct sockaddr_storage listen_tcp[CFG_MAX_LISTEN]; /* ListenTCP */
 	socklen_t listen_tcp_len[CFG_MAX_LISTEN];
 	size_t nlisten_tcp;
+	/* The line of each (0: the default), for a bind error at start. */
+	unsigned listen_line[CFG_MAX_LISTEN];
+	unsigned listen_tcp_line[CFG_MAX_LISTEN];
 	struct prefix addrs[CFG_MAX_ADDRS]; /* server tunnel addresses with pool length */
 	size_t naddrs;
 	uint32_t mtu;

@@ -19,6 +19,7 @@
 #include <event2/event.h>
 
 #include "base/log.h"
+#include "base/safedir.h"
 #include "base/xmalloc.h"
 #include "control.h"
 
@@ -353,8 +354,8 @@ control_allow_owner(uid_t uid)
 /*
  * The directory holding `path` must be ours: whoever can write to it can
  * replace the socket, answer "rove status" in our name or have us remove
- * a file of theirs. It is created (the last level only, mode 0700) when
- * missing, and never followed if it is a symbolic link.
+ * a file of theirs. It is created (mode 0700, and any missing level above
+ * it) when missing, and never followed if it is a symbolic link.
  */
 static int
 control_check_dir(const char *path, char **cause)
@@ -372,6 +373,18 @@ control_check_dir(const char *path, char **cause)
 		*(slash == dir ? slash + 1 : slash) = '\0';
 
 	if (lstat(dir, &sb) != 0 && errno == ENOENT) {
+		char *up = xstrdup(dir), *cut = strrchr(up, '/');
+
+		/* The levels above, as StateDir's are made. */
+		if (cut != NULL && cut != up) {
+			*cut = '\0';
+			if (safedir_make("control socket directory", up,
+			    cause) != 0) {
+				free(up);
+				goto out;
+			}
+		}
+		free(up);
 		if (mkdir(dir, 0700) == 0) {
 			/* mkdir honours the umask; the mode is meant exactly.
 			 * Through a descriptor, so that a link put in its

@@ -112,12 +112,12 @@ proc_kb() {
 	return 1
 }
 
-# file_has FILE TEXT: a line of FILE starts with TEXT.
+# file_has FILE TEXT: a line of FILE holds TEXT (after its timestamp).
 file_has() {
 	local line
 	[ -e "$1" ] || return 1
 	while IFS= read -r line; do
-		[[ $line == "$2"* ]] && return 0
+		[[ $line == *"$2"* ]] && return 0
 	done <"$1"
 	return 1
 }

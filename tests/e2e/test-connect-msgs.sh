@@ -69,6 +69,16 @@ cp "$C.orig" "$C"
 # --- 3. Transport = tcp against a roved without ListenTCP: the refusal
 # names the address and asks about ListenTCP.
 start_roved
+# A second roved on the same port: the error names the line to change.
+S2=$WORK/configs/roved-second.conf
+cp "$WORK/configs/roved.conf" "$S2"
+conf_set "$S2" ControlSocket "$WORK/second.sock"
+conf_set "$S2" StateDir "$WORK/second-state"
+conf_set "$S2" Tun rove9
+out=$(nsx "$NS_SRV" timeout 10 "$BUILD/roved" -f -c "$S2" 2>&1)
+rc=$?
+expect_eq "a port in use: exit 1 and FILE:LINE" "1 $S2:$(grep -n '^Listen' "$S2" | cut -d: -f1): Listen: bind $SRV_OUTER:4433: Address already in use" \
+	"$rc $(printf '%s\n' "$out" | sed -n 's/^.*roved: error: //p')"
 printf 'Transport = tcp\nServerTCP = %s:443\n' "$SRV_OUTER" >>"$C"
 laptop_run tcp-refused
 logged 3 "$WORK/laptop.log" "rove: connecting to $SRV_OUTER:443 (TLS over TCP)" \

@@ -24,4 +24,24 @@ else
 	fail "branch received $rx packets from the tunnel, expected >= 40"
 fi
 expect_eq "server drops.spoofed_source" 0 "$(srv_get drops.spoofed_source)"
+if grep -q "does not forward" "$WORK/branch.log"; then
+	fail "the branch warned about forwarding, which is on"
+else
+	ok "the branch, forwarding, did not warn"
+fi
+
+# A branch gateway whose host does not forward: the LAN's packets to the
+# site die there, and rove says why, once.
+stop_pid "$BR_PID"; forget_pid "$BR_PID"
+mv "$WORK/branch.log" "$WORK/branch-1.log"
+nsx "$NS_BR" sysctl -qw net.ipv4.ip_forward=0
+start_client branch
+wait_established branch || die "the branch does not reconnect"
+if ping_ok "$NS_LAN" -c 3 -i 0.05 -W 1 "$SITE_HOST"; then
+	fail "LAN host -> site host got through a branch that does not forward"
+else
+	ok "LAN host -> site host: dropped at a branch that does not forward"
+fi
+expect_eq "the branch warned once that it does not forward" 1 \
+	"$(grep -c "packets for $SITE_HOST come through the tunnel (the server routes a network to this host), but this host does not forward IPv4: they are dropped; sysctl -w net.ipv4.ip_forward=1" "$WORK/branch.log")"
 e2e_finish

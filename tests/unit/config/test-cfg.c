@@ -283,6 +283,7 @@ static const char client_full[] =
     "RemoteForward = 2223 = [fd00::5]:22\n"
     "DynamicForward = 127.0.0.1:1080\n"
     "DynamicForward = 1081\n"
+    "DynamicForward = localhost:1082\n"
     "Offload = OFF\n"
     "ServerTCP = tcp.example\n"
     "transport = TCP\n";
@@ -309,6 +310,7 @@ static const char client_full_printed[] =
     "RemoteForward = 2223 = [fd00::5]:22\n"
     "DynamicForward = 127.0.0.1:1080\n"
     "DynamicForward = 1081\n"
+    "DynamicForward = 127.0.0.1:1082\n"
     "ForwardBuffer = 16777216\n"
     "MaxForwards = 256\n"
     "ForwardWait = 10\n"
@@ -367,9 +369,11 @@ test_client_full(void **state)
 	assert_forward(&cfg.remote_forward[0], "0.0.0.0", 2222, "127.0.0.1",
 	    22, 13);
 	assert_forward(&cfg.remote_forward[1], NULL, 2223, "fd00::5", 22, 14);
-	assert_int_equal(cfg.ndynamic_forward, 2);
+	assert_int_equal(cfg.ndynamic_forward, 3);
 	assert_forward(&cfg.dynamic_forward[0], "127.0.0.1", 1080, NULL, 0, 15);
 	assert_forward(&cfg.dynamic_forward[1], NULL, 1081, NULL, 0, 16);
+	/* localhost, as ssh takes it: the loopback address. */
+	assert_forward(&cfg.dynamic_forward[2], "127.0.0.1", 1082, NULL, 0, 17);
 
 	/* Server keys stay empty. */
 	assert_int_equal(cfg.nlisten, 0);
@@ -933,9 +937,9 @@ static const struct bad_case bad_cases[] = {
 	{ C, CLI "LocalForward = 8080 = intranet\n", 0,
 	    { "t.conf:5: LocalForward: '8080 = intranet' is not [bind:]port = "
 	      "host:port" } },
-	{ C, CLI "LocalForward = localhost:8080 = intranet:80\n", 0,
-	    { "t.conf:5: LocalForward: bind address 'localhost' is not a "
-	      "numeric IP address" } },
+	{ C, CLI "LocalForward = gateway:8080 = intranet:80\n", 0,
+	    { "t.conf:5: LocalForward: bind address 'gateway' is not a "
+	      "numeric IP address (or localhost)" } },
 	{ C, CLI "RemoteForward = 70000 = h:22\n", 0,
 	    { "t.conf:5: RemoteForward: '70000 = h:22' is not [bind:]port = "
 	      "host:port" } },

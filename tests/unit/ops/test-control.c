@@ -657,16 +657,36 @@ test_parent_created(void **state)
 	assert_int_equal(sb.st_mode & 07777, 0660);
 }
 
+/* Missing levels above the socket's directory are made too, as StateDir's
+ * are; one that cannot be made says which. */
 static void
-test_parent_missing(void **state)
+test_parents_created(void **state)
 {
 	struct fixture *f = *state;
-	char path[192], want[256], *cause = NULL;
+	char path[192], dir[160], want[256], *cause = NULL;
+	struct stat sb;
+	FILE *fp;
 
 	snprintf(path, sizeof path, "%s/a/b/ctl.sock", f->dir);
+	f->ctl = control_create(f->base, path, echo_cb, f, &cause);
+	if (f->ctl == NULL)
+		fail_msg("control_create: %s", cause);
+	snprintf(dir, sizeof dir, "%s/a", f->dir);
+	assert_int_equal(stat(dir, &sb), 0);
+	assert_int_equal(sb.st_mode & 07777, 0700);
+	snprintf(dir, sizeof dir, "%s/a/b", f->dir);
+	assert_int_equal(stat(dir, &sb), 0);
+	assert_int_equal(sb.st_mode & 07777, 0700);
+	assert_int_equal(stat(path, &sb), 0);
+
+	snprintf(dir, sizeof dir, "%s/file", f->dir);
+	fp = fopen(dir, "w");
+	assert_non_null(fp);
+	fclose(fp);
+	snprintf(path, sizeof path, "%s/file/x/ctl.sock", f->dir);
 	assert_null(control_create(f->base, path, echo_cb, f, &cause));
-	snprintf(want, sizeof want,
-	    "creating directory %s/a/b: No such file or directory", f->dir);
+	snprintf(want, sizeof want, "checking directory %s/file/x: Not a "
+	    "directory", f->dir);
 	assert_string_equal(cause, want);
 	free(cause);
 }
@@ -1062,7 +1082,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_server_timeout, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_socket_mode_and_free, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_parent_created, setup_paths, teardown),
-		cmocka_unit_test_setup_teardown(test_parent_missing, setup_paths, teardown),
+		cmocka_unit_test_setup_teardown(test_parents_created, setup_paths, teardown),
 		cmocka_unit_test_setup_teardown(test_parent_not_directory, setup_paths, teardown),
 		cmocka_unit_test_setup_teardown(test_dir_writable, setup_paths, teardown),
 		cmocka_unit_test_setup_teardown(test_dir_existing_ok, setup_paths, teardown),
