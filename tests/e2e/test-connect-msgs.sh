@@ -79,6 +79,14 @@ out=$(nsx "$NS_SRV" timeout 10 "$BUILD/roved" -f -c "$S2" 2>&1)
 rc=$?
 expect_eq "a port in use: exit 1 and FILE:LINE" "1 $S2:$(grep -n '^Listen' "$S2" | cut -d: -f1): Listen: bind $SRV_OUTER:4433: Address already in use" \
 	"$rc $(printf '%s\n' "$out" | sed -n 's/^.*roved: error: //p')"
+# The same, on another port but the running roved's TUN device: who
+# holds it is said.
+conf_set "$S2" Listen "$SRV_OUTER:4434"
+conf_set "$S2" Tun rove0
+out=$(nsx "$NS_SRV" timeout 10 "$BUILD/roved" -f -c "$S2" 2>&1)
+rc=$?
+expect_eq "a TUN device in use: exit 1, and what to do" "1 creating TUN device rove0: Device or resource busy (another process holds it, such as a roved or rove on this host: give each its own Tun name)" \
+	"$rc $(printf '%s\n' "$out" | sed -n 's/^.*roved: error: //p')"
 printf 'Transport = tcp\nServerTCP = %s:443\n' "$SRV_OUTER" >>"$C"
 laptop_run tcp-refused
 logged 3 "$WORK/laptop.log" "rove: connecting to $SRV_OUTER:443 (TLS over TCP)" \
