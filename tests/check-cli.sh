@@ -50,15 +50,36 @@ for o in -c -f -n -s -T -v; do
 	if grep -q "^  $o " "$tmp/out"; then pass "roved --help describes $o"
 	else fail "roved --help: $o not described"; fi
 done
-expect "rove --help" 0 30 0 "$build/rove" --help
-for o in "-c FILE" "-f " "-n " "-s " "-T " "-v " "-L " "-R " "-D " "-s SOCKET" "-j, --json" "--summary" "--peer NAME"; do
+expect "rove --help" 0 36 0 "$build/rove" --help
+for o in "-c FILE" "-f " "-n " "-s " "-T " "-v " "-L " "-R " "-D " "--server HOST" "-i KEYFILE" "-s SOCKET" "-j, --json" "--summary" "--peer NAME"; do
 	if grep -q "^  $o" "$tmp/out"; then pass "rove --help describes $o"
 	else fail "rove --help: $o not described"; fi
 done
 expect "roved -x" 2 0 3 "$build/roved" -x
 expect "roved without -c" 2 0 2 "$build/roved"
-expect "rove up --bogus" 2 0 8 "$build/rove" up --bogus
-expect "rove nosuch" 2 0 7 "$build/rove" nosuch
+expect "rove up --bogus" 2 0 9 "$build/rove" up --bogus
+expect "rove nosuch" 2 0 8 "$build/rove" nosuch
+
+# rove up without a file, as ssh -L: --server and --server-key make a
+# forward-only configuration; -i names the key (relative: from here).
+top=$(cd "$(dirname "$0")/.." && pwd)
+key=$(sed -n 's/^ServerPublicKey = //p' "$top/configs/rove.conf")
+(cd "$top/configs" && exec "$build/rove" up --server 198.18.1.1 --server-key "$key" \
+	-i keys/laptop.key -L 8080:db:5432 -T) >"$tmp/out" 2>"$tmp/err"
+for line in "Server = 198.18.1.1:4433" "ServerPublicKey = $key" \
+	"PrivateKeyFile = $top/configs/keys/laptop.key" "Tun = none" \
+	"LocalForward = 8080 = db:5432"; do
+	has "rove up --server -T: $line" "$tmp/out" "$line"
+done
+expect "rove up --server without --server-key" 2 0 1 "$build/rove" up --server 198.18.1.1
+has "rove up --server without --server-key says so" "$tmp/err" \
+	"rove: --server needs --server-key (the server's public key)"
+expect "rove up --server with -c" 2 0 1 "$build/rove" up -c x.conf --server 198.18.1.1 --server-key "$key"
+expect "roved --server" 2 0 2 "$build/roved" --server 198.18.1.1
+# A bad key is the configuration's error, named as the command line's.
+expect "rove up --server with a bad key" 1 0 1 "$build/rove" up -n --server 198.18.1.1 --server-key nokey
+has "rove up --server with a bad key: the message" "$tmp/err" \
+	"command line:3: ServerPublicKey: 'nokey' is not a base64 32-byte key"
 
 # genkey -o: 0600 whatever the umask, a key pubkey reads, an existing
 # file kept.

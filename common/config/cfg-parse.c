@@ -453,6 +453,16 @@ cfg_load(const char *path, enum cfg_role role, struct cfg *cfg,
 }
 
 int
+cfg_load_text_options(const char *name, const char *text, enum cfg_role role,
+    struct cfg *cfg, struct cfg_errors *errs, const struct cfg_option *opts,
+    size_t nopts)
+{
+	memset(cfg, 0, sizeof *cfg);
+	cfg->role = role;
+	return load(name, text, strlen(text), role, cfg, errs, opts, nopts);
+}
+
+int
 cfg_load_options(const char *path, enum cfg_role role, struct cfg *cfg,
     struct cfg_errors *errs, const struct cfg_option *opts, size_t nopts)
 {

@@ -197,6 +197,11 @@ struct cfg_option {
 /* cfg_load, then the options (client role only). */
 int cfg_load_options(const char *path, enum cfg_role role, struct cfg *cfg,
     struct cfg_errors *errs, const struct cfg_option *opts, size_t nopts);
+/* The same over `text` made from the command line (rove up --server);
+ * `name` stands for the file in errors. */
+int cfg_load_text_options(const char *name, const char *text,
+    enum cfg_role role, struct cfg *cfg, struct cfg_errors *errs,
+    const struct cfg_option *opts, size_t nopts);
 
 /* The ControlSocket used when a config names none (malloc'd): under /run
  * as root, else under $XDG_RUNTIME_DIR or /tmp, per user. */

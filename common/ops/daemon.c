@@ -24,10 +24,18 @@ int
 daemon_load_config(const char *path, enum cfg_role role, struct cfg *cfg,
     const struct cfg_option *opts, size_t nopts)
 {
+	return daemon_load_text(path, NULL, role, cfg, opts, nopts);
+}
+
+int
+daemon_load_text(const char *path, const char *text, enum cfg_role role,
+    struct cfg *cfg, const struct cfg_option *opts, size_t nopts)
+{
 	struct cfg_errors errs = { 0 };
 	int rv;
 
-	rv = cfg_load_options(path, role, cfg, &errs, opts, nopts);
+	rv = text != NULL ? cfg_load_text_options(path, text, role, cfg, &errs,
+	    opts, nopts) : cfg_load_options(path, role, cfg, &errs, opts, nopts);
 	for (size_t i = 0; i < errs.n; i++)
 		fprintf(stderr, "%s\n", errs.msg[i]);
 	cfg_errors_clear(&errs);
@@ -63,6 +71,7 @@ struct reload_ctx {
 	const struct daemon_ops *ops;
 	void *prog;
 	const char *path;
+	const char *text;   /* the configuration made from the command line */
 	const struct cfg_option *opts;
 	size_t nopts;
 	const struct cfg *running; /* as loaded at start */
@@ -83,8 +92,10 @@ hup_cb(evutil_socket_t sig, short what, void *arg)
 	(void)sig;
 	(void)what;
 	log_info("SIGHUP: reloading %s", ctx->path);
-	if (cfg_load_options(ctx->path, ctx->running->role, &next, &errs,
-	    ctx->opts, ctx->nopts) != 0) {
+	if ((ctx->text != NULL ? cfg_load_text_options(ctx->path, ctx->text,
+	    ctx->running->role, &next, &errs, ctx->opts, ctx->nopts) :
+	    cfg_load_options(ctx->path, ctx->running->role, &next, &errs,
+	    ctx->opts, ctx->nopts)) != 0) {
 		for (size_t i = 0; i < errs.n; i++)
 			log_error("%s", errs.msg[i]);
 		log_error("reload refused: %zu error(s) in %s; the running "
@@ -191,6 +202,62 @@ daemon_raise_nofile(void)
 	return rl.rlim_cur;
 }
 
+/* rove up --server HOST[:PORT] --server-key KEY [-i KEYFILE], without a
+ * file, as ssh -L needs none: forwards only (Tun = none), the private key
+ * from the usual place unless -i names one. The configuration text, or
+ * NULL after a message. */
+static char *
+command_line_config(const char *path, const char *server,
+    const char *server_key, const char *identity)
+{
+	char *key = NULL, *state = NULL, *text, cwd[4096];
+	const char *home = getenv("HOME"), *xdg = getenv("XDG_CONFIG_HOME");
+	const char *xdg_state = getenv("XDG_STATE_HOME");
+
+	if (path != NULL || server == NULL || server_key == NULL) {
+		fprintf(stderr, "rove: %s\n", path != NULL ? "--server, "
+		    "--server-key and -i make a configuration of their own: "
+		    "not with -c" : server == NULL ? "--server-key and -i "
+		    "need --server HOST[:PORT]" : "--server needs --server-key "
+		    "(the server's public key)");
+		return NULL;
+	}
+	/* One value per line: nothing may start another. */
+	if (strpbrk(server, "\n\r#;") != NULL || strpbrk(server_key,
+	    "\n\r#;") != NULL || (identity != NULL &&
+	    strpbrk(identity, "\n\r") != NULL)) {
+		fprintf(stderr, "rove: --server, --server-key and -i take one "
+		    "word each\n");
+		return NULL;
+	}
+	if (identity != NULL && identity[0] != '/' &&
+	    getcwd(cwd, sizeof cwd) != NULL)
+		xasprintf(&key, "%s/%s", cwd, identity);
+	else if (identity != NULL)
+		key = xstrdup(identity);
+	else if (geteuid() == 0)
+		key = xstrdup("/etc/rove/private.key");
+	else if (xdg != NULL && xdg[0] == '/')
+		xasprintf(&key, "%s/rove/private.key", xdg);
+	else
+		xasprintf(&key, "%s/.config/rove/private.key",
+		    home != NULL ? home : "");
+	/* Tickets for 0-RTT: root's where the units keep them, a user's
+	 * under the user's home. */
+	if (geteuid() == 0)
+		state = xstrdup("/var/lib/rove");
+	else if (xdg_state != NULL && xdg_state[0] == '/')
+		xasprintf(&state, "%s/rove", xdg_state);
+	else
+		xasprintf(&state, "%s/.local/state/rove", home != NULL ? home : "");
+	xasprintf(&text, "[Client]\nServer = %s\nServerPublicKey = %s\n"
+	    "PrivateKeyFile = %s\nTun = none\nStateDir = %s\n", server,
+	    server_key, key, state);
+	free(key);
+	free(state);
+	return text;
+}
+
 /* What start would refuse that needs neither root nor the network, for
  * -n (the units' ExecStartPre): the private key (present, private, a
  * key) and User when not root. */
@@ -231,19 +298,36 @@ daemon_main(int argc, char **argv, const struct daemon_ops *ops)
 	static const struct option longopts[] = {
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
+		{ "server", required_argument, NULL, 'S' },
+		{ "server-key", required_argument, NULL, 'K' },
 		{ NULL, 0, NULL, 0 },
 	};
+	const char *server = NULL, *server_key = NULL, *identity = NULL;
+	char *text = NULL;
 
 	while ((ch = getopt_long(argc, argv, ops->role == CFG_ROLE_CLIENT ?
-	    "c:fnsTvhL:R:D:" : "c:fnsTvh", longopts, NULL)) != -1) {
+	    "c:fnsTvhi:L:R:D:" : "c:fnsTvh", longopts, NULL)) != -1) {
 		switch (ch) {
+		case 'S':
+		case 'K':
+			if (ops->role != CFG_ROLE_CLIENT) {
+				ops->help(stderr);
+				exit(2);
+			}
+			*(ch == 'S' ? &server : &server_key) = optarg;
+			break;
+		case 'i':
+			identity = optarg;
+			break;
 		case 'h':
 			ops->help(stdout);
 			free(opts);
+			free(text);
 			return 0;
 		case 'V':
 			printf("%s %s\n", ops->name, ROVE_VERSION);
 			free(opts);
+			free(text);
 			return 0;
 		case 'L':
 		case 'R':
@@ -273,14 +357,24 @@ daemon_main(int argc, char **argv, const struct daemon_ops *ops)
 			exit(2);
 		}
 	}
-	if (path == NULL || optind != argc) {
+	if (optind != argc || (path == NULL && server == NULL)) {
 		ops->help(stderr);
 		exit(2);
 	}
+	if (server != NULL || server_key != NULL || identity != NULL) {
+		if ((text = command_line_config(path, server, server_key,
+		    identity)) == NULL) {
+			free(opts);
+			free(text);
+			return 2;
+		}
+		path = "command line";
+	}
 	log_open(ops->name, verbose);
-	rv = daemon_load_config(path, ops->role, &cfg, opts, nopts);
+	rv = daemon_load_text(path, text, ops->role, &cfg, opts, nopts);
 	if (rv != 0) {
 		free(opts);
+		free(text);
 		cfg_clear(&cfg);
 		return 1;
 	}
@@ -290,6 +384,7 @@ daemon_main(int argc, char **argv, const struct daemon_ops *ops)
 		else
 			rv = check_startable(&cfg);
 		free(opts);
+		free(text);
 		cfg_clear(&cfg);
 		return rv == 0 ? 0 : 1;
 	}
@@ -303,6 +398,7 @@ daemon_main(int argc, char **argv, const struct daemon_ops *ops)
 		fprintf(stderr, "%s\n", cause);
 		free(cause);
 		free(opts);
+		free(text);
 		cfg_clear(&cfg);
 		return 1;
 	}
@@ -310,6 +406,7 @@ daemon_main(int argc, char **argv, const struct daemon_ops *ops)
 		log_error("%s", cause);
 		free(cause);
 		free(opts);
+		free(text);
 		cfg_clear(&cfg);
 		return 1;
 	}
@@ -327,6 +424,7 @@ daemon_main(int argc, char **argv, const struct daemon_ops *ops)
 		free(cause);
 		event_base_free(base);
 		free(opts);
+		free(text);
 		cfg_clear(&cfg);
 		return 1;
 	}
@@ -340,11 +438,12 @@ daemon_main(int argc, char **argv, const struct daemon_ops *ops)
 		ops->free(prog);
 		event_base_free(base);
 		free(opts);
+		free(text);
 		cfg_clear(&cfg);
 		return 1;
 	}
 	daemon_signals(base, ops->shutdown, prog, sigs);
-	reload = (struct reload_ctx){ ops, prog, path, opts, nopts, &cfg };
+	reload = (struct reload_ctx){ ops, prog, path, text, opts, nopts, &cfg };
 	sigs[2] = evsignal_new(base, SIGHUP, hup_cb, &reload);
 	event_add(sigs[2], NULL);
 	notify_init(base);
@@ -358,6 +457,7 @@ daemon_main(int argc, char **argv, const struct daemon_ops *ops)
 		ops->exit(prog);
 		kept_cfg = cfg;
 		free(opts);
+		free(text);
 		return status;
 	}
 	ops->free(prog);
@@ -365,6 +465,7 @@ daemon_main(int argc, char **argv, const struct daemon_ops *ops)
 		event_free(sigs[i]);
 	event_base_free(base);
 	free(opts);
+	free(text);
 	cfg_clear(&cfg);
 	return status;
 }

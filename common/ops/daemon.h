@@ -12,6 +12,9 @@
  * failure print every "FILE:LINE: message" to stderr and return -1. */
 int daemon_load_config(const char *path, enum cfg_role role, struct cfg *cfg,
     const struct cfg_option *opts, size_t nopts);
+/* The same over `text` (NULL: read `path`), which `path` then names. */
+int daemon_load_text(const char *path, const char *text, enum cfg_role role,
+    struct cfg *cfg, const struct cfg_option *opts, size_t nopts);
 
 /* Ignore SIGPIPE (and SIGHUP, until daemon_main sets up the reload);
  * call `stop(arg)` on the first SIGINT/SIGTERM and leave the loop at once

@@ -61,4 +61,33 @@ expect_eq "errors at both ends" "[] []" "$(jfield "$out" errors) $(jfield "$s" e
 wait_for 10 "roved's forwards list empties" srv_forwards_are 0 || fail "roved still lists forwards"
 expect_eq "roved's forward counters" "1 1" "$(srv_fc opened) $(srv_fc completed)"
 expect_eq "rove's forward counters" "1 1" "$(lap_fc opened) $(lap_fc completed)"
+
+# The same forward without a file, as ssh -L takes one: rove up --server
+# --server-key -L, the key from the user's usual place
+# (~/.config/rove/private.key), the state under ~/.local/state.
+stop_pid "$LAP_PID"; forget_pid "$LAP_PID"
+mv "$WORK/laptop.log" "$WORK/laptop-file.log"
+H=$U/home
+mkdir -p "$H/.config/rove"
+cp "$U/keys/laptop.key" "$H/.config/rove/private.key"
+chown -R "$USER_ID:$GROUP_ID" "$H"
+chmod 600 "$H/.config/rove/private.key"
+SRV_KEY=$(sed -n 's/^ServerPublicKey = //p' "$U/rove.conf")
+bg laptop "$NS_LAP" setpriv --reuid="$USER_ID" --regid="$GROUP_ID" --clear-groups \
+	--inh-caps=-all --bounding-set=-all env HOME="$H" XDG_RUNTIME_DIR="$H/run" \
+	"$BUILD/rove" up --server "$SRV_OUTER:4433" --server-key "$SRV_KEY" \
+	-L "$L_PORT:$LAN_HOST:$T_PORT" ${ROVE_VERBOSE:+-v}
+LAP_PID=$BG_PID
+LAP_SOCK=$H/run/rove/rove.sock
+wait_established laptop || die "rove up --server does not connect"
+wait_listen "$NS_LAP" "$L_PORT" "rove up --server's -L"
+# The target (still serving) answers each connection with BYTES.
+out=$(peer_run "$NS_LAP" 120 connect "127.0.0.1:$L_PORT" --send 1048576 --timeout 100)
+wait_for 20 "the target's second result" has_lines "$WORK/target.json" 2 ||
+	fail "the target reported no second connection"
+s=$(sed -n 2p "$WORK/target.json")
+expect_eq "without a file: sha256 client -> target" "$(jfield "$out" tx_sha)" "$(jfield "$s" rx_sha)"
+expect_eq "without a file: sha256 target -> client" "$(jfield "$s" tx_sha)" "$(jfield "$out" rx_sha)"
+expect_eq "without a file: the session's state under the user's home" yes \
+	"$([ -d "$H/.local/state/rove" ] && echo yes || echo no)"
 fwd_finish
