@@ -65,6 +65,22 @@ for conf in roved.conf rove.conf rove2.conf; do
 	fi
 done
 
+# judge NAME RC: the program refused (exit 1-125, not a crash) with
+# exactly the messages of $tmp/want on standard error ($tmp/err).
+judge() {
+	if [ "$2" -eq 0 ]; then
+		fail "$1: '-n' accepted it"
+	elif [ "$2" -ge 126 ]; then
+		fail "$1: '-n' died (exit $2)"
+		sed 's/^/    /' "$tmp/err"
+	elif ! cmp -s "$tmp/want" "$tmp/err"; then
+		fail "$1: unexpected messages"
+		diff -u "$tmp/want" "$tmp/err" | sed 's/^/    /'
+	else
+		pass "$1"
+	fi
+}
+
 # start_check NAME PROGRAM CONFIG WANT [RUNNER...]: `PROGRAM -n -c CONFIG`
 # (PROGRAM: rove, roved or the path of a roved)
 # (run by RUNNER, e.g. setpriv) fails with exactly the line WANT, FILE
@@ -79,15 +95,7 @@ start_check() {
 	esac
 	rc=$?
 	printf '%s\n' "$want" | awk -v f="$conf" '{ gsub(/FILE/, f); print }' >"$tmp/want"
-	if [ "$rc" -ne 1 ]; then
-		fail "-n, $name: exit $rc, not 1"
-		sed 's/^/    /' "$tmp/err"
-	elif ! cmp -s "$tmp/want" "$tmp/err"; then
-		fail "-n, $name: unexpected messages"
-		diff -u "$tmp/want" "$tmp/err" | sed 's/^/    /'
-	else
-		pass "-n, $name"
-	fi
+	judge "-n, $name" "$rc"
 }
 
 c=$tmp/configs
@@ -135,17 +143,7 @@ for conf in tests/configs/bad-*.conf; do
 	rc=$?
 	# FILE in the .err stands for the path given to -c.
 	awk -v f="$conf" '{ gsub(/FILE/, f); print }' "$want" >"$tmp/want"
-	if [ "$rc" -eq 0 ]; then
-		fail "$conf: '$prog -n' accepted it"
-	elif [ "$rc" -ge 126 ]; then
-		fail "$conf: '$prog -n' died (exit $rc)"
-		sed 's/^/    /' "$tmp/err"
-	elif ! cmp -s "$tmp/want" "$tmp/err"; then
-		fail "$conf: unexpected messages"
-		diff -u "$tmp/want" "$tmp/err" | sed 's/^/    /'
-	else
-		pass "$conf"
-	fi
+	judge "$conf" "$rc"
 done
 
 echo "$passed passed, $failed failed"
