@@ -143,6 +143,16 @@ tun_attach(struct tun *t, int fd, const char *name, bool offload, char **cause)
 		    ifr.ifr_name, strerror(errno));
 		goto out;
 	}
+	/* A device made beforehand (ip tuntap add ... user rove) is
+	 * adopted: it lets a user without CAP_NET_ADMIN attach, and it is
+	 * its maker's, so it outlives us. Say so rather than leave it
+	 * silently. */
+	if (ioctl(fd, TUNGETIFF, &ifr) == 0 && (ifr.ifr_flags & IFF_PERSIST)) {
+		t->persistent = true;
+		log_info("%s: a persistent TUN device made beforehand (ip "
+		    "tuntap): used as it is, and left in place at exit",
+		    ifr.ifr_name);
+	}
 	t->fd = fd;
 	memcpy(t->name, ifr.ifr_name, sizeof t->name);
 	t->ifindex = (int)ifindex;

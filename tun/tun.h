@@ -18,6 +18,7 @@ struct tun {
 	/* IFF_VNET_HDR: every read and write starts with a virtio_net_hdr.
 	 * Stays on once set, even when the offloads are turned off. */
 	bool vnet_hdr;
+	bool persistent;        /* made beforehand (IFF_PERSIST): not ours */
 	unsigned offloads;      /* OFFLOAD_F_* the kernel took; 0 = none */
 	/* Test hook (ROVE_TEST_TUN_EINVAL): fail the first GSO read or
 	 * write with EINVAL, as the kernel bugs this fallback is for do. */
