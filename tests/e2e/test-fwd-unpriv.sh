@@ -62,6 +62,46 @@ wait_for 10 "roved's forwards list empties" srv_forwards_are 0 || fail "roved st
 expect_eq "roved's forward counters" "1 1" "$(srv_fc opened) $(srv_fc completed)"
 expect_eq "rove's forward counters" "1 1" "$(lap_fc opened) $(lap_fc completed)"
 
+# A reload the user cannot read (root's own 0600 file) says why.
+chown root:root "$U/rove.conf"
+chmod 600 "$U/rove.conf"
+kill -HUP "$LAP_PID"
+if wait_for 10 "the reload's refusal" grep -qF "$U/rove.conf: Permission denied (read as uid $USER_ID: make the file readable by that user, e.g. chgrp and chmod 640)" "$WORK/laptop.log"; then
+	ok "a reload denied its file says which uid reads it"
+else
+	fail "a reload denied its file: $(tail -n 3 "$WORK/laptop.log")"
+fi
+chown "$USER_ID:$GROUP_ID" "$U/rove.conf"
+
+# Started as that user with a TUN device, or a StateDir it cannot make:
+# each error says what to do.
+sed -e 's/^Tun = none/Tun = rove0/' "$U/rove.conf" >"$U/tun.conf"
+sed -e "s|^StateDir = .*|StateDir = $WORK/rootonly/state|" -e "/^LocalForward/d" \
+	-e "s|^ControlSocket = .*|ControlSocket = $U/run/state.sock|" "$U/rove.conf" >"$U/state.conf"
+mkdir -m 755 "$WORK/rootonly"
+chown "$USER_ID:$GROUP_ID" "$U/tun.conf" "$U/state.conf"
+# unpriv CONFIG: rove up as the user; its last line of error.
+unpriv() {
+	nsx "$NS_LAP" setpriv --reuid="$USER_ID" --regid="$GROUP_ID" --clear-groups \
+		--inh-caps=-all --bounding-set=-all timeout 10 "$BUILD/rove" up -f -c "$1" 2>&1 |
+		sed -n 's/^.*rove: error: //p' | tail -n 1
+}
+if [ "$(stat -c %a /dev/net/tun)" = 666 ]; then
+	want="creating TUN device rove0: Operation not permitted (needs CAP_NET_ADMIN)"
+else
+	want="opening /dev/net/tun: Permission denied (a TUN device needs root, or CAP_NET_ADMIN and access to the device; Tun = none runs forwards only)"
+fi
+expect_eq "a TUN device without the rights: what to do" "$want" "$(unpriv "$U/tun.conf")"
+# The StateDir is made when the first ticket comes.
+bg state "$NS_LAP" setpriv --reuid="$USER_ID" --regid="$GROUP_ID" --clear-groups \
+	--inh-caps=-all --bounding-set=-all "$BUILD/rove" up -f -c "$U/state.conf"
+if wait_for 10 "the StateDir's error" grep -qF "StateDir $WORK/rootonly/state: Permission denied (as root, or a directory this user may create)" "$WORK/state.log"; then
+	ok "a StateDir the user cannot make says what to do"
+else
+	fail "a StateDir the user cannot make: $(tail -n 3 "$WORK/state.log")"
+fi
+stop_pid "$BG_PID"; forget_pid "$BG_PID"
+
 # The same forward without a file, as ssh -L takes one: rove up --server
 # --server-key -L, the key from the user's usual place
 # (~/.config/rove/private.key), the state under ~/.local/state.
