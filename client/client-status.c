@@ -15,6 +15,7 @@
 struct client_status {
 	struct status st;
 	struct status_peer sp;
+	struct status_listener listeners[STATUS_LISTENERS_MAX];
 	struct status_dns sd;
 	struct dns_status ds;
 };
@@ -41,6 +42,9 @@ client_status(struct client *c, struct client_status *cs)
 		.roam = c->roam,
 		.fwds = forward_set(c->fwd),
 	};
+	cs->sp.listeners = cs->listeners;
+	cs->sp.nlisteners = forward_listeners(c->fwd, c->configured,
+	    cs->listeners, STATUS_LISTENERS_MAX);
 	cs->sp.roam.keepalive_ms = c->keepalive_ms != 0 ? c->keepalive_ms :
 	    (uint64_t)c->cfg->keepalive * 1000;
 	cs->st = (struct status){

@@ -43,6 +43,9 @@ struct remote {
 	struct cfg_forward cf;
 	bool ok;
 	bool denied;   /* the server said no: a reload asks again */
+	bool asked;    /* requested on the current connection */
+	bool replied;  /* and answered, with `status` */
+	uint64_t status;
 };
 
 /* A connection accepted while no session could carry it (start-up, a
@@ -543,6 +546,8 @@ remote_request_one(struct remote *r, struct quic_conn *qc)
 	size_t n;
 
 	r->ok = false;
+	r->asked = true;
+	r->replied = false;
 	n = proto_fwd_remote_encode(buf, sizeof buf, PROTO_MSG_REMOTE_FORWARD, &rf);
 	if (n > 0)
 		(void)quic_conn_stream_send(qc, 0, buf, n, false);
@@ -591,6 +596,8 @@ forward_control(struct forward *fw, uint64_t type, const uint8_t *body, size_t l
 			continue;
 		fw->remotes[i].ok = rf.status == PROTO_FWD_OK;
 		fw->remotes[i].denied = rf.status == PROTO_FWD_ERR_DENIED;
+		fw->remotes[i].replied = true;
+		fw->remotes[i].status = rf.status;
 		if (rf.status == PROTO_FWD_OK)
 			log_info("remote forward: the server listens on port %u for "
 			    "%s:%u", rf.port, cf->target_host, cf->target_port);
@@ -603,6 +610,41 @@ forward_control(struct forward *fw, uint64_t type, const uint8_t *body, size_t l
 			    rf.port, proto_fwd_error_name(rf.status));
 	}
 	return 0;
+}
+
+size_t
+forward_listeners(const struct forward *fw, bool connected,
+    struct status_listener *out, size_t max)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < fw->nlisteners && n < max; i++) {
+		const struct listener *l = fw->listeners[i];
+		struct status_listener *sl = &out[n++];
+
+		sl->kind = l->kind == FWD_DYNAMIC ? "dynamic" : "local";
+		addr_hostport_str(sl->bind, sizeof sl->bind, l->cf.bind_host != NULL ?
+		    l->cf.bind_host : "127.0.0.1", l->cf.bind_port);
+		sl->target[0] = '\0';
+		if (l->kind != FWD_DYNAMIC)
+			addr_hostport_str(sl->target, sizeof sl->target,
+			    l->cf.target_host, l->cf.target_port);
+		sl->state = "listening";
+	}
+	for (size_t i = 0; i < fw->nremotes && n < max; i++) {
+		const struct remote *r = &fw->remotes[i];
+		struct status_listener *sl = &out[n++];
+
+		sl->kind = "remote";
+		snprintf(sl->bind, sizeof sl->bind, "server port %u",
+		    (unsigned)r->cf.bind_port);
+		addr_hostport_str(sl->target, sizeof sl->target,
+		    r->cf.target_host, r->cf.target_port);
+		sl->state = !connected || !r->asked ? "waiting for a session" :
+		    !r->replied ? "requested" : r->status == PROTO_FWD_OK ?
+		    "listening" : proto_fwd_error_name(r->status);
+	}
+	return n;
 }
 
 const struct fwd_counters *
@@ -724,6 +766,9 @@ forward_reload(struct forward *fw, const struct cfg *next, struct quic_conn *qc)
 		if (old != NULL) {
 			remotes[i].ok = old->ok;
 			remotes[i].denied = old->denied;
+			remotes[i].asked = old->asked;
+			remotes[i].replied = old->replied;
+			remotes[i].status = old->status;
 			if (!cfg_forward_same_target(&old->cf, cf))
 				log_info("reload: RemoteForward port %u now to %s",
 				    cf->bind_port, target);

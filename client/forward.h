@@ -9,6 +9,7 @@
 #include "config/cfg.h"
 #include "base/key.h"
 #include "forward/fwd.h"
+#include "ops/status.h"
 #include "transport/quic.h"
 
 struct forward;
@@ -20,6 +21,10 @@ void forward_free(struct forward *);
 /* This client's public key, which a denial names (the server's
  * AllowForward and AllowRemoteForward are per key). */
 void forward_set_key(struct forward *, const uint8_t pub[static KEY_LEN]);
+/* Its listeners for status: -L and -D here, -R as the server answered
+ * (`connected`: there is a session to ask on). Returns how many. */
+size_t forward_listeners(const struct forward *, bool connected,
+    struct status_listener *out, size_t max);
 
 /* Streams may be opened on the connection (in 0-RTT, or once the
  * handshake completed): connections held while there was none are opened

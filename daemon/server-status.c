@@ -86,7 +86,8 @@ server_status_board_cb(evutil_socket_t fd, short what, void *arg)
  * holds its session (bp points into what the caller keeps). */
 static void
 status_peer_fill(const struct server *srv, struct status_peer *sp,
-    const struct peer *p, const char *state, const struct board_peer *bp)
+    const struct peer *p, const char *state, const struct board_peer *bp,
+    struct status_listener *listeners)
 {
 	struct quic_conn *qc = p->sess != NULL ? p->sess->qc : NULL;
 	socklen_t len;
@@ -139,6 +140,19 @@ status_peer_fill(const struct server *srv, struct status_peer *sp,
 			sp->has_recovery = true;
 			recovery_get_stats(p->sess->rec, &sp->recovery);
 		}
+	}
+	if (listeners != NULL && p->sess != NULL) {
+		for (size_t i = 0; i < p->sess->nrlisteners; i++) {
+			struct status_listener *l = &listeners[i];
+
+			l->kind = "remote";
+			snprintf(l->bind, sizeof l->bind, "0.0.0.0:%u", (unsigned)
+			    egress_listener_port(p->sess->rlisteners[i]));
+			l->target[0] = '\0';
+			l->state = "listening";
+		}
+		sp->listeners = listeners;
+		sp->nlisteners = p->sess->nrlisteners;
 	}
 }
 
@@ -222,6 +236,8 @@ struct status_stream {
 	struct status_renderer r;
 	size_t next;          /* index in srv->peers of the next to look at */
 	struct board_peer other[STATUS_PAGE]; /* peers other workers hold */
+	/* Their -R listeners (a session's, CFG_MAX_REMOTE_FORWARDS at most). */
+	struct status_listener listeners[STATUS_PAGE][CFG_MAX_REMOTE_FORWARDS];
 };
 
 static bool
@@ -243,7 +259,8 @@ status_more(struct evbuffer *out, void *arg)
 		if (!status_request_wants(&ss->rq, p->cfg->name))
 			continue;
 		state = peer_state(srv, p, &bp);
-		status_peer_fill(srv, &sp[n++], p, state, bp);
+		status_peer_fill(srv, &sp[n], p, state, bp, ss->listeners[n]);
+		n++;
 	}
 	status_render_peers(&ss->r, out, sp, n);
 	if (ss->next < srv->npeers)
@@ -292,7 +309,8 @@ server_status(struct server *srv, struct server_status *now,
 		    tunnel_inner_mtu(qc) < now->st.datagram_mtu))
 			now->st.datagram_mtu = tunnel_inner_mtu(qc);
 		if (peers != NULL)
-			status_peer_fill(srv, &peers[now->st.npeers++], p, state, bp);
+			status_peer_fill(srv, &peers[now->st.npeers++], p, state, bp,
+			    NULL);
 	}
 }
 

@@ -383,6 +383,23 @@ json_peer(struct json *j, const struct status_peer *p)
 	json_drops(j, p->counters);
 	if (p->fwd_counters != NULL)
 		fwd_status_json(p->fwds, p->fwd_counters, j);
+	json_key(j, "listeners");
+	json_begin_array(j);
+	for (size_t i = 0; i < p->nlisteners; i++) {
+		const struct status_listener *l = &p->listeners[i];
+
+		json_begin_object(j);
+		json_key(j, "kind");
+		json_string(j, l->kind);
+		json_key(j, "bind");
+		json_string(j, l->bind);
+		json_key(j, "target");
+		json_string(j, l->target[0] ? l->target : NULL);
+		json_key(j, "state");
+		json_string(j, l->state);
+		json_end_object(j);
+	}
+	json_end_array(j);
 	json_end_object(j);
 }
 
@@ -592,6 +609,16 @@ text_peer(struct evbuffer *out, const struct status_peer *p, bool server)
 	text_drops(out, "  ", p->counters);
 	if (p->fwd_counters != NULL)
 		fwd_status_text(p->fwds, p->fwd_counters, out);
+	if (p->nlisteners > 0)
+		evbuffer_add_printf(out, "  listeners:\n");
+	for (size_t i = 0; i < p->nlisteners; i++) {
+		const struct status_listener *l = &p->listeners[i];
+		char bind[TEXT_STRLEN], target[TEXT_STRLEN];
+
+		evbuffer_add_printf(out, "    %s %s%s%s: %s\n", l->kind,
+		    text_str(bind, l->bind), l->target[0] ? " -> " : "",
+		    text_str(target, l->target), l->state);
+	}
 }
 
 void

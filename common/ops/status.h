@@ -34,6 +34,16 @@ struct status_roam {
 	uint64_t keepalive_ms;
 };
 
+/* A forward's listening end: -L and -D on the client, -R on the server
+ * (the client lists its -R too, as the server answered them). */
+#define STATUS_LISTENERS_MAX 80   /* -L and -D (64), -R (16) */
+struct status_listener {
+	const char *kind;     /* "local", "dynamic", "remote" */
+	char bind[ADDR_STRLEN + 8];   /* "127.0.0.1:8080", "port 8081" */
+	char target[PROTO_FWD_MAX_HOST + 8]; /* "" when not known here */
+	const char *state;    /* "listening", "requested", "denied", ... */
+};
+
 struct status_peer {
 	const char *name;
 	const uint8_t *public_key;     /* KEY_LEN bytes */
@@ -60,6 +70,8 @@ struct status_peer {
 	uint64_t rx_idle_ms;
 	const char *connection_id;     /* quic_conn_id; NULL when not connected */
 	const struct fwd_set *fwds;              /* NULL when not connected */
+	const struct status_listener *listeners;
+	size_t nlisteners;
 	const struct fwd_counters *fwd_counters; /* NULL: no forwarding */
 	/* A server with workers: the worker holding its session, if any. */
 	bool has_worker;

@@ -22,6 +22,11 @@ has() {
 	else fail "$1: no line like '$3' in: $2"; fi
 }
 
+# The laptop's forwards: its listeners are listed, -R as the server
+# answers it (2299 is not in its AllowRemoteForward).
+printf '%s\n' "LocalForward = 127.0.0.1:7001 = $LAN_HOST:7101" "DynamicForward = localhost:1080" \
+	"RemoteForward = 2299 = 127.0.0.1:22" >>"$WORK/configs/rove.conf"
+
 # --- 1. The laptop before its server answers.
 start_client laptop
 wait_for 5 "the laptop's control socket" status_ok "$NS_LAP" "$LAP_SOCK" ||
@@ -30,6 +35,9 @@ T=$(text "$NS_LAP" "$LAP_SOCK")
 has "before a session, the TUN is named and not forward-only" "$T" \
 	"^client: interface rove0 \(not up yet: it comes with the server's configuration\)$"
 has "before a session: latest handshake never" "$T" "^  latest handshake: never$"
+has "listeners: -L" "$T" "^    local 127.0.0.1:7001 -> $LAN_HOST:7101: listening$"
+has "listeners: -D (localhost)" "$T" "^    dynamic 127.0.0.1:1080: listening$"
+has "listeners: -R before a session" "$T" "^    remote server port 2299 -> 127.0.0.1:22: waiting for a session$"
 
 # --- 2. Connected: when, and the last packet.
 t0=$(date +%s)
@@ -41,6 +49,11 @@ has "connected: the latest handshake's time and age" "$T" \
 	"^  latest handshake: [0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]{8} \([0-9]+ s ago\)$"
 has "connected: the last packet's age" "$T" "^  last packet received: [0-9]+\.[0-9] s ago$"
 has "connected: the interface is up" "$T" "^client: interface rove0, mtu [0-9]+ "
+wait_for 5 "the -R denial" grep -q "refused by the server: denied" "$WORK/laptop.log"
+has "listeners: -R denied" "$(text "$NS_LAP" "$LAP_SOCK")" \
+	"^    remote server port 2299 -> 127.0.0.1:22: denied$"
+expect_eq "JSON: the -R listener's state" denied \
+	"$(sget "$NS_LAP" "$LAP_SOCK" 'peers[0].listeners[2].state')"
 hs=$(sget "$NS_LAP" "$LAP_SOCK" 'peers[0].latest_handshake')
 if [ "$hs" -ge "$t0" ] && [ "$hs" -le "$t1" ]; then ok "JSON: latest_handshake $hs within the connect"
 else fail "JSON: latest_handshake $hs not within $t0..$t1"; fi
@@ -59,6 +72,14 @@ else
 fi
 expect_eq "roved: the never-seen branch's JSON latest_handshake" 0 \
 	"$(srv_get 'peers[name=branch].latest_handshake')"
+
+# --- 3b. roved lists the -R ports it listens on for a peer.
+printf '%s\n' "RemoteForward = 2222 = 127.0.0.1:22" >>"$WORK/configs/rove2.conf"
+start_client branch
+wait_established branch || die "the branch does not connect"
+wait_for 10 "roved listening on 2222" bash -c "ip netns exec '$NS_SRV' ss -Hltn 'sport = :2222' | grep -q 2222"
+T=$(text "$NS_SRV" "$ROVED_SOCK" --peer branch)
+has "roved: the branch's -R listener" "$T" "^    remote 0.0.0.0:2222: listening$"
 
 # --- 4. --peer.
 if out=$(text "$NS_SRV" "$ROVED_SOCK" --peer laptop 2>&1); then

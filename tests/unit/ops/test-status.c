@@ -155,6 +155,51 @@ test_text_handshake_age(void **state)
 	free(json);
 }
 
+/* Listeners: each on a line of its own in text (escaped), an array in
+ * JSON, a dynamic forward without a target. */
+static void
+test_listeners(void **state)
+{
+	static const uint8_t pub[KEY_LEN];
+	struct tunnel_counters global = { 0 }, counters = { 0 };
+	struct status_listener ls[3] = {
+		{ "local", "127.0.0.1:8080", "db.internal:5432", "listening" },
+		{ "dynamic", "127.0.0.1:1080", "", "listening" },
+		{ "remote", "server port 2299", "127.0.0.1:22\x1b", "denied" },
+	};
+	struct status_peer peer = {
+		.name = "server",
+		.public_key = pub,
+		.state = "established",
+		.counters = &counters,
+		.listeners = ls,
+		.nlisteners = 3,
+	};
+	struct status st = {
+		.role = "client",
+		.counters = &global,
+		.peers = &peer,
+		.npeers = 1,
+	};
+	char *text, *json;
+
+	(void)state;
+	text = render(&st, false);
+	assert_non_null(strstr(text, "  listeners:\n"
+	    "    local 127.0.0.1:8080 -> db.internal:5432: listening\n"
+	    "    dynamic 127.0.0.1:1080: listening\n"
+	    "    remote server port 2299 -> 127.0.0.1:22\\x1b: denied\n"));
+	json = render(&st, true);
+	assert_non_null(strstr(json, "\"listeners\":[{\"kind\":\"local\","
+	    "\"bind\":\"127.0.0.1:8080\",\"target\":\"db.internal:5432\","
+	    "\"state\":\"listening\"},{\"kind\":\"dynamic\",\"bind\":"
+	    "\"127.0.0.1:1080\",\"target\":null,\"state\":\"listening\"},"
+	    "{\"kind\":\"remote\",\"bind\":\"server port 2299\",\"target\":"
+	    "\"127.0.0.1:22\\u001b\",\"state\":\"denied\"}]"));
+	free(text);
+	free(json);
+}
+
 /* A client whose TUN comes with its first session is not forward-only. */
 static void
 test_text_tun_pending(void **state)
@@ -320,6 +365,7 @@ main(void)
 		cmocka_unit_test(test_text_escapes_strings),
 		cmocka_unit_test(test_text_handshake_age),
 		cmocka_unit_test(test_text_tun_pending),
+		cmocka_unit_test(test_listeners),
 		cmocka_unit_test(test_request_parse),
 		cmocka_unit_test(test_summary),
 		cmocka_unit_test(test_render_in_parts),
