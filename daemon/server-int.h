@@ -116,6 +116,13 @@ struct session {
 	                             * ticket: dialed at the handshake's end */
 	struct egress_listener *rlisteners[CFG_MAX_REMOTE_FORWARDS]; /* -R */
 	size_t nrlisteners;
+	/* -R ports refused (the last CFG_MAX_REMOTE_FORWARDS), for status:
+	 * the port and why. */
+	struct {
+		uint16_t port;
+		uint64_t status;
+	} rrefused[CFG_MAX_REMOTE_FORWARDS];
+	size_t nrrefused;
 	bool half_open;             /* counted in server.half_open */
 	size_t ctl_requests;        /* REMOTE_FORWARD requests so far */
 	uint64_t features;          /* PROTO_FEATURE_* agreed in the hello */

@@ -151,8 +151,18 @@ status_peer_fill(const struct server *srv, struct status_peer *sp,
 			l->target[0] = '\0';
 			l->state = "listening";
 		}
+		for (size_t i = 0; i < p->sess->nrrefused; i++) {
+			struct status_listener *l =
+			    &listeners[p->sess->nrlisteners + i];
+
+			l->kind = "remote";
+			snprintf(l->bind, sizeof l->bind, "0.0.0.0:%u",
+			    (unsigned)p->sess->rrefused[i].port);
+			l->target[0] = '\0';
+			l->state = proto_fwd_error_name(p->sess->rrefused[i].status);
+		}
 		sp->listeners = listeners;
-		sp->nlisteners = p->sess->nrlisteners;
+		sp->nlisteners = p->sess->nrlisteners + p->sess->nrrefused;
 	}
 }
 
@@ -236,8 +246,8 @@ struct status_stream {
 	struct status_renderer r;
 	size_t next;          /* index in srv->peers of the next to look at */
 	struct board_peer other[STATUS_PAGE]; /* peers other workers hold */
-	/* Their -R listeners (a session's, CFG_MAX_REMOTE_FORWARDS at most). */
-	struct status_listener listeners[STATUS_PAGE][CFG_MAX_REMOTE_FORWARDS];
+	/* Their -R listeners and refusals (CFG_MAX_REMOTE_FORWARDS each). */
+	struct status_listener listeners[STATUS_PAGE][2 * CFG_MAX_REMOTE_FORWARDS];
 };
 
 static bool

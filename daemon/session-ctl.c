@@ -86,6 +86,37 @@ session_ctl_path_notice(struct session *sess, uint64_t quiet_ms)
 		(void)quic_conn_stream_send(sess->qc, 0, buf, n, false);
 }
 
+/* A -R port refused, for status: once per port (the newest reason), the
+ * oldest forgotten when there are more than it keeps; one granted since
+ * is taken off. */
+static void
+session_note_refused(struct session *sess, uint16_t port, uint64_t status)
+{
+	size_t n = sess->nrrefused, max = sizeof sess->rrefused /
+	    sizeof sess->rrefused[0], i;
+
+	for (i = 0; i < n && sess->rrefused[i].port != port; i++)
+		;
+	/* Granted now: no longer refused. */
+	if (status == PROTO_FWD_OK) {
+		if (i < n) {
+			memmove(&sess->rrefused[i], &sess->rrefused[i + 1],
+			    (n - i - 1) * sizeof sess->rrefused[0]);
+			sess->nrrefused--;
+		}
+		return;
+	}
+	if (i == n && n == max) {
+		memmove(&sess->rrefused[0], &sess->rrefused[1],
+		    (max - 1) * sizeof sess->rrefused[0]);
+		i = max - 1;
+	} else if (i == n) {
+		sess->nrrefused++;
+	}
+	sess->rrefused[i].port = port;
+	sess->rrefused[i].status = status;
+}
+
 /* -R: listen where the peer asks, if its AllowRemoteForward permits. */
 static int
 remote_forward(struct session *sess, const uint8_t *body, size_t len)
@@ -112,6 +143,7 @@ remote_forward(struct session *sess, const uint8_t *body, size_t len)
 		if (l != NULL)
 			sess->rlisteners[sess->nrlisteners++] = l;
 	}
+	session_note_refused(sess, rf.port, rf.status);
 	n = proto_fwd_remote_encode(buf, sizeof buf, PROTO_MSG_REMOTE_FORWARD_REPLY, &rf);
 	return n > 0 ? quic_conn_stream_send(sess->qc, 0, buf, n, false) : -1;
 }

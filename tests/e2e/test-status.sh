@@ -80,6 +80,8 @@ wait_established branch || die "the branch does not connect"
 wait_for 10 "roved listening on 2222" bash -c "ip netns exec '$NS_SRV' ss -Hltn 'sport = :2222' | grep -q 2222"
 T=$(text "$NS_SRV" "$ROVED_SOCK" --peer branch)
 has "roved: the branch's -R listener" "$T" "^    remote 0.0.0.0:2222: listening$"
+has "roved: the laptop's -R it refused" "$(text "$NS_SRV" "$ROVED_SOCK" --peer laptop)" \
+	"^    remote 0.0.0.0:2299: denied$"
 
 # --- 4. --peer.
 if out=$(text "$NS_SRV" "$ROVED_SOCK" --peer laptop 2>&1); then
