@@ -5,6 +5,7 @@
 # A server name that does not resolve yet (no network at boot) is waited
 # for, and looked up again before each reconnect, so a server that moves
 # to another address is followed.
+# e2e: light
 . "$(dirname "$0")/fwd-lib.sh"
 TEST_NAME=connect-msgs
 fwd_init "$@"

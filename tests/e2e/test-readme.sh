@@ -27,6 +27,7 @@
 # UDP to port 443 is dropped (nftables), and its session must move to
 # TLS over TCP before the step's commands run. Every other command must
 # exit 0; the curl lines must return the page they reach.
+# e2e: light
 . "$(dirname "$0")/fwd-lib.sh"
 TEST_NAME=readme
 fwd_init "$@"

@@ -5,6 +5,7 @@
 # forward-only, the server's 0-RTT shows what it accepted, --peer with an
 # unknown name fails, and plain `rove status` on a server host finds
 # roved's socket. The TUN sends no multicast reports into the tunnel.
+# e2e: light
 . "$(dirname "$0")/lib.sh"
 TEST_NAME=status
 e2e_init "$@"
