@@ -48,15 +48,15 @@ int cfg_value_parse(struct cfg_parse *, const struct cfg_key *k, void *obj,
     char *v);
 
 /* The arrays of Listen or of ListenTCP (`k` says which) in `cfg`, with the
- * lines each entry came from when `cp` is not NULL (else `line` is NULL). */
+ * line each entry came from (0: the default). */
 struct listen_set {
 	struct sockaddr_storage *ss;
 	socklen_t *len;
 	size_t *n;
 	unsigned *line;
 };
-struct listen_set cfg_value_listen_set(struct cfg_parse *cp,
-    const struct cfg_key *k, struct cfg *cfg);
+struct listen_set cfg_value_listen_set(const struct cfg_key *k,
+    struct cfg *cfg);
 
 /* The cross-field checks of finish, once defaults are filled in: required
  * keys, peers against the server's addresses and each other, forwards

@@ -80,7 +80,7 @@ print_key(const struct cfg_key *k, const void *obj, FILE *f)
 		break;
 	}
 	case CFG_T_LISTEN: {
-		struct listen_set l = cfg_value_listen_set(NULL, k,
+		struct listen_set l = cfg_value_listen_set(k,
 		    (struct cfg *)(uintptr_t)obj);
 
 		for (size_t i = 0; i < *l.n; i++) {

@@ -217,10 +217,8 @@ parse_transport(struct cfg_parse *cp, const struct cfg_key *k,
 }
 
 struct listen_set
-cfg_value_listen_set(struct cfg_parse *cp, const struct cfg_key *k,
-    struct cfg *cfg)
+cfg_value_listen_set(const struct cfg_key *k, struct cfg *cfg)
 {
-	(void)cp;
 	if (k == &cfg_table[CFG_KEY_LISTEN_TCP])
 		return (struct listen_set){ cfg->listen_tcp, cfg->listen_tcp_len,
 		    &cfg->nlisten_tcp, cfg->listen_tcp_line };
@@ -233,7 +231,7 @@ parse_listen(struct cfg_parse *cp, const struct cfg_key *k, struct cfg *cfg,
     const char *v)
 {
 	char host[INET6_ADDRSTRLEN], e[ESC_LEN], a1[ADDR_STRLEN];
-	struct listen_set l = cfg_value_listen_set(cp, k, cfg);
+	struct listen_set l = cfg_value_listen_set(k, cfg);
 	struct sockaddr_storage ss;
 	struct ipaddr a;
 	socklen_t len;
