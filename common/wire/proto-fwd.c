@@ -20,7 +20,11 @@ static const char *const error_names[PROTO_FWD_ERR_COUNT] = {
 	[PROTO_FWD_ERR_LIMIT] = "limit",
 	[PROTO_FWD_ERR_PROTOCOL] = "protocol",
 	[PROTO_FWD_ERR_NAME] = "name",
+	[PROTO_FWD_ERR_GONE] = "gone",
 };
+
+/* Wire types of CONNECT and REMOTE with an ID (see proto-fwd.h). */
+enum { WIRE_CONNECT_ID = 3, WIRE_REMOTE_ID = 4 };
 
 /* A DNS name or an IPv4/IPv6 literal needs no other byte. Refusing the rest
  * keeps control characters and shell or format metacharacters out of logs,
@@ -57,7 +61,17 @@ size_t
 proto_fwd_encode(uint8_t *out, size_t outlen, const struct proto_fwd_header *h)
 {
 	size_t hostlen, off;
+	uint64_t type = h->type;
 
+	if (h->type == PROTO_FWD_RESUME) {
+		if (h->id == 0 || h->id > PROTO_FWD_ID_MAX || h->rx > PROTO_FWD_ID_MAX ||
+		    outlen < varint_len(type) + varint_len(h->id) + varint_len(h->rx))
+			return 0;
+		off = varint_put(out, outlen, type);
+		off += varint_put(out + off, outlen - off, h->id);
+		off += varint_put(out + off, outlen - off, h->rx);
+		return off;
+	}
 	/* Refuse what the decoder would refuse, so that whatever is sent
 	 * decodes back to the same header. */
 	hostlen = strnlen(h->host, sizeof h->host);
@@ -73,20 +87,47 @@ proto_fwd_encode(uint8_t *out, size_t outlen, const struct proto_fwd_header *h)
 	default:
 		return 0;
 	}
-	if (h->port == 0)
+	if (h->port == 0 || h->id > PROTO_FWD_ID_MAX)
 		return 0;
+	if (h->id != 0)
+		type = h->type == PROTO_FWD_CONNECT ? WIRE_CONNECT_ID : WIRE_REMOTE_ID;
 
 	/* Nothing is written unless all of it fits. */
-	if (outlen < varint_len(h->type) + varint_len(hostlen) +
-	    hostlen + 2)
+	if (outlen < varint_len(type) + varint_len(hostlen) + hostlen + 2 +
+	    (h->id != 0 ? varint_len(h->id) : 0))
 		return 0;
-	off = varint_put(out, outlen, h->type);
+	off = varint_put(out, outlen, type);
 	off += varint_put(out + off, outlen - off, hostlen);
 	memcpy(out + off, h->host, hostlen);
 	off += hostlen;
 	out[off++] = (uint8_t)(h->port >> 8);
 	out[off++] = (uint8_t)h->port;
+	if (h->id != 0)
+		off += varint_put(out + off, outlen - off, h->id);
 	return off;
+}
+
+/* RESUME's body after its type: the ID (never 0), then rx. */
+static long
+decode_resume(const uint8_t *in, size_t inlen, size_t n1,
+    struct proto_fwd_header *h)
+{
+	uint64_t id, rx;
+	size_t n2, n3;
+
+	n2 = varint_get(in + n1, inlen - n1, &id);
+	if (n2 == 0)
+		return 0;
+	if (id == 0)
+		return -1;
+	n3 = varint_get(in + n1 + n2, inlen - n1 - n2, &rx);
+	if (n3 == 0)
+		return 0;
+	memset(h, 0, sizeof *h);
+	h->type = PROTO_FWD_RESUME;
+	h->id = id;
+	h->rx = rx;
+	return (long)(n1 + n2 + n3);
 }
 
 /*
@@ -97,13 +138,21 @@ proto_fwd_encode(uint8_t *out, size_t outlen, const struct proto_fwd_header *h)
 long
 proto_fwd_decode(const uint8_t *in, size_t inlen, struct proto_fwd_header *h)
 {
-	uint64_t type, hostlen;
-	size_t n1, n2, avail;
+	uint64_t type, hostlen, id = 0;
+	size_t n1, n2, n3 = 0, avail;
 	uint16_t port;
+	bool with_id;
 
 	n1 = varint_get(in, inlen, &type);
 	if (n1 == 0)
 		return 0;
+	if (type == PROTO_FWD_RESUME)
+		return decode_resume(in, inlen, n1, h);
+	with_id = type == WIRE_CONNECT_ID || type == WIRE_REMOTE_ID;
+	if (type == WIRE_CONNECT_ID)
+		type = PROTO_FWD_CONNECT;
+	else if (type == WIRE_REMOTE_ID)
+		type = PROTO_FWD_REMOTE;
 	if (type != PROTO_FWD_CONNECT && type != PROTO_FWD_REMOTE)
 		return -1;
 	n2 = varint_get(in + n1, inlen - n1, &hostlen);
@@ -126,12 +175,42 @@ proto_fwd_decode(const uint8_t *in, size_t inlen, struct proto_fwd_header *h)
 	port = (uint16_t)(in[hostlen] << 8 | in[hostlen + 1]);
 	if (port == 0)
 		return -1;
+	if (with_id) {
+		n3 = varint_get(in + hostlen + 2, inlen - hostlen - 2, &id);
+		if (n3 == 0)
+			return 0;
+		if (id == 0)
+			return -1;
+	}
 
 	memset(h, 0, sizeof *h);
 	h->type = type;
 	memcpy(h->host, in, (size_t)hostlen);
 	h->port = port;
-	return (long)(n1 + n2 + hostlen + 2);
+	h->id = id;
+	return (long)(n1 + n2 + hostlen + 2 + n3);
+}
+
+size_t
+proto_fwd_resumed_encode(uint8_t *out, size_t outlen, uint64_t rx)
+{
+	if (rx > PROTO_FWD_ID_MAX || outlen < 1 + varint_len(rx))
+		return 0;
+	out[0] = PROTO_FWD_OK;
+	return 1 + varint_put(out + 1, outlen - 1, rx);
+}
+
+long
+proto_fwd_resumed_decode(const uint8_t *in, size_t inlen, uint64_t *rx)
+{
+	size_t n;
+
+	if (inlen == 0)
+		return 0;
+	if (in[0] != PROTO_FWD_OK)
+		return -1;
+	n = varint_get(in + 1, inlen - 1, rx);
+	return n == 0 ? 0 : (long)(1 + n);
 }
 
 size_t

@@ -25,6 +25,8 @@ enum proto_fwd_error {
 	PROTO_FWD_ERR_LIMIT = 6,       /* too many forwards at once */
 	PROTO_FWD_ERR_PROTOCOL = 7,    /* malformed header */
 	PROTO_FWD_ERR_NAME = 8,        /* the target name does not resolve */
+	PROTO_FWD_ERR_GONE = 9,        /* no such forward to resume (it ended,
+	                                  or waited longer than allowed) */
 	PROTO_FWD_ERR_COUNT
 };
 
@@ -33,7 +35,15 @@ enum proto_fwd_type {
 	PROTO_FWD_CONNECT = 1, /* client -> roved: connect to host:port (-L, -D) */
 	PROTO_FWD_REMOTE = 2,  /* roved -> client: a connection arrived on the
 				  remote-forward listener of port `port` (-R) */
+	/* Either way (PROTO_FEATURE_FWD_RESUME): the forward `id` that this
+	 * side opened on an earlier connection carries on on this stream;
+	 * `rx` is how many of the acceptor's bytes this side has taken. */
+	PROTO_FWD_RESUME = 5,
 };
+
+/* A forward's ID for resumption: 1 .. 2^62 - 1, chosen by its opener at
+ * random (0: the forward cannot be resumed). */
+#define PROTO_FWD_ID_MAX ((UINT64_C(1) << 62) - 1)
 
 #define PROTO_FWD_MAX_HOST 255
 
@@ -41,13 +51,19 @@ struct proto_fwd_header {
 	uint64_t type;
 	char host[PROTO_FWD_MAX_HOST + 1]; /* NUL-terminated; empty for REMOTE */
 	uint16_t port;
+	/* CONNECT, REMOTE: the forward's ID when it may be resumed, else 0.
+	 * RESUME: the forward resumed, and the bytes taken (`rx`). */
+	uint64_t id;
+	uint64_t rx;
 };
 
 /* Header wire form: varint type, varint host length (0..255), host bytes
  * (a DNS name or a literal address; no NUL), 2-byte port (big-endian).
  * CONNECT needs a valid host (proto_fwd_host_valid), REMOTE an empty one.
- * The encoder returns the header's length, or 0 if it does not fit or the
- * decoder would refuse it. */
+ * With an ID, CONNECT is sent as type 3 and REMOTE as type 4, the same
+ * fields followed by a varint ID. RESUME: varint type, varint ID, varint
+ * rx. The encoder returns the header's length, or 0 if it does not fit or
+ * the decoder would refuse it. */
 size_t proto_fwd_encode(uint8_t *out, size_t outlen, const struct proto_fwd_header *);
 /* Returns the header's length when complete, 0 if more bytes are needed,
  * -1 if malformed (unknown type, host too long or with a NUL, port 0). */
@@ -57,6 +73,12 @@ long proto_fwd_decode(const uint8_t *in, size_t inlen, struct proto_fwd_header *
  * no brackets, no "%zone", no spaces or control bytes). Added for socks5.c
  * and for checking configured targets before they reach the wire. */
 bool proto_fwd_host_valid(const char *host, size_t len);
+/* The acceptor's answer to RESUME: PROTO_FWD_OK, then a varint, the bytes
+ * of the opener's it has taken. (Any other header is answered by the
+ * status byte alone.) The decoder returns the answer's length, 0 if more
+ * bytes are needed, -1 if malformed (a status that is not OK). */
+size_t proto_fwd_resumed_encode(uint8_t *out, size_t outlen, uint64_t rx);
+long proto_fwd_resumed_decode(const uint8_t *in, size_t inlen, uint64_t *rx);
 /* The name of an error code for logs and status ("refused", ...). */
 const char *proto_fwd_error_name(uint64_t code);
 

@@ -10,8 +10,9 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 
-/* Longest header: 8-byte type and length varints, 255 host bytes, port. */
-#define HEADER_MAX (8 + 8 + PROTO_FWD_MAX_HOST + 2)
+/* Longest header: 8-byte type and length varints, 255 host bytes, port,
+ * an 8-byte ID. */
+#define HEADER_MAX (8 + 8 + PROTO_FWD_MAX_HOST + 2 + 8)
 
 static bool
 host_byte(uint8_t c)
@@ -32,21 +33,31 @@ check_decoded(const uint8_t *data, long r, const struct proto_fwd_header *h)
 	assert(r > 0 && r <= HEADER_MAX);
 	hostlen = strnlen(h->host, sizeof h->host);
 	assert(hostlen < sizeof h->host);
-	assert(h->port != 0);
-	assert(h->type == PROTO_FWD_CONNECT || h->type == PROTO_FWD_REMOTE);
-	if (h->type == PROTO_FWD_CONNECT)
-		assert(proto_fwd_host_valid(h->host, hostlen));
-	else
-		assert(hostlen == 0);
-	/* The host and port are the header's last bytes. */
-	assert(memcmp(data + r - 2 - hostlen, h->host, hostlen) == 0);
-	assert(h->port == (data[r - 2] << 8 | data[r - 1]));
+	if (h->type == PROTO_FWD_RESUME) {
+		assert(h->id != 0 && h->id <= PROTO_FWD_ID_MAX);
+		assert(hostlen == 0 && h->port == 0);
+	} else {
+		assert(h->port != 0 && h->rx == 0);
+		assert(h->type == PROTO_FWD_CONNECT || h->type == PROTO_FWD_REMOTE);
+		if (h->type == PROTO_FWD_CONNECT)
+			assert(proto_fwd_host_valid(h->host, hostlen));
+		else
+			assert(hostlen == 0);
+	}
+	/* Without an ID, the host and port are the header's last bytes. */
+	if (h->type != PROTO_FWD_RESUME && h->id == 0) {
+		assert(memcmp(data + r - 2 - hostlen, h->host, hostlen) == 0);
+		assert(h->port == (data[r - 2] << 8 | data[r - 1]));
+	}
 
 	/* Re-encoding uses minimal varints, so it may only be shorter. */
 	n = proto_fwd_encode(enc, sizeof enc, h);
 	assert(n > 0 && n <= (size_t)r);
-	assert(n == varint_len(h->type) + varint_len(hostlen) +
-	    hostlen + 2);
+	if (h->type == PROTO_FWD_RESUME)
+		assert(n == 1 + varint_len(h->id) + varint_len(h->rx));
+	else
+		assert(n == 1 + varint_len(hostlen) + hostlen + 2 +
+		    (h->id != 0 ? varint_len(h->id) : 0));
 	assert(proto_fwd_decode(enc, n, &h2) == (long)n);
 	assert(memcmp(h, &h2, sizeof h2) == 0);
 }
@@ -129,6 +140,20 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	long r;
 
 	check_header(data, size);
+
+	/* RESUME's answer: OK and a varint, which re-encode no longer. */
+	{
+		uint8_t enc[16];
+		uint64_t rx = 0;
+
+		r = proto_fwd_resumed_decode(data, size, &rx);
+		assert(r >= -1 && r <= (long)size && r <= 9);
+		if (r > 0) {
+			size_t n = proto_fwd_resumed_encode(enc, sizeof enc, rx);
+
+			assert(n > 0 && n <= (size_t)r && enc[0] == data[0]);
+		}
+	}
 
 	/* The host check against a plain reading of its rule. */
 	valid = size >= 1 && size <= PROTO_FWD_MAX_HOST;

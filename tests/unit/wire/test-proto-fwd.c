@@ -45,6 +45,8 @@ assert_header_equal(const struct proto_fwd_header *a,
 	assert_true(a->type == b->type);
 	assert_string_equal(a->host, b->host);
 	assert_int_equal(a->port, b->port);
+	assert_true(a->id == b->id);
+	assert_true(a->rx == b->rx);
 }
 
 /* `in` decodes to `want` consuming `used` bytes; every shorter prefix asks
@@ -226,10 +228,10 @@ static void
 test_header_malformed(void **state)
 {
 	static const uint8_t type0[] = { 0x00, 0x01, 'a', 0x00, 0x50 };
-	static const uint8_t type3[] = { 0x03, 0x01, 'a', 0x00, 0x50 };
+	static const uint8_t type6[] = { 0x06, 0x01, 'a', 0x00, 0x50 };
 	static const uint8_t type_huge[] = { 0xff, 0xff, 0xff, 0xff, 0xff,
 		0xff, 0xff, 0xff, 0x00 };
-	static const uint8_t type_2byte[] = { 0x40, 0x03, 0x00 };
+	static const uint8_t type_2byte[] = { 0x40, 0x06, 0x00 };
 	static const uint8_t connect_empty[] = { 0x01, 0x00, 0x00, 0x50 };
 	static const uint8_t remote_host[] = { 0x02, 0x01, 'a', 0x00, 0x50 };
 	static const uint8_t host256[] = { 0x01, 0x41, 0x00, 'a', 'b' };
@@ -242,7 +244,7 @@ test_header_malformed(void **state)
 
 	(void)state;
 	check_refused(type0, sizeof type0, 1);
-	check_refused(type3, sizeof type3, 1);
+	check_refused(type6, sizeof type6, 1);
 	check_refused(type_huge, sizeof type_huge, 8);
 	check_refused(type_2byte, sizeof type_2byte, 2);
 	check_refused(connect_empty, sizeof connect_empty, 2);
@@ -371,6 +373,82 @@ test_header_round_trip(void **state)
 	}
 }
 
+/* A forward that may be resumed carries its ID after the port, under
+ * types 3 (CONNECT) and 4 (REMOTE). */
+static void
+test_header_with_id(void **state)
+{
+	static const uint8_t connect[] = {
+		0x03, 0x03, 'a', '.', 'b', 0x00, 0x16,
+		0x80, 0x01, 0x02, 0x03,
+	};
+	static const uint8_t remote[] = { 0x04, 0x00, 0x08, 0xae, 0x3f };
+	struct proto_fwd_header h = hdr(PROTO_FWD_CONNECT, "a.b", 22);
+	static const uint8_t zero_id[] = { 0x03, 0x03, 'a', '.', 'b', 0x00, 0x16, 0x00 };
+	struct proto_fwd_header back;
+
+	(void)state;
+	h.id = 0x010203;
+	check_encode(&h, connect, sizeof connect);
+	check_decode(connect, sizeof connect, sizeof connect, &h);
+	h = hdr(PROTO_FWD_REMOTE, "", 2222);
+	h.id = 63;
+	check_encode(&h, remote, sizeof remote);
+	check_decode(remote, sizeof remote, sizeof remote, &h);
+	/* ID 0 means "none" and is never on the wire. */
+	poison(&back);
+	assert_int_equal(proto_fwd_decode(zero_id, sizeof zero_id, &back), -1);
+	assert_poisoned(&back);
+	h.id = PROTO_FWD_ID_MAX + 1;
+	assert_int_equal(proto_fwd_encode((uint8_t[64]){ 0 }, 64, &h), 0);
+}
+
+static void
+test_header_resume(void **state)
+{
+	static const uint8_t want[] = {
+		0x05, 0x80, 0x01, 0x02, 0x03, 0x40, 0x64,
+	};
+	static const uint8_t zero_id[] = { 0x05, 0x00, 0x00 };
+	struct proto_fwd_header h, back;
+
+	(void)state;
+	memset(&h, 0, sizeof h);
+	h.type = PROTO_FWD_RESUME;
+	h.id = 0x010203;
+	h.rx = 100;
+	check_encode(&h, want, sizeof want);
+	check_decode(want, sizeof want, sizeof want, &h);
+	poison(&back);
+	assert_int_equal(proto_fwd_decode(zero_id, sizeof zero_id, &back), -1);
+	assert_poisoned(&back);
+	h.id = 0;
+	assert_int_equal(proto_fwd_encode((uint8_t[64]){ 0 }, 64, &h), 0);
+	h.id = 1;
+	h.rx = PROTO_FWD_ID_MAX + 1;
+	assert_int_equal(proto_fwd_encode((uint8_t[64]){ 0 }, 64, &h), 0);
+}
+
+static void
+test_resumed_answer(void **state)
+{
+	uint8_t buf[16];
+	uint64_t rx = 7;
+
+	(void)state;
+	assert_int_equal(proto_fwd_resumed_encode(buf, sizeof buf, 300), 3);
+	assert_memory_equal(buf, "\x00\x41\x2c", 3);
+	assert_int_equal(proto_fwd_resumed_encode(buf, 2, 300), 0);
+	assert_int_equal(proto_fwd_resumed_decode(buf, 0, &rx), 0);
+	assert_int_equal(proto_fwd_resumed_decode(buf, 2, &rx), 0);
+	assert_int_equal(rx, 7);
+	assert_int_equal(proto_fwd_resumed_decode(buf, 3, &rx), 3);
+	assert_int_equal(rx, 300);
+	/* Anything but OK first is not an answer to RESUME. */
+	buf[0] = PROTO_FWD_ERR_GONE;
+	assert_int_equal(proto_fwd_resumed_decode(buf, 3, &rx), -1);
+}
+
 static void
 test_error_names(void **state)
 {
@@ -386,7 +464,8 @@ test_error_names(void **state)
 	assert_string_equal(proto_fwd_error_name(PROTO_FWD_ERR_PROTOCOL),
 	    "protocol");
 	assert_string_equal(proto_fwd_error_name(PROTO_FWD_ERR_NAME), "name");
-	assert_string_equal(proto_fwd_error_name(9), "unknown");
+	assert_string_equal(proto_fwd_error_name(PROTO_FWD_ERR_GONE), "gone");
+	assert_string_equal(proto_fwd_error_name(10), "unknown");
 	assert_string_equal(proto_fwd_error_name(1000), "unknown");
 	assert_string_equal(proto_fwd_error_name(UINT64_MAX), "unknown");
 }
@@ -600,6 +679,9 @@ main(void)
 		cmocka_unit_test(test_host_valid),
 		cmocka_unit_test(test_header_encode_refuses),
 		cmocka_unit_test(test_header_round_trip),
+		cmocka_unit_test(test_header_with_id),
+		cmocka_unit_test(test_header_resume),
+		cmocka_unit_test(test_resumed_answer),
 		cmocka_unit_test(test_error_names),
 		cmocka_unit_test(test_remote_encode),
 		cmocka_unit_test(test_remote_encode_refuses),
