@@ -43,7 +43,10 @@ struct quic_stream {
 	 * arrived, the limit we gave and what the owner consumed; whether
 	 * each direction is over and the error code it ended with. */
 	uint64_t tx_max;
+	uint64_t tx_window;   /* the peer's window for it, to learn from a
+	                       * MAX_STREAM_DATA what its reader consumed */
 	uint64_t rx_off, rx_max, rx_consumed;
+	uint64_t rx_reported; /* consumed, as the last MAX_STREAM_DATA said */
 	bool tx_done, rx_done;
 	uint64_t close_code;
 };

@@ -101,6 +101,11 @@ struct quic_tcp {
 	uint64_t local_next, local_max;
 	uint64_t peer_next, peer_max;
 	size_t dgram_max_peer;       /* its max_datagram_frame_size */
+	/* The peer asked to hear, at least every this many bytes, what we
+	 * consumed of its streams (qmux.h, consumed_step; 0: it did not);
+	 * asking, it promised the same, so our bytes are freed when its
+	 * reader has them rather than when they are written. */
+	uint64_t consumed_step;
 };
 
 static void io_cb(evutil_socket_t, short, void *);
@@ -264,6 +269,9 @@ send_params(struct quic_conn *qc)
 		.max_stream_data_bidi_remote = t->stream_window,
 		.initial_max_streams_bidi = t->peer_max,
 		.max_datagram_frame_size = 65535,
+		/* A relay resumes reading at 3/4 of its cap, its cap being
+		 * this window: reports this frequent always get it there. */
+		.consumed_step = t->stream_window / 8,
 	};
 	uint8_t buf[160];
 
@@ -301,6 +309,7 @@ got_params(struct quic_conn *qc, const struct qmux_frame *f)
 	t->dgram_max_peer = (size_t)(p.max_datagram_frame_size < 65535 ?
 	    p.max_datagram_frame_size : 65535);
 	t->idle_ns = quic_tcp_idle_ns(t->idle_ns, p.max_idle_timeout_ms);
+	t->consumed_step = p.consumed_step;
 	established(qc);
 	return 0;
 }
@@ -312,6 +321,7 @@ stream_new(struct quic_conn *qc, int64_t id, bool local)
 	struct quic_stream *s = quic_stream_get(qc, id);
 
 	s->tx_max = local ? t->peer_window_ours : t->peer_window_theirs;
+	s->tx_window = s->tx_max;
 	s->rx_max = t->stream_window;
 	return s;
 }
@@ -475,6 +485,14 @@ got_max_stream_data(struct quic_conn *qc, const struct qmux_frame *f)
 	if (rx_stream(qc, f->stream_id, &s) != 0)
 		return -1;
 	if (s != NULL && f->max > s->tx_max) {
+		/* The peer's reader has everything up to its new limit less
+		 * its window; never more than we sent, whatever it says. */
+		if (qc->tcp->consumed_step != 0) {
+			uint64_t consumed = f->max - s->tx_window;
+
+			quic_stream_acked_to(qc, s, consumed < s->send_off ?
+			    consumed : s->send_off);
+		}
 		s->tx_max = f->max;
 		s->blocked = false;
 		quic_stream_set_pending(qc, s);
@@ -789,9 +807,11 @@ fill_stream(struct quic_conn *qc, struct quic_stream *s)
 	TAILQ_REMOVE(&qc->pending_streams, s, pending_entry);
 	s->pending = false;
 	quic_stream_set_pending(qc, s);
-	/* Handed on: on this transport that is as good as acknowledged, and
-	 * the writer may read more. */
-	quic_stream_acked_to(qc, s, s->send_off);
+	/* Handed on: with a peer that reports what its reader consumed the
+	 * bytes are kept until it does (got_max_stream_data); else this is
+	 * as good as acknowledged, and the writer may read more. */
+	if (t->consumed_step == 0)
+		quic_stream_acked_to(qc, s, s->send_off);
 	return true;
 }
 
@@ -1132,8 +1152,11 @@ quic_tcp_stream_consume(struct quic_conn *qc, int64_t id, size_t n)
 	if ((s = quic_stream_find(qc, id)) == NULL || s->rx_done)
 		return;
 	s->rx_consumed += n;
-	if (s->rx_max - s->rx_consumed < t->stream_window / 2) {
+	if (s->rx_max - s->rx_consumed < t->stream_window / 2 ||
+	    (t->consumed_step != 0 &&
+	    s->rx_consumed - s->rx_reported >= t->consumed_step)) {
 		s->rx_max = s->rx_consumed + t->stream_window;
+		s->rx_reported = s->rx_consumed;
 		ctl_add(qc, buf, qmux_encode_max(buf, sizeof buf,
 		    QMUX_MAX_STREAM_DATA, (uint64_t)id, s->rx_max));
 	}

@@ -9,6 +9,7 @@
 #include <wolfssl/options.h>
 #include <wolfssl/ssl.h>
 
+#include <event2/buffer.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -485,6 +486,38 @@ quic_conn_stream_unacked(struct quic_conn *qc, int64_t id)
 	struct quic_stream *s = quic_stream_find(qc, id);
 
 	return s != NULL ? (size_t)(s->end - s->acked) : 0;
+}
+
+uint64_t
+quic_conn_stream_queued(struct quic_conn *qc, int64_t id)
+{
+	struct quic_stream *s = quic_stream_find(qc, id);
+
+	return s != NULL ? s->end : 0;
+}
+
+size_t
+quic_conn_stream_copy_unacked(struct quic_conn *qc, int64_t id, uint64_t from,
+    struct evbuffer *out)
+{
+	struct quic_stream *s = quic_stream_find(qc, id);
+	struct stream_chunk *c;
+	size_t n = 0;
+
+	if (s == NULL)
+		return 0;
+	if (from < s->acked)
+		from = s->acked;
+	for (c = s->head; c != NULL; c = c->next) {
+		uint64_t skip;
+
+		if (c->off + c->len <= from)
+			continue;
+		skip = from > c->off ? from - c->off : 0;
+		evbuffer_add(out, c->data + skip, c->len - (size_t)skip);
+		n += c->len - (size_t)skip;
+	}
+	return n;
 }
 
 void

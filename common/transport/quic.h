@@ -16,6 +16,8 @@
 #include "udp.h"
 #include "wire/cid.h"
 
+struct evbuffer;
+
 #define QUIC_SCID_LEN CID_LEN
 #define QUIC_RESET_SECRET_LEN 32
 /* DATAGRAMs held while the congestion window is full: at most this many;
@@ -292,6 +294,14 @@ void quic_set_send_limit_all(size_t);
 /* Stream bytes held until acknowledged: this connection's, everyone's. */
 size_t quic_conn_unacked(const struct quic_conn *);
 size_t quic_unacked_all(void);
+/* The offset after the last byte queued on the stream. */
+uint64_t quic_conn_stream_queued(struct quic_conn *, int64_t stream_id);
+/* Append to `out` the stream's queued bytes from offset `from` on, less
+ * those the peer has acknowledged (from the first it has not, if that is
+ * later); returns how many. What a forward moving to another connection
+ * must send again: the peer may not have them. */
+size_t quic_conn_stream_copy_unacked(struct quic_conn *, int64_t stream_id,
+    uint64_t from, struct evbuffer *out);
 /* The owner has passed `n` received bytes on: widen the peer's window. */
 void quic_conn_stream_consume(struct quic_conn *, int64_t stream_id, size_t n);
 void quic_conn_stream_set_arg(struct quic_conn *, int64_t stream_id, void *);

@@ -262,6 +262,7 @@ qmux_encode_close(uint8_t *out, size_t outlen, bool app, uint64_t code,
 #define TP_STREAM_REMOTE 0x06
 #define TP_STREAMS_BIDI 0x08
 #define TP_DATAGRAM 0x20
+#define TP_CONSUMED_STEP 0x7276
 
 static void
 put_param(struct wr *w, uint64_t id, uint64_t v)
@@ -284,6 +285,8 @@ qmux_encode_params(uint8_t *out, size_t outlen, const struct qmux_params *p)
 	put_param(&b, TP_STREAM_REMOTE, p->max_stream_data_bidi_remote);
 	put_param(&b, TP_STREAMS_BIDI, p->initial_max_streams_bidi);
 	put_param(&b, TP_DATAGRAM, p->max_datagram_frame_size);
+	if (p->consumed_step != 0)
+		put_param(&b, TP_CONSUMED_STEP, p->consumed_step);
 	if (b.bad)
 		return 0;
 	put_varint(&w, QMUX_TRANSPORT_PARAMETERS);
@@ -296,7 +299,7 @@ int
 qmux_decode_params(const uint8_t *in, size_t len, struct qmux_params *p)
 {
 	struct rd r = { in, len, false };
-	bool seen[TP_DATAGRAM + 1] = { false };
+	bool seen[TP_DATAGRAM + 1] = { false }, seen_step = false;
 
 	memset(p, 0, sizeof *p);
 	while (r.left > 0) {
@@ -316,12 +319,17 @@ qmux_decode_params(const uint8_t *in, size_t len, struct qmux_params *p)
 		case TP_STREAM_REMOTE: dst = &p->max_stream_data_bidi_remote; break;
 		case TP_STREAMS_BIDI: dst = &p->initial_max_streams_bidi; break;
 		case TP_DATAGRAM: dst = &p->max_datagram_frame_size; break;
+		case TP_CONSUMED_STEP: dst = &p->consumed_step; break;
 		default: continue; /* unknown: skipped, as in QUIC */
 		}
 		/* RFC 9000 7.4: a parameter given twice is an error. */
-		if (seen[id] || !get_varint(&v, &val) || v.left != 0)
+		if ((id == TP_CONSUMED_STEP ? seen_step : seen[id]) ||
+		    !get_varint(&v, &val) || v.left != 0)
 			return -1;
-		seen[id] = true;
+		if (id == TP_CONSUMED_STEP)
+			seen_step = true;
+		else
+			seen[id] = true;
 		*dst = val;
 	}
 	return 0;

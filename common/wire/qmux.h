@@ -99,6 +99,13 @@ struct qmux_params {
 	uint64_t max_stream_data_bidi_remote; /* 0x06: streams the receiver opens */
 	uint64_t initial_max_streams_bidi;  /* 0x08 */
 	uint64_t max_datagram_frame_size;   /* 0x20 */
+	/* rove's own (0x7276; 0: absent): "tell me what you consumed of each
+	 * stream of mine, in MAX_STREAM_DATA, at least every this many
+	 * bytes". A sender that asked and whose peer asked too (so knows the
+	 * rule) frees its stream bytes only once the peer's reader has them,
+	 * as a QUIC ACK would, so that a forward can move to another
+	 * connection without losing what was in flight (docs/PROTOCOL.md). */
+	uint64_t consumed_step;
 };
 
 /* A whole TRANSPORT_PARAMETERS frame. */

@@ -291,17 +291,22 @@ test_flow_control(void **state)
 	assert_int_equal(quic_conn_stream_send(cl.qc, sid, buf, sizeof buf, false), 0);
 	run_for(200);
 	assert_int_equal(sv.rx, WINDOW);
-	assert_int_equal(quic_conn_stream_unacked(cl.qc, sid), sizeof buf - WINDOW);
+	/* Bytes are kept until the server's reader consumes them, not
+	 * only until they are written (qmux.h, consumed_step). */
+	assert_int_equal(quic_conn_stream_unacked(cl.qc, sid), sizeof buf);
 	/* Half a window consumed is when credit goes back. */
 	quic_conn_stream_consume(sv.qc, sid, WINDOW / 2 + 1);
 	run_for(200);
 	assert_int_equal(sv.rx, WINDOW + WINDOW / 2 + 1);
-	/* Everything received so far consumed: the rest flows. */
+	assert_int_equal(quic_conn_stream_unacked(cl.qc, sid),
+	    sizeof buf - (WINDOW / 2 + 1));
+	/* Everything received so far consumed: the rest flows, and what
+	 * the reader took is reported at least every WINDOW / 8 bytes. */
 	sv.consume = true;
 	quic_conn_stream_consume(sv.qc, sid, WINDOW);
 	run_for(300);
 	assert_int_equal(sv.rx, sizeof buf);
-	assert_int_equal(quic_conn_stream_unacked(cl.qc, sid), 0);
+	assert_true(quic_conn_stream_unacked(cl.qc, sid) < WINDOW / 8);
 	free_pair();
 }
 
