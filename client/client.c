@@ -78,7 +78,8 @@ switch_session(struct client *c, struct quic_conn *next)
 	c->ctl_open = false;
 	c->ctllen = 0;
 	if (old != NULL)
-		quic_conn_close(old, 0, "the session moved to another transport");
+		quic_conn_close(old, PROTO_CLOSE_MOVED,
+		    "the session moved to another transport");
 }
 
 /* A session that completed its handshake: the one in use, or one of the
@@ -231,6 +232,7 @@ handshake_done_cb(struct quic_conn *qc, void *arg)
 		return;
 	}
 	fwd_set_handshake_done(forward_set(c->fwd), st.early_accepted);
+	forward_resume(c->fwd);
 }
 
 /* The service manager learns we are up (READY, the first time) and over

@@ -463,6 +463,13 @@ forward_create(struct event_base *base, const struct cfg *cfg, char **cause)
 
 	fw->base = base;
 	fw->cfg = cfg;
+	/* One set for the process: forwards parked when a connection ends
+	 * wait in it for the next one (fwd_set_park). */
+	fwd_set_init(&fw->set, base, NULL, cfg->forward_buffer,
+	    cfg->max_forwards, &client_fwd_ops, fw, &fw->counters, "server");
+	fw->set.deny_hint = fw->deny_hint;
+	fw->set.park = &fw->set;
+	fw->set.park_ms = (uint64_t)cfg->idle_timeout * 1000;
 	TAILQ_INIT(&fw->socks);
 	TAILQ_INIT(&fw->held);
 	fw->remotes = xcalloc(cfg->nremote_forward + 1, sizeof *fw->remotes);
@@ -493,6 +500,7 @@ forward_free(struct forward *fw)
 	if (fw == NULL)
 		return;
 	forward_detach(fw);
+	fwd_set_clear(&fw->set);
 	while ((sk = TAILQ_FIRST(&fw->socks)) != NULL)
 		socks_free(sk, true);
 	while (!TAILQ_EMPTY(&fw->held))
@@ -521,9 +529,11 @@ forward_attach(struct forward *fw, struct quic_conn *qc)
 	struct held *h;
 
 	forward_detach(fw);
-	fwd_set_init(&fw->set, fw->base, qc, fw->cfg->forward_buffer,
-	    fw->cfg->max_forwards, &client_fwd_ops, fw, &fw->counters, "server");
-	fw->set.deny_hint = fw->deny_hint;
+	/* A reload may have changed these. */
+	fw->set.cap = fw->cfg->forward_buffer;
+	fw->set.max = fw->cfg->max_forwards;
+	fw->set.park_ms = (uint64_t)fw->cfg->idle_timeout * 1000;
+	fwd_set_attach(&fw->set, qc);
 	fw->attached = true;
 	/* Oldest first, so they reach the server in the order accepted. */
 	while ((h = TAILQ_FIRST(&fw->held)) != NULL) {
@@ -557,6 +567,14 @@ void
 forward_server_features(struct forward *fw, uint64_t features)
 {
 	fw->cancel_ok = (features & PROTO_FEATURE_CANCEL_REMOTE) != 0;
+	fw->set.resumable = (features & PROTO_FEATURE_FWD_RESUME) != 0;
+}
+
+void
+forward_resume(struct forward *fw)
+{
+	if (fw->attached)
+		fwd_set_resume(&fw->set, &fw->set);
 }
 
 void
@@ -571,7 +589,9 @@ forward_detach(struct forward *fw)
 {
 	if (!fw->attached)
 		return;
-	fwd_set_clear(&fw->set);
+	/* Forwards that can carry on over the next connection wait for it;
+	 * the rest are reset. */
+	fwd_set_park(&fw->set, &fw->set);
 	fw->attached = false;
 }
 

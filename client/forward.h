@@ -33,6 +33,9 @@ void forward_attach(struct forward *, struct quic_conn *);
 /* The server's configuration arrived on a new connection, taking up
  * these PROTO_FEATURE_* bits of ours. */
 void forward_server_features(struct forward *, uint64_t features);
+/* The new connection is established: forwards that waited for it since
+ * the last one ended ask the server to carry on (fwd_set_resume). */
+void forward_resume(struct forward *);
 /* The server's configuration arrived: send the RemoteForward requests. */
 void forward_remote_request(struct forward *, struct quic_conn *);
 /* The connection is gone: every forwarded connection is reset. */

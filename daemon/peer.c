@@ -44,6 +44,8 @@ peer_free(struct peer *p)
 {
 	if (p == NULL)
 		return;
+	if (p->parked_init)
+		fwd_set_clear(&p->parked);
 	cfg_peer_clear(&p->conf);
 	free(p);
 }

@@ -61,6 +61,10 @@ struct peer {
 	struct session *sess;               /* the live connection, or NULL */
 	struct tunnel_counters counters;
 	struct fwd_counters fwd_counters;
+	/* Its forwards that outlived their connection, waiting for the next
+	 * (fwd_set_park); set up when first needed. */
+	struct fwd_set parked;
+	bool parked_init;
 	uint64_t handshakes;
 	uint64_t rebinds;        /* its address changed under a connection */
 	uint64_t zero_rtt;       /* connections whose 0-RTT was accepted */
@@ -126,6 +130,9 @@ struct session {
 	bool half_open;             /* counted in server.half_open */
 	size_t ctl_requests;        /* REMOTE_FORWARD requests so far */
 	uint64_t features;          /* PROTO_FEATURE_* agreed in the hello */
+	/* When it ends, its forwards wait for the peer's next connection
+	 * (not when the client said it was going away). */
+	bool park_forwards;
 	struct recovery *rec;       /* loss recovery, with a client that
 	                             * decodes it (else NULL) */
 	uint64_t since;             /* the handshake completed (clock_now) */

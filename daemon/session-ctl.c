@@ -196,6 +196,9 @@ control_message(struct session *sess, uint64_t type, const uint8_t *body, size_t
 		return 0;
 	}
 	sess->features = hello.features & PROTO_FEATURES;
+	/* The -R connections opened from now on can be resumed. */
+	if (sess->fwd_peer != NULL)
+		sess->fwds.resumable = (sess->features & PROTO_FEATURE_FWD_RESUME) != 0;
 	/* A client that decodes repairs gets them if our configuration
 	 * allows; it may send us its own either way. */
 	if ((sess->features & PROTO_FEATURE_LOSS_RECOVERY) && sess->rec == NULL) {

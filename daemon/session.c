@@ -146,6 +146,8 @@ session_opened(struct session *sess)
 	}
 }
 
+static struct fwd_set *peer_park(struct server *, struct peer *);
+
 void
 session_free(struct session *sess)
 {
@@ -164,8 +166,13 @@ session_free(struct session *sess)
 	/* Forwards and -R listeners go away with the session. */
 	for (size_t i = 0; i < sess->nrlisteners; i++)
 		egress_listener_free(sess->rlisteners[i]);
-	if (sess->fwds.qc != NULL)
-		fwd_set_clear(&sess->fwds);
+	if (sess->fwds.qc != NULL) {
+		if (sess->park_forwards && sess->peer != NULL &&
+		    sess->peer->sess == sess && !srv->shutting_down)
+			fwd_set_park(&sess->fwds, peer_park(srv, sess->peer));
+		else
+			fwd_set_clear(&sess->fwds);
+	}
 	if (sess->peer != NULL && sess->peer->sess == sess) {
 		sess->peer->sess = NULL;
 		srv->nconnected--;
@@ -246,6 +253,21 @@ static const struct fwd_ops session_fwd_ops = {
 	.release = egress_release,
 };
 
+/* Where the forwards of `peer` wait between its connections. They wait
+ * as long as an idle connection would. */
+static struct fwd_set *
+peer_park(struct server *srv, struct peer *peer)
+{
+	if (!peer->parked_init) {
+		fwd_set_init(&peer->parked, srv->base, NULL, srv->cfg->forward_buffer,
+		    srv->cfg->max_forwards, &session_fwd_ops, NULL,
+		    &peer->fwd_counters, peer->cfg->name);
+		peer->parked_init = true;
+	}
+	peer->parked.park_ms = (uint64_t)srv->cfg->idle_timeout * 1000;
+	return &peer->parked;
+}
+
 /* Start serving the forwards of `peer` on this session. */
 static void
 session_fwds_init(struct session *sess, struct peer *peer)
@@ -256,6 +278,9 @@ session_fwds_init(struct session *sess, struct peer *peer)
 	fwd_set_init(&sess->fwds, sess->srv->base, sess->qc,
 	    sess->srv->cfg->forward_buffer, sess->srv->cfg->max_forwards,
 	    &session_fwd_ops, sess, &peer->fwd_counters, peer->cfg->name);
+	sess->fwds.park = peer_park(sess->srv, peer);
+	/* Unless the client says goodbye, its forwards outlive this. */
+	sess->park_forwards = true;
 }
 
 /* May forward streams arriving before the handshake's end be served?
@@ -295,6 +320,10 @@ handshake_done_cb(struct quic_conn *qc, void *arg)
 	 * restart or a lost path) replaces the old. */
 	if (peer->sess != NULL && peer->sess != sess) {
 		struct session *old = peer->sess;
+		/* Its forwards wait for this connection, where the client
+		 * resumes them. */
+		if (old->fwds.qc != NULL)
+			fwd_set_park(&old->fwds, peer_park(sess->srv, peer));
 		old->peer = NULL;
 		quic_conn_close(old->qc, 0, "replaced by a new connection");
 	} else if (peer->sess == NULL)
@@ -313,6 +342,8 @@ handshake_done_cb(struct quic_conn *qc, void *arg)
 			peer->zero_rtt++;
 	}
 	session_fwds_init(sess, peer);
+	/* The -R connections we had opened ask the client to carry on. */
+	fwd_set_resume(&peer->parked, &sess->fwds);
 	server_status_show_peer(sess->srv, peer);
 	remote = quic_conn_remote(qc, &len);
 	/* Its next connection from this address skips the Retry that a
@@ -425,6 +456,10 @@ closed_cb(struct quic_conn *qc, const struct quic_close_info *ci, void *arg)
 	if (was_peer)
 		log_info("peer %s disconnected: %s%s", sess->peer->cfg->name,
 		    ci->remote ? "closed by peer: " : "", ci->reason);
+	/* A client that goes away says so with "no error" (code 0); a switch
+	 * to another transport says PROTO_CLOSE_MOVED. */
+	if (ci->remote && !ci->transport && ci->code == 0)
+		sess->park_forwards = false;
 	session_free(sess);
 	if (was_peer)
 		server_notify(srv);

@@ -9,6 +9,7 @@
 #include "base/clock.h"
 #include "base/json.h"
 #include "base/log.h"
+#include "base/random.h"
 #include "base/xmalloc.h"
 #include "fwd.h"
 #include "relay.h"
@@ -20,6 +21,9 @@ enum fwd_state {
 	FWD_S_CONNECTING,  /* acceptor: the owner is connecting */
 	FWD_S_RELAY,
 	FWD_S_DEAD,        /* failed or done; waiting for the stream to close */
+	FWD_S_PARKED,      /* relaying, its connection gone: waits for one */
+	FWD_S_RESUMING,    /* opener: RESUME sent on a new stream, the
+	                    * acceptor's answer not yet in */
 };
 
 struct fwd {
@@ -31,6 +35,8 @@ struct fwd {
 	int64_t sid;
 	int fd;                     /* the socket before the relay owns it */
 	struct relay *relay;
+	uint64_t id;                /* for resumption; 0: none */
+	uint64_t parked_ms;
 	bool in_0rtt;               /* opener: opened in 0-RTT */
 	bool stream_closed;
 	bool relay_done;
@@ -125,7 +131,7 @@ kill_stream(struct fwd *f, uint64_t code)
 	if (f->state == FWD_S_DEAD)
 		return;
 	f->state = FWD_S_DEAD;
-	if (!f->stream_closed)
+	if (!f->stream_closed && f->set->qc != NULL)
 		quic_conn_stream_reset(f->set->qc, f->sid, code);
 	/* Early bytes no target will take: their credit goes back to the
 	 * connection (see relay.c, return_credit). */
@@ -153,6 +159,18 @@ fwd_new(struct fwd_set *set, enum fwd_kind kind, bool opener)
 	LIST_INSERT_HEAD(&set->list, f, entry);
 	set->n++;
 	return f;
+}
+
+/* Random, so that the IDs of one peer's forwards never meet, whichever
+ * process or connection made them. */
+static uint64_t
+new_id(void)
+{
+	uint64_t id;
+
+	random_bytes((uint8_t *)&id, sizeof id);
+	id &= PROTO_FWD_ID_MAX;
+	return id != 0 ? id : 1;
 }
 
 static void
@@ -185,6 +203,7 @@ fwd_open(struct fwd_set *set, enum fwd_kind kind, int fd,
     const struct proto_fwd_header *hdr, void *arg, uint64_t *err)
 {
 	uint8_t buf[PROTO_FWD_MAX_HOST + 32];
+	struct proto_fwd_header h = *hdr;
 	struct fwd *f;
 	size_t n;
 
@@ -194,9 +213,12 @@ fwd_open(struct fwd_set *set, enum fwd_kind kind, int fd,
 		reset_fd(fd);
 		return NULL;
 	}
-	n = proto_fwd_encode(buf, sizeof buf, hdr);
+	if (set->resumable)
+		h.id = new_id();
+	n = proto_fwd_encode(buf, sizeof buf, &h);
 	f = fwd_new(set, kind, true);
 	f->arg = arg;
+	f->id = h.id;
 	if (hdr->type == PROTO_FWD_CONNECT)
 		snprintf(f->target, sizeof f->target, "%s:%u", hdr->host, hdr->port);
 	else
@@ -318,6 +340,119 @@ fwd_set_target(struct fwd *f, const char *s)
 	snprintf(f->target, sizeof f->target, "%s", s);
 }
 
+/* Move `f` to `to`, another set (or the same). */
+static void
+move(struct fwd *f, struct fwd_set *to)
+{
+	if (f->set == to)
+		return;
+	LIST_REMOVE(f, entry);
+	f->set->n--;
+	f->set = to;
+	LIST_INSERT_HEAD(&to->list, f, entry);
+	to->n++;
+}
+
+static struct fwd *
+find_parked(struct fwd_set *park, uint64_t id)
+{
+	struct fwd *f;
+
+	if (park == NULL)
+		return NULL;
+	LIST_FOREACH(f, &park->list, entry) {
+		if (f->state == FWD_S_PARKED && !f->opener && f->id == id)
+			return f;
+	}
+	return NULL;
+}
+
+/* A parked forward that cannot carry on: its TCP connection is reset
+ * and the stream, if it has one, too. */
+static void
+resume_lost(struct fwd *f, uint64_t code)
+{
+	f->set->counters->resume_lost++;
+	f->state = FWD_S_RELAY;
+	relay_on_reset(f->relay, code);
+}
+
+/* Acceptor: the peer's RESUME on a new stream (`f`, a placeholder): the
+ * parked forward it names takes the stream, answers with what it has
+ * taken and sends again what the peer lacks. Never in 0-RTT, which anyone
+ * could replay. */
+static int
+resume_accept(struct fwd_set *set, struct fwd *f,
+    const struct proto_fwd_header *hdr, const uint8_t *rest, size_t restlen,
+    bool fin)
+{
+	struct fwd *p = find_parked(set->park, hdr->id);
+	uint8_t buf[16];
+	int64_t sid = f->sid;
+	size_t n;
+
+	if (p == NULL || quic_conn_state(set->qc) != QUIC_STATE_ESTABLISHED) {
+		quic_conn_stream_consume(set->qc, sid, restlen);
+		fwd_fail(f, PROTO_FWD_ERR_GONE);
+		return 0;
+	}
+	f->stream_closed = true;
+	fwd_free(f);
+	move(p, set);
+	p->sid = sid;
+	p->state = FWD_S_RELAY;
+	quic_conn_stream_set_arg(set->qc, sid, p);
+	relay_attach(p->relay, set->qc, sid);
+	n = proto_fwd_resumed_encode(buf, sizeof buf, relay_rx_total(p->relay));
+	if (n == 0 || quic_conn_stream_send(set->qc, sid, buf, n, false) != 0 ||
+	    relay_resume(p->relay, hdr->rx) != 0) {
+		quic_conn_stream_consume(set->qc, sid, restlen);
+		resume_lost(p, PROTO_FWD_ERR_GONE);
+		return 0;
+	}
+	set->counters->resumed++;
+	if (restlen > 0 || fin)
+		relay_on_data(p->relay, rest, restlen, fin);
+	return 0;
+}
+
+/* Opener: the acceptor's answer to RESUME, maybe in pieces. */
+static int
+resume_answer(struct fwd_set *set, struct fwd *f, const uint8_t *data,
+    size_t len, bool fin)
+{
+	size_t take = len < sizeof f->hdr - f->hdrlen ? len :
+	    sizeof f->hdr - f->hdrlen;
+	size_t from_data;
+	uint64_t rx = 0;
+	long used;
+
+	memcpy(f->hdr + f->hdrlen, data, take);
+	used = proto_fwd_resumed_decode(f->hdr, f->hdrlen + take, &rx);
+	if (used == 0 && !fin) {
+		f->hdrlen += take;
+		quic_conn_stream_consume(set->qc, f->sid, len);
+		return 0;
+	}
+	if (used <= 0) {
+		quic_conn_stream_consume(set->qc, f->sid, len);
+		resume_lost(f, PROTO_FWD_ERR_PROTOCOL);
+		return 0;
+	}
+	from_data = (size_t)used - f->hdrlen;
+	quic_conn_stream_consume(set->qc, f->sid, from_data);
+	if (relay_resume(f->relay, rx) != 0) {
+		quic_conn_stream_consume(set->qc, f->sid, len - from_data);
+		resume_lost(f, PROTO_FWD_ERR_GONE);
+		return 0;
+	}
+	f->state = FWD_S_RELAY;
+	set->counters->resumed++;
+	if (len > from_data || fin)
+		relay_on_data(f->relay, data + from_data, len - from_data, fin);
+	return 0;
+}
+
 /* Acceptor: a header arriving on a new stream. */
 static int
 accept_data(struct fwd_set *set, struct fwd *f, const uint8_t *data, size_t len,
@@ -346,6 +481,9 @@ accept_data(struct fwd_set *set, struct fwd *f, const uint8_t *data, size_t len,
 		size_t hdr_from_data = (size_t)used - f->hdrlen;
 
 		quic_conn_stream_consume(set->qc, f->sid, hdr_from_data);
+		if (hdr.type == PROTO_FWD_RESUME)
+			return resume_accept(set, f, &hdr, data + hdr_from_data,
+			    len - hdr_from_data, fin);
 		f->early = evbuffer_new();
 		evbuffer_add(f->early, data + hdr_from_data, len - hdr_from_data);
 		f->early_fin = fin;
@@ -354,6 +492,7 @@ accept_data(struct fwd_set *set, struct fwd *f, const uint8_t *data, size_t len,
 		snprintf(f->target, sizeof f->target, "%s:%u", hdr.host, hdr.port);
 	else
 		snprintf(f->target, sizeof f->target, "port %u", hdr.port);
+	f->id = hdr.id;
 	/* The owner let this in only from a fresh ticket (daemon/session.c). */
 	if (quic_conn_early_rx(set->qc))
 		set->counters->opened_0rtt++;
@@ -381,6 +520,10 @@ fwd_on_data(struct fwd_set *set, int64_t sid, void *stream_arg,
 {
 	struct fwd *f = stream_arg;
 
+	/* A connection whose forwards were parked (or reset) has no more to
+	 * say about them, nor may it open new ones while it closes. */
+	if (set->qc == NULL)
+		return 0;
 	if (f == NULL && quic_conn_stream_is_local(set->qc, sid)) {
 		/* Ours, but already forgotten: nothing to do but give credit. */
 		quic_conn_stream_consume(set->qc, sid, len);
@@ -428,7 +571,10 @@ fwd_on_data(struct fwd_set *set, int64_t sid, void *stream_arg,
 	case FWD_S_RELAY:
 		relay_on_data(f->relay, data, len, fin);
 		return 0;
+	case FWD_S_RESUMING:
+		return resume_answer(set, f, data, len, fin);
 	case FWD_S_DEAD:
+	case FWD_S_PARKED:
 		quic_conn_stream_consume(set->qc, sid, len);
 		return 0;
 	}
@@ -447,6 +593,10 @@ peer_abort(struct fwd *f, uint64_t code)
 	case FWD_S_RELAY:
 		relay_on_reset(f->relay, code);
 		break;
+	case FWD_S_RESUMING:
+		/* The acceptor no longer has it (GONE), or cannot go on. */
+		resume_lost(f, code);
+		break;
 	case FWD_S_HEADER:
 	case FWD_S_CONNECTING:
 		/* The owner may still be connecting; fwd_connected will see
@@ -454,6 +604,7 @@ peer_abort(struct fwd *f, uint64_t code)
 		kill_stream(f, code);
 		break;
 	case FWD_S_DEAD:
+	case FWD_S_PARKED:
 		break;
 	}
 }
@@ -500,19 +651,153 @@ fwd_stream_close(struct quic_conn *qc, int64_t sid, uint64_t code,
 	maybe_free(f);
 }
 
+/* Reset one forward's TCP connection and free it, its connection gone. */
+static void
+drop(struct fwd *f)
+{
+	if (f->relay != NULL) {
+		relay_abort(f->relay);
+		relay_free(f->relay);
+		f->relay = NULL;
+	}
+	fwd_free(f);
+}
+
 void
 fwd_set_clear(struct fwd_set *set)
 {
 	struct fwd *f;
 
-	while ((f = LIST_FIRST(&set->list)) != NULL) {
-		if (f->relay != NULL) {
-			relay_abort(f->relay);
-			relay_free(f->relay);
-			f->relay = NULL;
-		}
-		fwd_free(f);
+	while ((f = LIST_FIRST(&set->list)) != NULL)
+		drop(f);
+	if (set->park_ev != NULL) {
+		event_free(set->park_ev);
+		set->park_ev = NULL;
 	}
+}
+
+static void park_arm(struct fwd_set *);
+
+/* Parked forwards whose wait is over are reset. */
+static void
+park_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct fwd_set *set = arg;
+	struct fwd *f, *next;
+	uint64_t now = clock_now_ms();
+
+	(void)fd;
+	(void)what;
+	for (f = LIST_FIRST(&set->list); f != NULL; f = next) {
+		next = LIST_NEXT(f, entry);
+		if (f->state != FWD_S_PARKED || now - f->parked_ms < set->park_ms)
+			continue;
+		set->counters->resume_lost++;
+		log_info("forward to %s for %s: no new connection within %llu s, "
+		    "closed", f->target[0] ? f->target : "?", set->log_name,
+		    (unsigned long long)(set->park_ms / 1000));
+		drop(f);
+	}
+	park_arm(set);
+}
+
+/* The timer for the first parked forward's deadline. */
+static void
+park_arm(struct fwd_set *set)
+{
+	const struct fwd *f;
+	uint64_t first = UINT64_MAX, now = clock_now_ms(), left;
+	struct timeval tv;
+
+	LIST_FOREACH(f, &set->list, entry) {
+		if (f->state == FWD_S_PARKED && f->parked_ms < first)
+			first = f->parked_ms;
+	}
+	if (first == UINT64_MAX) {
+		if (set->park_ev != NULL)
+			evtimer_del(set->park_ev);
+		return;
+	}
+	if (set->park_ev == NULL)
+		set->park_ev = evtimer_new(set->base, park_cb, set);
+	left = first + set->park_ms > now ? first + set->park_ms - now : 0;
+	tv.tv_sec = (time_t)(left / 1000);
+	tv.tv_usec = (suseconds_t)(left % 1000 * 1000);
+	evtimer_add(set->park_ev, &tv);
+}
+
+void
+fwd_set_park(struct fwd_set *set, struct fwd_set *park)
+{
+	struct fwd *f, *next;
+	uint64_t now = clock_now_ms();
+	size_t parked = 0;
+
+	for (f = LIST_FIRST(&set->list); f != NULL; f = next) {
+		next = LIST_NEXT(f, entry);
+		if (f->state == FWD_S_PARKED) {
+			move(f, park);
+			continue;
+		}
+		if (f->id == 0 || f->state != FWD_S_RELAY || f->relay == NULL ||
+		    f->relay_done || f->stream_closed || park->park_ms == 0 ||
+		    !relay_parkable(f->relay)) {
+			drop(f);
+			continue;
+		}
+		/* The old stream's events, if any still come, find nobody. */
+		quic_conn_stream_set_arg(set->qc, f->sid, NULL);
+		relay_park(f->relay);
+		f->state = FWD_S_PARKED;
+		f->parked_ms = now;
+		f->sid = -1;
+		move(f, park);
+		parked++;
+	}
+	set->qc = NULL;
+	if (parked > 0)
+		log_info("%zu forward%s for %s wait%s for a new connection",
+		    parked, parked == 1 ? "" : "s", park->log_name,
+		    parked == 1 ? "s" : "");
+	park_arm(park);
+}
+
+void
+fwd_set_attach(struct fwd_set *set, struct quic_conn *qc)
+{
+	set->qc = qc;
+}
+
+void
+fwd_set_resume(struct fwd_set *park, struct fwd_set *set)
+{
+	struct proto_fwd_header hdr;
+	struct fwd *f, *next;
+	uint8_t buf[32];
+	size_t n;
+
+	for (f = LIST_FIRST(&park->list); f != NULL; f = next) {
+		next = LIST_NEXT(f, entry);
+		if (f->state != FWD_S_PARKED || !f->opener)
+			continue;
+		memset(&hdr, 0, sizeof hdr);
+		hdr.type = PROTO_FWD_RESUME;
+		hdr.id = f->id;
+		hdr.rx = relay_rx_total(f->relay);
+		n = proto_fwd_encode(buf, sizeof buf, &hdr);
+		if (n == 0 || (f->sid = quic_conn_open_stream(set->qc, f)) < 0) {
+			park->counters->resume_lost++;
+			drop(f);
+			continue;
+		}
+		move(f, set);
+		relay_attach(f->relay, set->qc, f->sid);
+		f->state = FWD_S_RESUMING;
+		f->hdrlen = 0;
+		if (quic_conn_stream_send(set->qc, f->sid, buf, n, false) != 0)
+			resume_lost(f, PROTO_FWD_ERR_RESET);
+	}
+	park_arm(park);
 }
 
 static const char *
@@ -525,6 +810,10 @@ state_name(const struct fwd *f)
 		return "connecting";
 	case FWD_S_RELAY:
 		return "open";
+	case FWD_S_PARKED:
+		return "parked";
+	case FWD_S_RESUMING:
+		return "resuming";
 	case FWD_S_DEAD:
 		break;
 	}
@@ -590,6 +879,10 @@ fwd_status_json(const struct fwd_set *set, const struct fwd_counters *c,
 	json_uint(j, c->held_expired);
 	json_key(j, "held_full");
 	json_uint(j, c->held_full);
+	json_key(j, "resumed");
+	json_uint(j, c->resumed);
+	json_key(j, "resume_lost");
+	json_uint(j, c->resume_lost);
 	for (int i = 1; i < PROTO_FWD_ERR_COUNT; i++) {
 		json_key(j, proto_fwd_error_name((uint64_t)i));
 		json_uint(j, c->failed[i]);
@@ -614,6 +907,10 @@ fwd_status_text(const struct fwd_set *set, const struct fwd_counters *c,
 		    "the cap)", (unsigned long long)c->held,
 		    (unsigned long long)c->held_expired,
 		    (unsigned long long)c->held_full);
+	if (c->resumed != 0 || c->resume_lost != 0)
+		evbuffer_add_printf(out, ", %llu resumed on a new connection "
+		    "(%llu lost)", (unsigned long long)c->resumed,
+		    (unsigned long long)c->resume_lost);
 	for (int i = 1; i < PROTO_FWD_ERR_COUNT; i++) {
 		if (c->failed[i] != 0)
 			evbuffer_add_printf(out, ", %llu %s",

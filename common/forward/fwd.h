@@ -34,6 +34,11 @@ struct fwd_counters {
 	uint64_t held;
 	uint64_t held_expired;
 	uint64_t held_full;
+	/* Forwards carried on over a new connection after theirs ended
+	 * (PROTO_FEATURE_FWD_RESUME), and those that waited for one in vain
+	 * (the wait ran out, or the peer no longer had them). */
+	uint64_t resumed;
+	uint64_t resume_lost;
 };
 
 struct fwd;
@@ -65,13 +70,38 @@ struct fwd_set {
 	/* Said with a DENIED failure (may be NULL): who denied it, and
 	 * where to allow it. */
 	const char *deny_hint;
+	/* Resumption: forwards opened now get an ID (the peer can resume
+	 * them); where a peer's RESUME looks for the forward it names (NULL:
+	 * nowhere); how long a parked forward waits for its new connection,
+	 * and the timer that ends the wait. */
+	bool resumable;
+	struct fwd_set *park;
+	uint64_t park_ms;
+	struct event *park_ev;
 };
 
+/* `qc` may be NULL: a set that only parks forwards, or one whose first
+ * connection comes later (fwd_set_attach). */
 void fwd_set_init(struct fwd_set *, struct event_base *, struct quic_conn *,
     size_t cap, size_t max, const struct fwd_ops *, void *arg,
     struct fwd_counters *, const char *log_name);
 /* The connection is gone: reset every TCP connection, free everything. */
 void fwd_set_clear(struct fwd_set *);
+
+/* Resumption (docs/PROTOCOL.md): a forward with an ID that is relaying
+ * when its connection ends is parked, keeping its TCP connection and what
+ * the peer may lack, for the `park_ms` of the set it is parked in; on the
+ * next connection its opener sends RESUME and both ends send again what
+ * the other lacks. */
+/* The connection is going away: forwards that can carry on move to
+ * `park` (which may be `set` itself), the rest are reset as by
+ * fwd_set_clear; `set` no longer uses its connection. */
+void fwd_set_park(struct fwd_set *set, struct fwd_set *park);
+/* `set` has a new connection (established, not in 0-RTT: a RESUME must
+ * not be replayable): the forwards this side opened that wait in `park`
+ * move to it and ask the peer to carry on. */
+void fwd_set_resume(struct fwd_set *park, struct fwd_set *set);
+
 
 /* Opener: relay accepted TCP socket `fd` (ours from now on) through a new
  * stream asking for `hdr`. The relay starts at once: the socket's bytes
@@ -97,6 +127,10 @@ void fwd_set_arg(struct fwd *, void *);
 int fwd_get_fd(const struct fwd *);
 enum fwd_kind fwd_kind_of(const struct fwd *);
 void fwd_set_target(struct fwd *, const char *);
+
+/* A parked set gets its new connection: forwards are opened on it again
+ * (fwd_set_resume once it is established). */
+void fwd_set_attach(struct fwd_set *, struct quic_conn *);
 
 /* Opener: the handshake completed; forwards opened in 0-RTT are counted
  * in opened_0rtt if the server accepted it (else they were sent again in

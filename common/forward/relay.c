@@ -37,6 +37,19 @@ struct relay {
 	relay_done_cb done;
 	void *arg;
 	struct relay_stats stats;
+
+	/* Moving to another connection (relay_park, _attach, _resume). Our
+	 * bytes are numbered from the first read from TCP (stats.tcp_to_quic
+	 * is the next number); on the current stream they start at offset
+	 * `tx_base`, after the header or the answer. */
+	uint64_t tx_base;
+	uint64_t rx_total;     /* the peer's bytes taken, over every stream */
+	bool parked;           /* no stream to send on: TCP reading waits */
+	struct evbuffer *kept; /* parked: our bytes the peer may lack ... */
+	uint64_t kept_from;    /* ... starting with this one */
+	/* Bytes in `out` that came on an earlier stream: their credit went
+	 * with it, and is not given on the new one. */
+	size_t out_old;
 };
 
 static void update(struct relay *);
@@ -99,6 +112,18 @@ tcp_reset(struct relay *r)
 	r->fd = -1;
 }
 
+/* `n` bytes of `out` are gone: the stream's credit for them goes back,
+ * unless they came on a stream before this one. */
+static void
+consumed(struct relay *r, size_t n)
+{
+	size_t old = n < r->out_old ? n : r->out_old;
+
+	r->out_old -= old;
+	if (n > old && r->qc != NULL)
+		quic_conn_stream_consume(r->qc, r->sid, n - old);
+}
+
 /* Bytes the peer sent that TCP will never take still hold the
  * connection's flow-control credit: give it back, or a few reset
  * forwards with full buffers would leave the connection no window for
@@ -111,7 +136,7 @@ return_credit(struct relay *r)
 	if (n == 0)
 		return;
 	evbuffer_drain(r->out, n);
-	quic_conn_stream_consume(r->qc, r->sid, n);
+	consumed(r, n);
 }
 
 /* Report the end from a fresh event, never from inside ngtcp2's callbacks,
@@ -150,7 +175,7 @@ done_cb(evutil_socket_t fd, short what, void *arg)
 static void
 abort_both(struct relay *r, uint64_t code)
 {
-	if (!r->stream_gone)
+	if (!r->stream_gone && r->qc != NULL)
 		quic_conn_stream_reset(r->qc, r->sid, code);
 	tcp_reset(r);
 	finish(r, code);
@@ -223,7 +248,7 @@ write_cb(evutil_socket_t fd, short what, void *arg)
 		n = evbuffer_write(r->out, fd);
 		if (n > 0) {
 			r->stats.quic_to_tcp += (uint64_t)n;
-			quic_conn_stream_consume(r->qc, r->sid, (size_t)n);
+			consumed(r, (size_t)n);
 			continue;
 		}
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
@@ -251,9 +276,10 @@ update(struct relay *r)
 		r->tcp_wr_shut = true;
 	}
 	/* Reading stops at the cap and resumes only once a quarter of it is
-	 * acknowledged, not at every acknowledgement: pausing costs syscalls. */
-	unacked = quic_conn_stream_unacked(r->qc, r->sid);
-	want_rd = r->tcp_rd_open && !r->stream_gone &&
+	 * acknowledged, not at every acknowledgement: pausing costs syscalls.
+	 * A parked relay has nowhere to send. */
+	unacked = r->parked ? 0 : quic_conn_stream_unacked(r->qc, r->sid);
+	want_rd = r->tcp_rd_open && !r->stream_gone && !r->parked &&
 	    (r->rd_armed ? unacked < r->cap : unacked <= r->cap - r->cap / 4) &&
 	    quic_conn_stream_room(r->qc, r->sid, r->cap) > 0;
 	/* Bytes for TCP are written from an event made active by hand, after
@@ -264,7 +290,7 @@ update(struct relay *r)
 		event_active(r->wr_ev, EV_WRITE, 1);
 		r->wr_sched = true;
 	}
-	want_cl = r->tcp_rd_open && !want_rd && !r->eof_seen;
+	want_cl = r->tcp_rd_open && !want_rd && !r->eof_seen && !r->parked;
 	if (want_rd != r->rd_armed) {
 		if (want_rd)
 			event_add(r->rd_ev, NULL);
@@ -310,6 +336,7 @@ relay_create(struct event_base *base, struct quic_conn *qc, int64_t sid, int fd,
 	r->rd_ev = event_new(base, fd, EV_READ | EV_PERSIST, read_cb, r);
 	r->wr_ev = event_new(base, fd, EV_WRITE | EV_PERSIST, write_cb, r);
 	r->done_ev = evtimer_new(base, done_cb, r);
+	r->tx_base = quic_conn_stream_queued(qc, sid);
 	relay_count++;
 
 	update(r);
@@ -323,6 +350,7 @@ relay_on_data(struct relay *r, const uint8_t *data, size_t len, bool fin)
 		quic_conn_stream_consume(r->qc, r->sid, len);
 		return;
 	}
+	r->rx_total += len;
 	/* Gather what a burst of packets brings and write it to TCP in one
 	 * call from the write event: one syscall per packet would cost more
 	 * than the copy. */
@@ -376,6 +404,66 @@ relay_abort(struct relay *r)
 	r->finished = true;
 }
 
+bool
+relay_parkable(const struct relay *r)
+{
+	return !r->finished && !r->stream_gone && !r->parked;
+}
+
+void
+relay_park(struct relay *r)
+{
+	uint64_t from;
+
+	r->kept = evbuffer_new();
+	from = r->stats.tcp_to_quic - quic_conn_stream_copy_unacked(r->qc,
+	    r->sid, r->tx_base, r->kept);
+	r->kept_from = from;
+	r->out_old = evbuffer_get_length(r->out);
+	r->qc = NULL;
+	r->sid = -1;
+	r->parked = true;
+	update(r);
+}
+
+void
+relay_attach(struct relay *r, struct quic_conn *qc, int64_t sid)
+{
+	r->qc = qc;
+	r->sid = sid;
+}
+
+int
+relay_resume(struct relay *r, uint64_t peer_rx)
+{
+	size_t len;
+
+	/* The peer cannot lack bytes we no longer have, nor have more than
+	 * we ever sent: either means the two ends are not the same forward. */
+	if (peer_rx < r->kept_from || peer_rx > r->stats.tcp_to_quic)
+		return -1;
+	evbuffer_drain(r->kept, (size_t)(peer_rx - r->kept_from));
+	r->tx_base = quic_conn_stream_queued(r->qc, r->sid);
+	len = evbuffer_get_length(r->kept);
+	if (len > 0 || !r->tcp_rd_open) {
+		if (quic_conn_stream_send(r->qc, r->sid,
+		    evbuffer_pullup(r->kept, -1), len, !r->tcp_rd_open) != 0)
+			return -1;
+	}
+	evbuffer_free(r->kept);
+	r->kept = NULL;
+	r->parked = false;
+	update(r);
+	quic_write_dirty();
+	return 0;
+}
+
+uint64_t
+relay_rx_total(const struct relay *r)
+{
+	return r->rx_total;
+}
+
 int
 relay_get_fd(const struct relay *r)
 {
@@ -394,8 +482,10 @@ relay_free(struct relay *r)
 	if (r == NULL)
 		return;
 	unwatch(r);
-	if (!r->stream_gone && !r->finished)
+	if (!r->stream_gone && !r->finished && r->qc != NULL)
 		quic_conn_stream_reset(r->qc, r->sid, PROTO_FWD_ERR_RESET);
+	if (r->kept != NULL)
+		evbuffer_free(r->kept);
 	if (r->fd != -1)
 		tcp_reset(r);
 	event_free(r->rd_ev);

@@ -41,6 +41,23 @@ void relay_on_close(struct relay *, uint64_t code);
  * callback is not called. */
 void relay_abort(struct relay *);
 
+/* Moving to another connection, for forwards that survive theirs: */
+/* Whether the relay is still going both ways with a stream to move. */
+bool relay_parkable(const struct relay *);
+/* The connection is going away: keep the TCP connection, what TCP has not
+ * taken yet, and our bytes the peer has not acknowledged (it may lack
+ * them); stop reading TCP. The relay no longer touches the old stream. */
+void relay_park(struct relay *);
+/* A parked relay's new stream, whose header (or answer) is queued. Still
+ * parked: only stream events and aborts work. */
+void relay_attach(struct relay *, struct quic_conn *, int64_t sid);
+/* The peer has taken `peer_rx` of our bytes: send it the rest of what was
+ * kept (and our FIN again if we had sent it) and relay on. -1 when
+ * `peer_rx` is not within what we kept (the forward cannot go on). */
+int relay_resume(struct relay *, uint64_t peer_rx);
+/* How many of the peer's bytes the relay has taken, over every stream. */
+uint64_t relay_rx_total(const struct relay *);
+
 /* The TCP socket, still the relay's; -1 once closed. */
 int relay_get_fd(const struct relay *);
 void relay_get_stats(const struct relay *, struct relay_stats *);

@@ -52,9 +52,18 @@ enum proto_msg_type {
 #define PROTO_FEATURE_LOSS_RECOVERY (UINT64_C(1) << 1)
 /* takes PATH_NOTICE */
 #define PROTO_FEATURE_PATH_NOTICE (UINT64_C(1) << 2)
+/* forward IDs and RESUME (proto-fwd.h): forwards outlive a connection */
+#define PROTO_FEATURE_FWD_RESUME (UINT64_C(1) << 3)
 /* all this version has */
 #define PROTO_FEATURES (PROTO_FEATURE_CANCEL_REMOTE | \
-	PROTO_FEATURE_LOSS_RECOVERY | PROTO_FEATURE_PATH_NOTICE)
+	PROTO_FEATURE_LOSS_RECOVERY | PROTO_FEATURE_PATH_NOTICE | \
+	PROTO_FEATURE_FWD_RESUME)
+
+/* Application close codes. A client that ends its connection because the
+ * session moves to another (a transport switch) says so: the server keeps
+ * the forwards for the next; code 0 (no error) means the client is going
+ * away, and its forwards with it. */
+#define PROTO_CLOSE_MOVED 0x10
 
 struct proto_client_hello {
 	uint64_t version;  /* PROTO_VERSION */
