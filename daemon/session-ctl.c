@@ -196,9 +196,14 @@ control_message(struct session *sess, uint64_t type, const uint8_t *body, size_t
 		return 0;
 	}
 	sess->features = hello.features & PROTO_FEATURES;
-	/* The -R connections opened from now on can be resumed. */
-	if (sess->fwd_peer != NULL)
-		sess->fwds.resumable = (sess->features & PROTO_FEATURE_FWD_RESUME) != 0;
+	/* The -R connections opened from now on can be resumed, and those
+	 * that waited for this connection ask the client to carry on: its
+	 * hello says this is the connection it uses now. */
+	if (sess->fwd_peer != NULL &&
+	    (sess->features & PROTO_FEATURE_FWD_RESUME) != 0) {
+		sess->fwds.resumable = true;
+		fwd_set_resume(&sess->fwd_peer->parked, &sess->fwds);
+	}
 	/* A client that decodes repairs gets them if our configuration
 	 * allows; it may send us its own either way. */
 	if ((sess->features & PROTO_FEATURE_LOSS_RECOVERY) && sess->rec == NULL) {

@@ -342,8 +342,6 @@ handshake_done_cb(struct quic_conn *qc, void *arg)
 			peer->zero_rtt++;
 	}
 	session_fwds_init(sess, peer);
-	/* The -R connections we had opened ask the client to carry on. */
-	fwd_set_resume(&peer->parked, &sess->fwds);
 	server_status_show_peer(sess->srv, peer);
 	remote = quic_conn_remote(qc, &len);
 	/* Its next connection from this address skips the Retry that a

@@ -739,6 +739,13 @@ fwd_set_park(struct fwd_set *set, struct fwd_set *park)
 			move(f, park);
 			continue;
 		}
+		/* Its stream is over, both ways, but TCP has yet to take all
+		 * that it brought: that needs no connection. */
+		if (f->relay != NULL && !f->relay_done && f->stream_closed) {
+			relay_orphan(f->relay);
+			move(f, park);
+			continue;
+		}
 		if (f->id == 0 || f->state != FWD_S_RELAY || f->relay == NULL ||
 		    f->relay_done || f->stream_closed || park->park_ms == 0 ||
 		    !relay_parkable(f->relay)) {

@@ -181,6 +181,13 @@ abort_both(struct relay *r, uint64_t code)
 	finish(r, code);
 }
 
+/* The relay has a connection that still sends. */
+static bool
+conn_open(const struct relay *r)
+{
+	return r->qc != NULL && quic_conn_state(r->qc) != QUIC_STATE_CLOSED;
+}
+
 static void
 read_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -208,6 +215,11 @@ read_cb(evutil_socket_t fd, short what, void *arg)
 		if (errno == EINTR)
 			continue;
 		if (errno == EAGAIN || errno == EWOULDBLOCK)
+			break;
+		/* The connection has just ended, and its owner has yet to
+		 * hear: the forward may carry on over the next (fwd.c,
+		 * parking), so TCP is left alone. */
+		if (errno == EPIPE && !conn_open(r))
 			break;
 		abort_both(r, PROTO_FWD_ERR_RESET);
 		return;
@@ -278,8 +290,8 @@ update(struct relay *r)
 	/* Reading stops at the cap and resumes only once a quarter of it is
 	 * acknowledged, not at every acknowledgement: pausing costs syscalls.
 	 * A parked relay has nowhere to send. */
-	unacked = r->parked ? 0 : quic_conn_stream_unacked(r->qc, r->sid);
-	want_rd = r->tcp_rd_open && !r->stream_gone && !r->parked &&
+	unacked = r->qc == NULL ? 0 : quic_conn_stream_unacked(r->qc, r->sid);
+	want_rd = r->tcp_rd_open && !r->stream_gone && !r->parked && conn_open(r) &&
 	    (r->rd_armed ? unacked < r->cap : unacked <= r->cap - r->cap / 4) &&
 	    quic_conn_stream_room(r->qc, r->sid, r->cap) > 0;
 	/* Bytes for TCP are written from an event made active by hand, after
@@ -424,6 +436,13 @@ relay_park(struct relay *r)
 	r->sid = -1;
 	r->parked = true;
 	update(r);
+}
+
+void
+relay_orphan(struct relay *r)
+{
+	r->qc = NULL;
+	r->sid = -1;
 }
 
 void

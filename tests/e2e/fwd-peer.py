@@ -32,6 +32,11 @@ end received. Standard library only.
       was complete (time.time_ns()), and whether it matched. With
       --send-at, the bytes go at that wall-clock time at the earliest.
       --ready-file: created once the interpreter is up and trying.
+  chat ADDR:PORT --size N --interval S --duration S
+      One connection to an echo server, alive for S seconds: every
+      interval, N random bytes go and their echo must come back whole
+      and equal before the next; then EOF both ways. Prints the rounds,
+      the bytes, the mismatches, the longest round (ms) and errors.
   probe ADDR:PORT [--socks HOST:PORT]
       Connect (through a SOCKS5 proxy with --socks) and measure how soon
       and how the connection is closed: "reset", "eof" or "open".
@@ -339,6 +344,38 @@ def cmd_connect(a):
     return 0 if not r['errors'] or a.duration else 1
 
 
+def cmd_chat(a):
+    deadline = Deadline(a.timeout)
+    host, port = endpoint(a.addr)
+    fam = socket.AF_INET6 if ':' in host else socket.AF_INET
+    sock = socket.socket(fam, socket.SOCK_STREAM)
+    sock.settimeout(a.timeout)
+    sock.connect((host, port))
+    r = {'rounds': 0, 'bytes': 0, 'mismatches': 0, 'longest_ms': 0,
+         'rx_eof': False, 'errors': []}
+    end = time.monotonic() + a.duration
+    try:
+        while time.monotonic() < end and not deadline.passed():
+            t0 = time.monotonic()
+            data = os.urandom(a.size)
+            sock.sendall(data)
+            back = recv_exact(sock, len(data))
+            if back != data:
+                r['mismatches'] += 1
+            r['rounds'] += 1
+            r['bytes'] += len(data)
+            took = time.monotonic() - t0
+            r['longest_ms'] = max(r['longest_ms'], round(took * 1000))
+            time.sleep(max(0.0, a.interval - took))
+        sock.shutdown(socket.SHUT_WR)
+        r['rx_eof'] = sock.recv(1) == b''
+    except OSError as e:
+        r['errors'].append(error_name(e))
+    sock.close()
+    print(json.dumps(r, sort_keys=True), flush=True)
+    return 0 if not r['errors'] and not r['mismatches'] else 1
+
+
 def cmd_many(a):
     """N echo connections at once from one thread."""
     deadline = Deadline(a.timeout)
@@ -627,6 +664,11 @@ def main():
     sp.add_argument('--size', type=size, default=100)
     sp.add_argument('--send-at', type=int, default=0)
     sp.add_argument('--ready-file')
+    sp = sub.add_parser('chat')
+    common(sp)
+    sp.add_argument('--size', type=size, required=True)
+    sp.add_argument('--interval', type=float, required=True)
+    sp.add_argument('--duration', type=float, required=True)
     sp = sub.add_parser('probe')
     common(sp)
     sp.add_argument('--socks')
@@ -634,7 +676,7 @@ def main():
     sp.add_argument('addr')
     a = p.parse_args()
     return {'serve': cmd_serve, 'connect': cmd_connect, 'many': cmd_many,
-            'limit': cmd_limit, 'probe': cmd_probe, 'first': cmd_first,
+            'limit': cmd_limit, 'probe': cmd_probe, 'chat': cmd_chat, 'first': cmd_first,
             'nxdns': cmd_nxdns}[a.cmd](a)
 
 
