@@ -233,6 +233,15 @@ suspend_for() {
 }
 suspend_60() { suspend_for 60; }
 suspend_180() { suspend_for 180; }
+# UDP to and from roved dropped at the router (both uplinks): the session
+# moves to TLS over TCP, and back to QUIC when UDP returns; the forward
+# moves with it.
+udp_off() {
+	roam_drop udpblock on "$(printf 'ip daddr %s udp dport 4433 drop\nip saddr %s udp sport 4433 drop' "$S_OUT" "$S_OUT")"
+}
+udp_on() { roam_drop udpblock off; }
+transport_is() { [ "$(cget transport)" = "$1" ] && client_state_is established; }
+on_transport() { wait_for 30 "the session on $1" transport_is "$1" || die "the session did not move to $1"; }
 on_a() { wait_for 30 "the client's path from $C_A" client_local_is "$C_A" || die "the client did not come back to $C_A"; }
 on_b() { wait_for 30 "the client's path from $C_B" client_local_is "$C_B" || die "the client did not move to $C_B"; }
 
@@ -265,6 +274,11 @@ for oneway in 0 25; do
 		uplink_sample "$r" "carrier lost" "carrier-$r-$i" a_carrier_lost 5
 		on_b
 		uplink_sample "$r" "carrier back" "carrier-back-$r-$i" a_carrier_back 12
+		on_a
+		uplink_sample "$r" "UDP blocked (to TCP)" "udpoff-$r-$i" udp_off 8
+		on_transport tcp
+		uplink_sample "$r" "UDP back (to QUIC)" "udpon-$r-$i" udp_on 20
+		on_transport quic
 		on_a
 	done
 	uplink_sample "$r" "suspend 60 s" "suspend60-$r" suspend_60 64

@@ -746,9 +746,12 @@ fwd_set_park(struct fwd_set *set, struct fwd_set *park)
 			move(f, park);
 			continue;
 		}
+		/* A peer that reconnects over and over must not pile up
+		 * parked forwards: no more wait than could be live. */
 		if (f->id == 0 || f->state != FWD_S_RELAY || f->relay == NULL ||
 		    f->relay_done || f->stream_closed || park->park_ms == 0 ||
-		    !relay_parkable(f->relay)) {
+		    !relay_parkable(f->relay) ||
+		    (park != set && park->n >= park->max)) {
 			drop(f);
 			continue;
 		}
