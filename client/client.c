@@ -71,7 +71,7 @@ switch_session(struct client *c, struct quic_conn *next)
 {
 	struct quic_conn *old = c->qc;
 
-	forward_detach(c->fwd);
+	forward_detach(c->fwd, true);
 	client_tun_session_gone(c);
 	c->qc = next;
 	c->configured = false;
@@ -482,8 +482,9 @@ closed_cb(struct quic_conn *qc, const struct quic_close_info *info, void *arg)
 		quic_conn_get_stats(qc, &st);
 		if (st.rtt_ms > 0 && !st.tcp)
 			c->qs.initial_rtt_ns = (uint64_t)(st.rtt_ms * 1e6);
-		/* Forwarded connections cannot survive their session. */
-		forward_detach(c->fwd);
+		/* Forwarded connections wait for the next session, unless
+		 * there will be none. */
+		forward_detach(c->fwd, !c->stopping);
 		client_tun_session_gone(c);
 		quic_conn_free(c->qc);
 		c->qc = NULL;

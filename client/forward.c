@@ -499,8 +499,9 @@ forward_free(struct forward *fw)
 
 	if (fw == NULL)
 		return;
-	forward_detach(fw);
+	/* Going away: nothing waits for a next connection. */
 	fwd_set_clear(&fw->set);
+	fw->attached = false;
 	while ((sk = TAILQ_FIRST(&fw->socks)) != NULL)
 		socks_free(sk, true);
 	while (!TAILQ_EMPTY(&fw->held))
@@ -528,7 +529,7 @@ forward_attach(struct forward *fw, struct quic_conn *qc)
 {
 	struct held *h;
 
-	forward_detach(fw);
+	forward_detach(fw, true);
 	/* A reload may have changed these. */
 	fw->set.cap = fw->cfg->forward_buffer;
 	fw->set.max = fw->cfg->max_forwards;
@@ -585,13 +586,16 @@ forward_remote_request(struct forward *fw, struct quic_conn *qc)
 }
 
 void
-forward_detach(struct forward *fw)
+forward_detach(struct forward *fw, bool keep)
 {
 	if (!fw->attached)
 		return;
 	/* Forwards that can carry on over the next connection wait for it;
 	 * the rest are reset. */
-	fwd_set_park(&fw->set, &fw->set);
+	if (keep)
+		fwd_set_park(&fw->set, &fw->set);
+	else
+		fwd_set_clear(&fw->set);
 	fw->attached = false;
 }
 

@@ -38,8 +38,10 @@ void forward_server_features(struct forward *, uint64_t features);
 void forward_resume(struct forward *);
 /* The server's configuration arrived: send the RemoteForward requests. */
 void forward_remote_request(struct forward *, struct quic_conn *);
-/* The connection is gone: every forwarded connection is reset. */
-void forward_detach(struct forward *);
+/* The connection is gone. With `keep`, forwarded connections that can
+ * carry on over the next one wait for it (fwd_set_park) and the rest are
+ * reset; without, every one is reset. */
+void forward_detach(struct forward *, bool keep);
 /* The forward streams of the attached connection, or NULL (connections
  * accepted meanwhile wait, see ForwardWait). */
 struct fwd_set *forward_set(struct forward *);
