@@ -242,7 +242,8 @@ server_create(struct event_base *base, const struct cfg *cfg, int verbose,
 	if (srv->worker == 0 && cfg->metrics_listen_len != 0 &&
 	    (srv->metrics = metrics_create(base,
 	    (const struct sockaddr *)&cfg->metrics_listen,
-	    cfg->metrics_listen_len, server_status_scrape, srv, cause)) == NULL)
+	    cfg->metrics_listen_len, cfg->metrics_connections,
+	    server_status_scrape, srv, cause)) == NULL)
 		goto fail;
 	return srv;
 fail:

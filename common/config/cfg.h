@@ -45,6 +45,8 @@ enum cfg_transport { CFG_TRANSPORT_AUTO, CFG_TRANSPORT_QUIC, CFG_TRANSPORT_TCP }
 /* Forwarded bytes one peer may hold unacknowledged, and all peers. */
 #define CFG_DEFAULT_FORWARD_MEMORY 67108864
 #define CFG_DEFAULT_FORWARD_MEMORY_TOTAL 536870912
+/* HTTP connections MetricsListen holds open at once. */
+#define CFG_DEFAULT_METRICS_CONNECTIONS 32
 #define CFG_MAX_LISTEN 8
 #define CFG_MAX_REMOTE_FORWARDS 16 /* listeners roved keeps per session */
 #define CFG_MAX_ADDRS 2 /* at most one IPv4 and one IPv6 */
@@ -122,6 +124,7 @@ struct cfg {
 	bool syslog;             /* log to syslog(3), not stderr */
 	struct sockaddr_storage metrics_listen; /* MetricsListen */
 	socklen_t metrics_listen_len;           /* 0: no metrics */
+	uint32_t metrics_connections;  /* MetricsConnections */
 	char *keylog_file;       /* KeyLogFile; NULL: none */
 	char *qlog_dir;          /* QlogDir; NULL: none */
 	bool dns;                /* client: apply the server's DNS (DNS) */
