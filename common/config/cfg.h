@@ -200,6 +200,16 @@ struct cfg_option {
 /* cfg_load, then the options (client role only). */
 int cfg_load_options(const char *path, enum cfg_role role, struct cfg *cfg,
     struct cfg_errors *errs, const struct cfg_option *opts, size_t nopts);
+/* The file's bytes as cfg_load_options reads them (a regular file, not
+ * writable by everyone, at most CFG_MAX_FILE bytes): 0 with *buf
+ * malloc'd, or -1 with the reason in errs. */
+int cfg_read_file(const char *path, char **buf, size_t *len,
+    struct cfg_errors *errs);
+/* cfg_load_options over bytes already read (cfg_read_file); `path`
+ * names them in errors. */
+int cfg_load_buffer_options(const char *path, const char *buf, size_t len,
+    enum cfg_role role, struct cfg *cfg, struct cfg_errors *errs,
+    const struct cfg_option *opts, size_t nopts);
 /* The same over `text` made from the command line (rove up --server);
  * `name` stands for the file in errors. */
 int cfg_load_text_options(const char *name, const char *text,

@@ -316,6 +316,22 @@ render_head(struct evbuffer *out, const struct status *st)
 	    "rove_reloads_total{result=\"refused\"} %llu\n",
 	    (unsigned long long)st->reloads,
 	    (unsigned long long)st->reloads_refused);
+	if (strcmp(st->role, "server") == 0) {
+		family(out, "rove_reload_generation", "gauge",
+		    "The configuration running: 0 as started, 1 after the "
+		    "first reload applied, ...");
+		evbuffer_add_printf(out, "rove_reload_generation %llu\n",
+		    (unsigned long long)st->reload_generation);
+	}
+	if (st->nworker_reloads > 0) {
+		family(out, "rove_worker_reload_generation", "gauge",
+		    "The configuration each other worker runs (worker 0's is "
+		    "rove_reload_generation).");
+		for (size_t i = 0; i < st->nworker_reloads; i++)
+			evbuffer_add_printf(out, "rove_worker_reload_generation"
+			    "{worker=\"%u\"} %llu\n", st->worker_reloads[i].worker,
+			    (unsigned long long)st->worker_reloads[i].generation);
+	}
 	if (st->admission != NULL) {
 		const struct status_admission *a = st->admission;
 
