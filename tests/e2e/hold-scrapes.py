@@ -3,7 +3,8 @@
 # GET /metrics to 127.0.0.1:PORT and never read the answer, holding the
 # connection until BASE.stop exists or SECONDS (default 60) pass; with
 # RENEW, each closes and asks again every RENEW seconds. Writes the
-# number of requests sent to BASE.n after the first round.
+# number of requests sent to BASE.n after the first round, and the
+# number of rounds so far to BASE.round after each.
 import os
 import socket
 import sys
@@ -31,8 +32,11 @@ def ask():
 
 held = [ask() for _ in range(n)]
 sent = sum(s is not None for s in held)
+rounds = 1
 with open(base + ".n", "w") as f:
     f.write("%d\n" % sent)
+with open(base + ".round", "w") as f:
+    f.write("%d\n" % rounds)
 end = time.monotonic() + hold_s
 renew_at = time.monotonic() + renew_s
 while time.monotonic() < end and not os.path.exists(base + ".stop"):
@@ -41,5 +45,9 @@ while time.monotonic() < end and not os.path.exists(base + ".stop"):
             if s is not None:
                 s.close()
             held[i] = ask()
+        rounds += 1
+        with open(base + ".round.new", "w") as f:
+            f.write("%d\n" % rounds)
+        os.rename(base + ".round.new", base + ".round")
         renew_at = time.monotonic() + renew_s
     time.sleep(0.1)

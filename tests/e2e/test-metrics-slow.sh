@@ -31,6 +31,28 @@ complete() {
 		fail "$1: the scrape is cut short: $(tail -c 80 "$2" | tail -n 1)"
 	fi
 }
+# queued: "PEER SEND-Q" of each connection to the metrics port.
+queued() {
+	nsx "$NS_SRV" ss -Htn state established "sport = :$M_PORT" |
+		awk '{ print $4, $2 }' | sort
+}
+# stalled: four connections to the metrics port, each with bytes queued
+# that have not moved for 1.2 s (so their scrapes count as stalled).
+stalled() {
+	local a b
+	a=$(queued)
+	sleep 1.2
+	b=$(queued)
+	[ "$a" = "$b" ] && [ "$(printf '%s\n' "$a" | awk '$2 > 0' | wc -l)" = 4 ]
+}
+# wait_stalled WHAT: until stalled, 15 tries (about 20 s) at most.
+wait_stalled() {
+	local i
+	for ((i = 0; i < 15; i++)); do
+		stalled && return 0
+	done
+	fail "$1: the scrapes did not stall"
+}
 # figure FILE LINE-PREFIX: the value of that line of the scrape.
 figure() { awk -v k="$2" '$1 == k { print $2 }' "$1"; }
 
@@ -43,7 +65,7 @@ wait_for 10 "the stalled scrapers" test -s "$WORK/hold.n" || die "no stalled scr
 expect_eq "requests that read nothing" 4 "$(cat "$WORK/hold.n")"
 # Their answers fill their sockets and stop; a second later they count
 # as stalled.
-sleep 2
+wait_stalled "four scrapers"
 for i in 1 2 3; do
 	expect_eq "scrape $i during 4 stalled scrapers" 200 "$(scrape "$WORK/s$i.prom")"
 	complete "scrape $i" "$WORK/s$i.prom"
@@ -53,7 +75,10 @@ done
 expect_eq "scrapes cut off as stalled" 1 \
 	"$(figure "$WORK/s3.prom" 'rove_metrics_scrapes_total{result="stalled"}')"
 # The four renew their requests (at 10 s): all slots stalled again.
-sleep 9.5
+round2() { [ "$(cat "$WORK/hold.round")" = 2 ]; }
+wait_for 15 "the stalled scrapers' second round" round2 ||
+	fail "the stalled scrapers did not renew their requests"
+wait_stalled "four scrapers, renewed"
 expect_eq "scrape after the stalled scrapers renewed" 200 "$(scrape "$WORK/s4.prom")"
 complete "scrape 4" "$WORK/s4.prom"
 expect_eq "scrapes cut off as stalled" 2 \
