@@ -972,7 +972,8 @@ client_create(struct event_base *base, const struct cfg *cfg, int verbose,
 		goto fail;
 	if (cfg->metrics_listen_len != 0 && (c->metrics = metrics_create(base,
 	    (const struct sockaddr *)&cfg->metrics_listen,
-	    cfg->metrics_listen_len, client_status_scrape, c, cause)) == NULL)
+	    cfg->metrics_listen_len, cfg->metrics_connections,
+	    client_status_scrape, c, cause)) == NULL)
 		goto fail;
 	/* Before root is dropped: it undoes a crashed run's resolver
 	 * changes and may fork the helper that makes new ones. */

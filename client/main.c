@@ -327,8 +327,10 @@ exit_status(const void *arg)
 }
 
 static int
-reload(void *arg, const struct cfg *next)
+reload(void *arg, const struct cfg *next, const char *buf, size_t len)
 {
+	(void)buf;
+	(void)len;
 	return client_reload(arg, next);
 }
 

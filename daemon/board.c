@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "base/xmalloc.h"
 #include "board.h"
@@ -26,16 +27,30 @@ struct worker_slot {
 	struct board_worker w;
 };
 
+/* The configuration's bytes follow. */
+struct config_slot {
+	atomic_uint seq;      /* odd: worker 0 is writing it */
+	uint64_t gen;         /* 0: none yet */
+	size_t len;
+	char buf[];
+};
+
+/* Copies of the configuration that keep meeting worker 0 writing a newer
+ * one: tried again after a millisecond, this many times. */
+#define BOARD_CONFIG_TRIES 200
+
 struct board {
 	size_t npeers;
 	unsigned nworkers;
 	size_t size;
 	struct peer_slot *peers;
 	struct worker_slot *workers;
+	struct config_slot *config;
+	size_t config_max, config_size;
 };
 
 struct board *
-board_create(size_t npeers, unsigned nworkers)
+board_create(size_t npeers, unsigned nworkers, size_t config_max)
 {
 	struct board *b = xcalloc(1, sizeof *b);
 	size_t psize = npeers * sizeof *b->peers;
@@ -53,6 +68,17 @@ board_create(size_t npeers, unsigned nworkers)
 	}
 	b->peers = mem;
 	b->workers = (struct worker_slot *)((char *)mem + psize);
+	/* Up to 16 MiB that no page backs until a reload writes it. */
+	b->config_max = config_max;
+	b->config_size = sizeof *b->config + config_max;
+	mem = mmap(NULL, b->config_size, PROT_READ | PROT_WRITE,
+	    MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (mem == MAP_FAILED) {
+		munmap(b->peers, b->size);
+		free(b);
+		return NULL;
+	}
+	b->config = mem;
 	return b;
 }
 
@@ -62,6 +88,7 @@ board_free(struct board *b)
 	if (b == NULL)
 		return;
 	munmap(b->peers, b->size);
+	munmap(b->config, b->config_size);
 	free(b);
 }
 
@@ -213,4 +240,78 @@ board_get_worker(struct board *b, unsigned worker, struct board_worker *out)
 	if (atomic_load_explicit(&slot->seq, memory_order_acquire) == 0)
 		return false;
 	return seq_read(&slot->seq, &slot->w, sizeof slot->w, out, NULL, NULL);
+}
+
+bool
+board_put_config(struct board *b, uint64_t gen, const char *buf, size_t len)
+{
+	unsigned was;
+
+	if (b == NULL || len > b->config_max)
+		return false;
+	/* Worker 0 is its one writer: the count is never odd here. */
+	if (!seq_lock(&b->config->seq, &was))
+		return false;
+	b->config->gen = gen;
+	b->config->len = len;
+	memcpy(b->config->buf, buf, len);
+	seq_unlock(&b->config->seq, was);
+	return true;
+}
+
+bool
+board_get_config(struct board *b, uint64_t *gen, char **out, size_t *outlen)
+{
+	struct config_slot *c;
+
+	if (b == NULL)
+		return false;
+	c = b->config;
+	for (int i = 0; i < BOARD_CONFIG_TRIES; i++) {
+		unsigned s1 = atomic_load_explicit(&c->seq, memory_order_acquire);
+		uint64_t g;
+		size_t len;
+		char *buf;
+
+		if (s1 & 1) {
+			usleep(1000);
+			continue;
+		}
+		g = c->gen;
+		len = c->len;
+		if (g == 0 || len > b->config_max)
+			return false;
+		buf = xmalloc(len + 1);
+		memcpy(buf, c->buf, len);
+		atomic_thread_fence(memory_order_acquire);
+		if (atomic_load_explicit(&c->seq, memory_order_relaxed) == s1) {
+			buf[len] = '\0';
+			*gen = g;
+			*out = buf;
+			*outlen = len;
+			return true;
+		}
+		free(buf);
+	}
+	return false;
+}
+
+uint64_t
+board_config_gen(struct board *b)
+{
+	struct config_slot *c;
+
+	if (b == NULL)
+		return 0;
+	c = b->config;
+	for (int i = 0; i < BOARD_READ_TRIES; i++) {
+		unsigned s1 = atomic_load_explicit(&c->seq, memory_order_acquire);
+		uint64_t g = c->gen;
+
+		atomic_thread_fence(memory_order_acquire);
+		if (!(s1 & 1) &&
+		    atomic_load_explicit(&c->seq, memory_order_relaxed) == s1)
+			return g;
+	}
+	return 0;
 }

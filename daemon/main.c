@@ -60,9 +60,15 @@ exit_server(void *arg)
 }
 
 static int
-reload(void *arg, const struct cfg *next)
+reload(void *arg, const struct cfg *next, const char *buf, size_t len)
 {
-	return server_reload(arg, next);
+	return server_reload(arg, next, buf, len);
+}
+
+static int
+reload_source(void *arg, char **buf, size_t *len)
+{
+	return server_reload_source(arg, buf, len);
 }
 
 static void
@@ -84,6 +90,7 @@ main(int argc, char **argv)
 		.exit = exit_server,
 		.started = started,
 		.reload = reload,
+		.reload_source = reload_source,
 		.exit_status = exit_status,
 	};
 

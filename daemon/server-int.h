@@ -171,6 +171,10 @@ struct server {
 	size_t nconnected;          /* peers with a live connection */
 	struct keyidx keys;         /* public key -> index into peers */
 	uint64_t reloads, reloads_refused;
+	/* The reload generation applied (worker 0: the last it put on the
+	 * board; another worker: the last it took), and the one being
+	 * loaded. */
+	uint64_t reload_gen, reload_loading;
 	LIST_HEAD(, session) sessions;
 	size_t nsessions, max_sessions;
 	size_t half_open;           /* sessions still in their handshake */

@@ -2,6 +2,7 @@
  * control socket, a page of peers at a time; the metrics scrape; and,
  * with workers, the board both ways: workers 1..N-1 put their peers and
  * totals on it, and worker 0 adds them to its own. */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,7 +70,12 @@ void
 server_status_board_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct server *srv = arg;
-	struct board_worker bw = { .counters = srv->counters };
+	struct board_worker bw = {
+		.counters = srv->counters,
+		.reload_gen = srv->reload_gen,
+		.reloads = srv->reloads,
+		.reloads_refused = srv->reloads_refused,
+	};
 
 	(void)fd;
 	(void)what;
@@ -80,6 +86,19 @@ server_status_board_cb(evutil_socket_t fd, short what, void *arg)
 	}
 	state_server_stats(srv->state, &bw.tickets);
 	board_put_worker(srv->board, srv->worker, &bw);
+	/* A SIGHUP from worker 0 that came before this worker took SIGHUP
+	 * (while it was starting) is caught up with here. */
+	if (srv->worker > 0) {
+		uint64_t gen = board_config_gen(srv->board);
+
+		if (gen > srv->reload_gen && gen != srv->reload_loading) {
+			log_info("worker %u: worker 0 applied a configuration "
+			    "(generation %llu) this worker has not: reloading",
+			    srv->worker, (unsigned long long)gen);
+			srv->reload_loading = gen;
+			raise(SIGHUP);
+		}
+	}
 }
 
 /* One peer as status and metrics show it: from `bp` when another worker
@@ -173,6 +192,7 @@ struct server_status {
 	struct status_peer_counts counts;
 	struct state_stats tickets;
 	struct board_peer other;   /* room for a peer another worker holds */
+	struct status_worker_reload wreload[CID_WORKERS_MAX];
 };
 
 /* Worker 0 with workers: add the others' totals (as of their last
@@ -185,6 +205,11 @@ server_status_add_workers(struct server *srv, struct server_status *now)
 	for (unsigned w = 1; srv->board != NULL && w < srv->cfg->workers; w++) {
 		if (!board_get_worker(srv->board, w, &bw))
 			continue;
+		if (srv->worker == 0 && now->st.nworker_reloads < CID_WORKERS_MAX)
+			now->wreload[now->st.nworker_reloads++] =
+			    (struct status_worker_reload){ .worker = w,
+			    .generation = bw.reload_gen, .applied = bw.reloads,
+			    .refused = bw.reloads_refused };
 		now->counters.rx_packets += bw.counters.rx_packets;
 		now->counters.rx_bytes += bw.counters.rx_bytes;
 		now->counters.tx_packets += bw.counters.tx_packets;
@@ -296,6 +321,8 @@ server_status(struct server *srv, struct server_status *now,
 		.peers = peers,
 		.reloads = srv->reloads,
 		.reloads_refused = srv->reloads_refused,
+		.reload_generation = srv->reload_gen,
+		.worker_reloads = now->wreload,
 		.tickets = &now->tickets,
 		.admission = &now->adm,
 		.peer_counts = &now->counts,

@@ -14,6 +14,7 @@
 #include "base/log.h"
 #include "base/random.h"
 #include "base/xmalloc.h"
+#include "config/cfg-table.h"
 #include "ops/control.h"
 #include "ops/metrics.h"
 #include "server-int.h"
@@ -138,7 +139,7 @@ server_create(struct event_base *base, const struct cfg *cfg, int verbose,
 		/* Shared by all workers, so made before they fork; room for
 		 * peers a reload adds. */
 		if ((srv->board = board_create(2 * cfg->npeers + 64,
-		    cfg->workers)) == NULL) {
+		    cfg->workers, CFG_MAX_FILE)) == NULL) {
 			*cause = xstrdup("cannot make the workers' board");
 			goto fail;
 		}
@@ -242,7 +243,8 @@ server_create(struct event_base *base, const struct cfg *cfg, int verbose,
 	if (srv->worker == 0 && cfg->metrics_listen_len != 0 &&
 	    (srv->metrics = metrics_create(base,
 	    (const struct sockaddr *)&cfg->metrics_listen,
-	    cfg->metrics_listen_len, server_status_scrape, srv, cause)) == NULL)
+	    cfg->metrics_listen_len, cfg->metrics_connections,
+	    server_status_scrape, srv, cause)) == NULL)
 		goto fail;
 	return srv;
 fail:
@@ -251,15 +253,64 @@ fail:
 }
 
 int
-server_reload(struct server *srv, const struct cfg *next)
+server_reload_source(struct server *srv, char **buf, size_t *len)
 {
-	/* Each worker reads the file again itself. */
-	workers_signal(srv->workers, SIGHUP);
+	uint64_t gen;
+
+	if (srv->worker == 0)
+		return 0;
+	if (!board_get_config(srv->board, &gen, buf, len)) {
+		log_warn("SIGHUP: worker %u reloads what worker 0 applied, and "
+		    "it applied nothing yet (send SIGHUP to worker 0)",
+		    srv->worker);
+		return -1;
+	}
+	if (gen == srv->reload_gen) {
+		log_info("SIGHUP: worker %u has worker 0's configuration "
+		    "already (generation %llu)", srv->worker,
+		    (unsigned long long)gen);
+		free(*buf);
+		*buf = NULL;
+		return -1;
+	}
+	log_info("SIGHUP: worker %u reloading worker 0's configuration "
+	    "(generation %llu)", srv->worker, (unsigned long long)gen);
+	srv->reload_loading = gen;
+	return 1;
+}
+
+int
+server_reload(struct server *srv, const struct cfg *next, const char *buf,
+    size_t len)
+{
 	if (next == NULL || reload_apply(srv, next) != 0) {
 		srv->reloads_refused++;
+		if (srv->board != NULL)
+			server_status_board_cb(-1, 0, srv);
+		if (srv->worker > 0) {
+			log_error("worker %u refused the configuration worker 0 "
+			    "applied (generation %llu): stopping, so that no "
+			    "worker keeps peers the others removed", srv->worker,
+			    (unsigned long long)srv->reload_loading);
+			server_shutdown(srv);
+		}
 		return -1;
 	}
 	srv->reloads++;
+	if (srv->worker > 0) {
+		srv->reload_gen = srv->reload_loading;
+	} else if (srv->board != NULL) {
+		/* Only what worker 0 applied goes to the others. */
+		srv->reload_gen++;
+		if (!board_put_config(srv->board, srv->reload_gen, buf, len))
+			log_error("reload: the configuration is too large to "
+			    "pass to the workers");
+		workers_signal(srv->workers, SIGHUP);
+	} else {
+		srv->reload_gen++;
+	}
+	if (srv->board != NULL)
+		server_status_board_cb(-1, 0, srv);
 	server_notify(srv);
 	server_flush(srv);
 	return 0;

@@ -25,8 +25,23 @@ void server_notify(struct server *);
  * go on. Returns -1 with the reason logged, changing nothing, when the
  * new peers do not fit the running server (an address in use by another
  * peer, one outside the running subnet, an exhausted pool, a route that
- * cannot be added). NULL counts a refused reload. */
-int server_reload(struct server *, const struct cfg *next);
+ * cannot be added). NULL counts a refused reload.
+ *
+ * With Workers, worker 0 alone reads the file: once it has applied
+ * `next`, it puts `buf` (the bytes `next` came from) on the board with
+ * the next generation and sends SIGHUP to the others, which load those
+ * bytes (server_reload_source), not the file, so that every worker has
+ * the same peers. A worker that refuses what worker 0 applied stops: a
+ * worker that kept peers the others removed would let a removed peer in
+ * by steering its handshake there; worker 0 then stops them all (and the
+ * service manager restarts roved on the new file). */
+int server_reload(struct server *, const struct cfg *next, const char *buf,
+    size_t len);
+/* SIGHUP's source (daemon.h's reload_source): the file for worker 0 (0);
+ * for another worker, worker 0's bytes from the board (1), or -1 when
+ * worker 0 applied no reload yet or the generation is applied already (a
+ * SIGHUP sent to that worker alone). */
+int server_reload_source(struct server *, char **buf, size_t *len);
 /* Close every connection (CONNECTION_CLOSE sent), then stop the loop:
  * at once, or 100 ms later when a TCP-transport close still drains. */
 void server_shutdown(struct server *);

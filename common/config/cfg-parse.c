@@ -463,8 +463,8 @@ cfg_load_text_options(const char *name, const char *text, enum cfg_role role,
 }
 
 int
-cfg_load_options(const char *path, enum cfg_role role, struct cfg *cfg,
-    struct cfg_errors *errs, const struct cfg_option *opts, size_t nopts)
+cfg_read_file(const char *path, char **out, size_t *outlen,
+    struct cfg_errors *errs)
 {
 	struct stat st;
 	char *buf = NULL, what[128];
@@ -472,8 +472,6 @@ cfg_load_options(const char *path, enum cfg_role role, struct cfg *cfg,
 	ssize_t n;
 	int fd, ret = -1;
 
-	memset(cfg, 0, sizeof *cfg);
-	cfg->role = role;
 	/* O_NONBLOCK: a FIFO (or a device) at the path must not hold the
 	 * caller, roved's event loop on SIGHUP among them; only a regular
 	 * file is read. */
@@ -531,10 +529,40 @@ cfg_load_options(const char *path, enum cfg_role role, struct cfg *cfg,
 		file_error(errs, path, what);
 		goto out;
 	}
-	ret = load(path, buf, len, role, cfg, errs, opts, nopts);
+	*out = buf;
+	*outlen = len;
+	buf = NULL;
+	ret = 0;
 out:
 	free(buf);
 	close(fd);
+	return ret;
+}
+
+int
+cfg_load_buffer_options(const char *path, const char *buf, size_t len,
+    enum cfg_role role, struct cfg *cfg, struct cfg_errors *errs,
+    const struct cfg_option *opts, size_t nopts)
+{
+	memset(cfg, 0, sizeof *cfg);
+	cfg->role = role;
+	return load(path, buf, len, role, cfg, errs, opts, nopts);
+}
+
+int
+cfg_load_options(const char *path, enum cfg_role role, struct cfg *cfg,
+    struct cfg_errors *errs, const struct cfg_option *opts, size_t nopts)
+{
+	char *buf;
+	size_t len;
+	int ret;
+
+	memset(cfg, 0, sizeof *cfg);
+	cfg->role = role;
+	if (cfg_read_file(path, &buf, &len, errs) != 0)
+		return -1;
+	ret = load(path, buf, len, role, cfg, errs, opts, nopts);
+	free(buf);
 	return ret;
 }
 

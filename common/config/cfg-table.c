@@ -242,6 +242,13 @@ const struct cfg_key cfg_table[CFG_KEY_COUNT] = {
 		"numeric ADDR:PORT to serve Prometheus metrics on at /metrics "
 		"(HTTP); unset: off",
 	},
+	[CFG_KEY_METRICS_CONNECTIONS] = {
+		"MetricsConnections", SEC_MAIN, CFG_T_NUMBER, 0, 1, 65536,
+		CFG(metrics_connections), 0,
+		STR(CFG_DEFAULT_METRICS_CONNECTIONS),
+		"HTTP connections MetricsListen holds open at once; more are "
+		"closed as they come",
+	},
 	[CFG_KEY_KEYLOG_FILE] = {
 		"KeyLogFile", SEC_MAIN, CFG_T_PATH, 0, 0, 0, CFG(keylog_file), 0,
 		NULL, "debugging: append every connection's TLS secrets here "

@@ -45,6 +45,8 @@ enum cfg_transport { CFG_TRANSPORT_AUTO, CFG_TRANSPORT_QUIC, CFG_TRANSPORT_TCP }
 /* Forwarded bytes one peer may hold unacknowledged, and all peers. */
 #define CFG_DEFAULT_FORWARD_MEMORY 67108864
 #define CFG_DEFAULT_FORWARD_MEMORY_TOTAL 536870912
+/* HTTP connections MetricsListen holds open at once. */
+#define CFG_DEFAULT_METRICS_CONNECTIONS 32
 #define CFG_MAX_LISTEN 8
 #define CFG_MAX_REMOTE_FORWARDS 16 /* listeners roved keeps per session */
 #define CFG_MAX_ADDRS 2 /* at most one IPv4 and one IPv6 */
@@ -122,6 +124,7 @@ struct cfg {
 	bool syslog;             /* log to syslog(3), not stderr */
 	struct sockaddr_storage metrics_listen; /* MetricsListen */
 	socklen_t metrics_listen_len;           /* 0: no metrics */
+	uint32_t metrics_connections;  /* MetricsConnections */
 	char *keylog_file;       /* KeyLogFile; NULL: none */
 	char *qlog_dir;          /* QlogDir; NULL: none */
 	bool dns;                /* client: apply the server's DNS (DNS) */
@@ -197,6 +200,16 @@ struct cfg_option {
 /* cfg_load, then the options (client role only). */
 int cfg_load_options(const char *path, enum cfg_role role, struct cfg *cfg,
     struct cfg_errors *errs, const struct cfg_option *opts, size_t nopts);
+/* The file's bytes as cfg_load_options reads them (a regular file, not
+ * writable by everyone, at most CFG_MAX_FILE bytes): 0 with *buf
+ * malloc'd, or -1 with the reason in errs. */
+int cfg_read_file(const char *path, char **buf, size_t *len,
+    struct cfg_errors *errs);
+/* cfg_load_options over bytes already read (cfg_read_file); `path`
+ * names them in errors. */
+int cfg_load_buffer_options(const char *path, const char *buf, size_t len,
+    enum cfg_role role, struct cfg *cfg, struct cfg_errors *errs,
+    const struct cfg_option *opts, size_t nopts);
 /* The same over `text` made from the command line (rove up --server);
  * `name` stands for the file in errors. */
 int cfg_load_text_options(const char *name, const char *text,

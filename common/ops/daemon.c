@@ -87,23 +87,43 @@ hup_cb(evutil_socket_t sig, short what, void *arg)
 	struct reload_ctx *ctx = arg;
 	struct cfg_errors errs = { 0 }, restart = { 0 };
 	uint64_t t0 = clock_now();
-	struct cfg next;
+	struct cfg next = { 0 };
+	char *buf = NULL;
+	const char *bytes;
+	size_t len = 0;
+	int src = 0, rv;
 
 	(void)sig;
 	(void)what;
-	log_info("SIGHUP: reloading %s", ctx->path);
-	if ((ctx->text != NULL ? cfg_load_text_options(ctx->path, ctx->text,
-	    ctx->running->role, &next, &errs, ctx->opts, ctx->nopts) :
-	    cfg_load_options(ctx->path, ctx->running->role, &next, &errs,
-	    ctx->opts, ctx->nopts)) != 0) {
+	/* The bytes are read once and handed on with what they made, so
+	 * that a server's workers apply the very same (daemon.h). */
+	if (ctx->ops->reload_source != NULL &&
+	    (src = ctx->ops->reload_source(ctx->prog, &buf, &len)) < 0)
+		return;
+	if (src == 0)
+		log_info("SIGHUP: reloading %s", ctx->path);
+	if (src == 0 && ctx->text != NULL) {
+		bytes = ctx->text;
+		len = strlen(ctx->text);
+		rv = cfg_load_text_options(ctx->path, ctx->text,
+		    ctx->running->role, &next, &errs, ctx->opts, ctx->nopts);
+	} else if (src == 0 && cfg_read_file(ctx->path, &buf, &len, &errs) != 0) {
+		bytes = NULL;
+		rv = -1;
+	} else {
+		bytes = buf;
+		rv = cfg_load_buffer_options(ctx->path, buf, len,
+		    ctx->running->role, &next, &errs, ctx->opts, ctx->nopts);
+	}
+	if (rv != 0) {
 		for (size_t i = 0; i < errs.n; i++)
 			log_error("%s", errs.msg[i]);
 		log_error("reload refused: %zu error(s) in %s; the running "
 		    "configuration stays", errs.n, ctx->path);
-		ctx->ops->reload(ctx->prog, NULL);
+		ctx->ops->reload(ctx->prog, NULL, NULL, 0);
 		goto out;
 	}
-	if (ctx->ops->reload(ctx->prog, &next) != 0) {
+	if (ctx->ops->reload(ctx->prog, &next, bytes, len) != 0) {
 		log_error("reload refused; the running configuration stays");
 		goto out;
 	}
@@ -112,6 +132,7 @@ hup_cb(evutil_socket_t sig, short what, void *arg)
 		log_warn("reload: %s", restart.msg[i]);
 	log_info("reload done in %.1f ms", (double)(clock_now() - t0) / 1e6);
 out:
+	free(buf);
 	cfg_errors_clear(&errs);
 	cfg_errors_clear(&restart);
 	cfg_clear(&next);

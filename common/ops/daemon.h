@@ -56,8 +56,15 @@ struct daemon_ops {
 	 * the caller's and freed after the call: keep copies. NULL: the file
 	 * had errors (logged already); the program only counts the refusal.
 	 * Keys that need a restart are reported by daemon_main afterwards
-	 * (cfg_diff_restart). */
-	int (*reload)(void *, const struct cfg *next);
+	 * (cfg_diff_restart). `buf` and `len` are the bytes `next` was
+	 * loaded from (NULL with `next`). */
+	int (*reload)(void *, const struct cfg *next, const char *buf,
+	    size_t len);
+	/* SIGHUP, before anything is read (may be NULL: the file): 0 to
+	 * read the file; 1 to load *buf (len bytes, malloc'd; freed by the
+	 * caller) instead, e.g. a server's worker taking what worker 0
+	 * applied; -1 to do nothing (the reason logged). */
+	int (*reload_source)(void *, char **buf, size_t *len);
 };
 
 /* The common main: parse -c FILE [-f] [-n] [-s] [-T] [-v] (and for the client

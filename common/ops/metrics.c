@@ -1,5 +1,6 @@
 /* Prometheus text exposition of the status, over evhttp (metrics.h). */
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/listener.h>
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/queue.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -28,8 +30,14 @@
 #define METRICS_MAX_HEADERS 8192
 #define METRICS_TIMEOUT_S 10
 /* Scrapes being sent at once; each holds a copy of every peer's figures
- * (about 600 bytes a peer). More are answered 503. */
+ * (about 600 bytes a peer). More are answered 503, unless one of those
+ * under way has not moved for METRICS_STALL_MS: its scraper is not
+ * reading (or cannot), and a newcomer takes its place, so that a few
+ * scrapers that ask and never read cannot keep everyone else out. */
 #define METRICS_MAX_SCRAPES 4
+#define METRICS_STALL_MS 1000
+/* At most one line a period about connections refused over the cap. */
+#define METRICS_REFUSE_LOG_MS 10000
 /* Peers' lines of one family in one part of a scrape. */
 #define METRICS_PAGE 256
 
@@ -57,6 +65,21 @@ struct metrics_scrape {
 	size_t next;                 /* its next peer */
 };
 
+/* One HTTP connection: evhttp has no cap on them and no hook that sees a
+ * connection both come and go, so metrics makes each one's bufferevent
+ * itself (evhttp_set_bevcb), which counts it, and takes the connection
+ * made on it (its callbacks' argument) in the same turn of the loop to
+ * watch it close. Beyond the cap it is closed there instead. */
+struct metrics_conn {
+	LIST_ENTRY(metrics_conn) entry;
+	struct metrics *m;
+	struct bufferevent *bev;          /* a reference held until adopted */
+	struct evhttp_connection *evcon;  /* NULL until adopted */
+	struct metrics_send *send;        /* the scrape it is sending */
+	bool refused;                     /* over the cap: to be closed */
+};
+LIST_HEAD(metrics_conns, metrics_conn);
+
 struct metrics {
 	struct evhttp *http;
 	struct evconnlistener *lev;  /* evhttp's listener */
@@ -65,6 +88,15 @@ struct metrics {
 	struct metrics_scrape *(*scrape)(void *);
 	void *arg;
 	unsigned sending;            /* scrapes under way */
+	struct metrics_conns pending; /* made this turn, not adopted yet */
+	struct metrics_conns conns;  /* adopted, open */
+	struct event *adopt_ev;      /* adopts the pending ones */
+	unsigned nconns;             /* pending (but not refused) and open */
+	unsigned max_conns;
+	uint64_t conns_refused;
+	uint64_t refuse_log_ms;      /* when refusals were last logged */
+	uint64_t refused_logged;     /* conns_refused then */
+	uint64_t scrapes_completed, scrapes_busy, scrapes_stalled;
 };
 
 static void
@@ -284,6 +316,22 @@ render_head(struct evbuffer *out, const struct status *st)
 	    "rove_reloads_total{result=\"refused\"} %llu\n",
 	    (unsigned long long)st->reloads,
 	    (unsigned long long)st->reloads_refused);
+	if (strcmp(st->role, "server") == 0) {
+		family(out, "rove_reload_generation", "gauge",
+		    "The configuration running: 0 as started, 1 after the "
+		    "first reload applied, ...");
+		evbuffer_add_printf(out, "rove_reload_generation %llu\n",
+		    (unsigned long long)st->reload_generation);
+	}
+	if (st->nworker_reloads > 0) {
+		family(out, "rove_worker_reload_generation", "gauge",
+		    "The configuration each other worker runs (worker 0's is "
+		    "rove_reload_generation).");
+		for (size_t i = 0; i < st->nworker_reloads; i++)
+			evbuffer_add_printf(out, "rove_worker_reload_generation"
+			    "{worker=\"%u\"} %llu\n", st->worker_reloads[i].worker,
+			    (unsigned long long)st->worker_reloads[i].generation);
+	}
 	if (st->admission != NULL) {
 		const struct status_admission *a = st->admission;
 
@@ -397,9 +445,10 @@ metrics_render(struct evbuffer *out, const struct status *st)
  * the last is written. */
 struct metrics_send {
 	struct metrics *m;
+	struct metrics_conn *c;
 	struct evhttp_request *req;
-	struct evhttp_connection *evcon;
 	struct metrics_scrape *ms;
+	uint64_t moved_ms;           /* when a chunk was last written out */
 };
 
 static void
@@ -429,7 +478,9 @@ send_next(struct metrics_send *s)
 		if (evbuffer_get_length(part) > 0)
 			evhttp_send_reply_chunk(s->req, part);
 		evbuffer_free(part);
-		evhttp_connection_set_closecb(s->evcon, NULL, NULL);
+		/* Ending the reply may close the connection at once. */
+		s->c->send = NULL;
+		s->m->scrapes_completed++;
 		evhttp_send_reply_end(s->req);
 		send_free(s);
 		return;
@@ -441,45 +492,181 @@ send_next(struct metrics_send *s)
 static void
 send_chunk_cb(struct evhttp_connection *evcon, void *arg)
 {
-	(void)evcon;
-	send_next(arg);
-}
-
-/* The connection went (the scraper left, timed out, or the server is
- * being freed) before the last chunk. A request the connection gave up
- * is ours to free; one it still holds, it frees. */
-static void
-send_close_cb(struct evhttp_connection *evcon, void *arg)
-{
 	struct metrics_send *s = arg;
 
 	(void)evcon;
-	if (evhttp_request_get_connection(s->req) == NULL)
-		evhttp_request_free(s->req);
-	send_free(s);
+	s->moved_ms = clock_now_ms();
+	send_next(s);
+}
+
+/* The connection went: the scraper left, timed out, was cut off as
+ * stalled, or the server is being freed. A scrape it was sending goes
+ * too: a request the connection gave up is ours to free; one it still
+ * holds, it frees. */
+static void
+conn_close_cb(struct evhttp_connection *evcon, void *arg)
+{
+	struct metrics_conn *c = arg;
+	struct metrics_send *s = c->send;
+
+	(void)evcon;
+	if (s != NULL) {
+		if (evhttp_request_get_connection(s->req) == NULL)
+			evhttp_request_free(s->req);
+		send_free(s);
+	}
+	LIST_REMOVE(c, entry);
+	c->m->nconns--;
+	free(c);
+}
+
+static struct bufferevent *
+conn_bev_cb(struct event_base *base, void *arg)
+{
+	struct metrics *m = arg;
+	struct metrics_conn *c = xcalloc(1, sizeof *c);
+
+	c->m = m;
+	if ((c->bev = bufferevent_socket_new(base, -1,
+	    BEV_OPT_CLOSE_ON_FREE)) == NULL)
+		fatalx("%s: out of memory", __func__);
+	/* Kept until adopted, even should evhttp free it meanwhile. */
+	bufferevent_incref(c->bev);
+	c->refused = m->nconns >= m->max_conns;
+	if (!c->refused)
+		m->nconns++;
+	LIST_INSERT_HEAD(&m->pending, c, entry);
+	event_active(m->adopt_ev, EV_TIMEOUT, 1);
+	return c->bev;
+}
+
+static void
+log_refused(struct metrics *m, uint64_t now)
+{
+	if (m->refuse_log_ms != 0 && now - m->refuse_log_ms < METRICS_REFUSE_LOG_MS)
+		return;
+	log_warn("MetricsListen: %llu connection(s) closed at once: %u open "
+	    "already (MetricsConnections)",
+	    (unsigned long long)(m->conns_refused - m->refused_logged),
+	    m->max_conns);
+	m->refused_logged = m->conns_refused;
+	m->refuse_log_ms = now;
+}
+
+/* The connections evhttp made on this turn's bufferevents: watched to
+ * their close, or closed now if over the cap. */
+static void
+adopt_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct metrics *m = arg;
+	struct metrics_conn *c;
+	uint64_t refused = m->conns_refused;
+
+	(void)fd;
+	(void)what;
+	while ((c = LIST_FIRST(&m->pending)) != NULL) {
+		void *cbarg = NULL;
+
+		LIST_REMOVE(c, entry);
+		bufferevent_getcb(c->bev, NULL, NULL, NULL, &cbarg);
+		c->evcon = cbarg;
+		if (c->evcon == NULL ||
+		    evhttp_connection_get_bufferevent(c->evcon) != c->bev) {
+			/* evhttp dropped it already (out of memory). */
+			if (!c->refused)
+				m->nconns--;
+			bufferevent_decref(c->bev);
+			free(c);
+			continue;
+		}
+		bufferevent_decref(c->bev);
+		if (c->refused) {
+			m->conns_refused++;
+			free(c);
+			evhttp_connection_free(cbarg);
+			continue;
+		}
+		LIST_INSERT_HEAD(&m->conns, c, entry);
+		evhttp_connection_set_closecb(c->evcon, conn_close_cb, c);
+	}
+	/* Those refused while the line waits are counted in the next. */
+	if (m->conns_refused != refused)
+		log_refused(m, clock_now_ms());
+}
+
+/* The scrape under way that has not moved for longest, if it has been
+ * stalled long enough to give its place up. */
+static struct metrics_conn *
+stalled_conn(struct metrics *m, uint64_t now)
+{
+	struct metrics_conn *c, *worst = NULL;
+
+	LIST_FOREACH(c, &m->conns, entry)
+		if (c->send != NULL && now - c->send->moved_ms >= METRICS_STALL_MS &&
+		    (worst == NULL || c->send->moved_ms < worst->send->moved_ms))
+			worst = c;
+	return worst;
+}
+
+/* The metrics server's own figures, in the scrape's head. */
+static void
+render_server(struct evbuffer *out, const struct metrics *m)
+{
+	family(out, "rove_metrics_connections_open", "gauge",
+	    "HTTP connections open to MetricsListen.");
+	evbuffer_add_printf(out, "rove_metrics_connections_open %u\n",
+	    m->nconns);
+	family(out, "rove_metrics_connections_refused_total", "counter",
+	    "HTTP connections closed at once: MetricsConnections were open.");
+	evbuffer_add_printf(out, "rove_metrics_connections_refused_total %llu\n",
+	    (unsigned long long)m->conns_refused);
+	family(out, "rove_metrics_scrapes_total", "counter",
+	    "Scrapes by outcome: completed, busy (503), stalled (cut off "
+	    "for a newcomer while its scraper read nothing).");
+	evbuffer_add_printf(out, "rove_metrics_scrapes_total{result=\"completed\"} %llu\n"
+	    "rove_metrics_scrapes_total{result=\"busy\"} %llu\n"
+	    "rove_metrics_scrapes_total{result=\"stalled\"} %llu\n",
+	    (unsigned long long)m->scrapes_completed,
+	    (unsigned long long)m->scrapes_busy,
+	    (unsigned long long)m->scrapes_stalled);
 }
 
 static void
 request_cb(struct evhttp_request *req, void *arg)
 {
 	struct metrics *m = arg;
+	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+	struct metrics_conn *c, *stalled;
 	struct metrics_send *s;
+	uint64_t now = clock_now_ms();
 
 	if (evhttp_request_get_command(req) != EVHTTP_REQ_GET) {
 		evhttp_send_error(req, 405, NULL);
 		return;
 	}
-	if (m->sending >= METRICS_MAX_SCRAPES) {
+	LIST_FOREACH(c, &m->conns, entry)
+		if (c->evcon == evcon)
+			break;
+	if (c != NULL && m->sending >= METRICS_MAX_SCRAPES &&
+	    (stalled = stalled_conn(m, now)) != NULL && stalled != c) {
+		m->scrapes_stalled++;
+		evhttp_connection_free(stalled->evcon);
+	}
+	/* Not adopted: cannot be (a request comes on a later turn). */
+	if (c == NULL || c->send != NULL || m->sending >= METRICS_MAX_SCRAPES) {
+		m->scrapes_busy++;
 		evhttp_send_error(req, 503, NULL);
 		return;
 	}
 	s = xcalloc(1, sizeof *s);
 	s->m = m;
+	s->c = c;
 	s->req = req;
-	s->evcon = evhttp_request_get_connection(req);
 	s->ms = m->scrape(m->arg);
+	s->moved_ms = now;
+	render_server(s->ms->head, m);
 	m->sending++;
-	evhttp_connection_set_closecb(s->evcon, send_close_cb, s);
+	c->send = s;
 	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
 	    "text/plain; version=0.0.4; charset=utf-8");
 	evhttp_send_reply_start(req, 200, "OK");
@@ -525,8 +712,8 @@ accept_error_cb(struct evconnlistener *lev, void *arg)
 
 struct metrics *
 metrics_create(struct event_base *base, const struct sockaddr *addr,
-    socklen_t addrlen, struct metrics_scrape *(*scrape)(void *), void *arg,
-    char **cause)
+    socklen_t addrlen, unsigned max_conns,
+    struct metrics_scrape *(*scrape)(void *), void *arg, char **cause)
 {
 	struct metrics *m = xcalloc(1, sizeof *m);
 	struct evhttp_bound_socket *bound;
@@ -537,6 +724,9 @@ metrics_create(struct event_base *base, const struct sockaddr *addr,
 	(void)addrlen;
 	m->scrape = scrape;
 	m->arg = arg;
+	m->max_conns = max_conns;
+	LIST_INIT(&m->pending);
+	LIST_INIT(&m->conns);
 	if (addr_from_sockaddr(addr, &ip, &port) != 0) {
 		xasprintf(cause, "MetricsListen: not an IP address");
 		free(m);
@@ -552,6 +742,12 @@ metrics_create(struct event_base *base, const struct sockaddr *addr,
 	evhttp_set_max_body_size(m->http, 0);
 	evhttp_set_timeout(m->http, METRICS_TIMEOUT_S);
 	evhttp_set_cb(m->http, "/metrics", request_cb, m);
+	if ((m->adopt_ev = event_new(base, -1, 0, adopt_cb, m)) == NULL) {
+		xasprintf(cause, "MetricsListen: out of memory");
+		metrics_free(m);
+		return NULL;
+	}
+	evhttp_set_bevcb(m->http, conn_bev_cb, m);
 	if ((bound = evhttp_bind_socket_with_handle(m->http, host, port)) == NULL) {
 		xasprintf(cause, "MetricsListen %s: cannot listen: %s",
 		    addr_sockaddr_str(addr, host), strerror(errno));
@@ -572,10 +768,20 @@ metrics_create(struct event_base *base, const struct sockaddr *addr,
 void
 metrics_free(struct metrics *m)
 {
+	struct metrics_conn *c;
+
 	if (m == NULL)
 		return;
+	/* Closes the open connections (conn_close_cb frees each). */
 	if (m->http != NULL)
 		evhttp_free(m->http);
+	while ((c = LIST_FIRST(&m->pending)) != NULL) {
+		LIST_REMOVE(c, entry);
+		bufferevent_decref(c->bev);
+		free(c);
+	}
+	if (m->adopt_ev != NULL)
+		event_free(m->adopt_ev);
 	if (m->resume_ev != NULL)
 		event_free(m->resume_ev);
 	if (the_metrics == m)

@@ -28,11 +28,14 @@ bool metrics_scrape_next(struct metrics_scrape *, struct evbuffer *out);
 void metrics_scrape_free(struct metrics_scrape *);
 
 /* Serve GET /metrics on `addr`, in chunks (chunked transfer encoding);
- * `scrape` makes the scrape of the owner's status now. Returns NULL with
- * *cause set. */
+ * `scrape` makes the scrape of the owner's status now. At most
+ * `max_conns` HTTP connections are open at once: more are closed as they
+ * come (counted, and logged at most every 10 s). Of the few scrapes sent
+ * at once, one whose scraper has read nothing for a second gives its
+ * place to a newcomer. Returns NULL with *cause set. */
 struct metrics *metrics_create(struct event_base *, const struct sockaddr *addr,
-    socklen_t addrlen, struct metrics_scrape *(*scrape)(void *arg),
-    void *arg, char **cause);
+    socklen_t addrlen, unsigned max_conns,
+    struct metrics_scrape *(*scrape)(void *arg), void *arg, char **cause);
 void metrics_free(struct metrics *);
 
 #endif

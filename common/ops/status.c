@@ -211,6 +211,29 @@ json_head(struct json *j, const struct status *st)
 	json_uint(j, st->reloads);
 	json_key(j, "refused");
 	json_uint(j, st->reloads_refused);
+	if (strcmp(st->role, "server") == 0) {
+		json_key(j, "generation");
+		json_uint(j, st->reload_generation);
+	}
+	if (st->nworker_reloads > 0) {
+		json_key(j, "workers");
+		json_begin_array(j);
+		for (size_t i = 0; i < st->nworker_reloads; i++) {
+			const struct status_worker_reload *w = &st->worker_reloads[i];
+
+			json_begin_object(j);
+			json_key(j, "worker");
+			json_uint(j, w->worker);
+			json_key(j, "generation");
+			json_uint(j, w->generation);
+			json_key(j, "applied");
+			json_uint(j, w->applied);
+			json_key(j, "refused");
+			json_uint(j, w->refused);
+			json_end_object(j);
+		}
+		json_end_array(j);
+	}
 	json_end_object(j);
 	if (st->tickets != NULL) {
 		json_key(j, "tickets");
@@ -488,10 +511,20 @@ text_head(struct evbuffer *out, const struct status *st)
 		evbuffer_add_printf(out, "\n");
 	}
 	text_drops(out, "  ", st->counters);
-	if (st->reloads != 0 || st->reloads_refused != 0)
-		evbuffer_add_printf(out, "  reloads: %llu applied, %llu refused\n",
+	if (st->reloads != 0 || st->reloads_refused != 0) {
+		evbuffer_add_printf(out, "  reloads: %llu applied, %llu refused",
 		    (unsigned long long)st->reloads,
 		    (unsigned long long)st->reloads_refused);
+		if (strcmp(st->role, "server") == 0)
+			evbuffer_add_printf(out, " (generation %llu)",
+			    (unsigned long long)st->reload_generation);
+		for (size_t i = 0; i < st->nworker_reloads; i++)
+			evbuffer_add_printf(out, "; worker %u: generation %llu, "
+			    "%llu refused", st->worker_reloads[i].worker,
+			    (unsigned long long)st->worker_reloads[i].generation,
+			    (unsigned long long)st->worker_reloads[i].refused);
+		evbuffer_add_printf(out, "\n");
+	}
 	if (st->peer_counts != NULL)
 		evbuffer_add_printf(out, "  peers: %zu configured, %zu established, "
 		    "%zu handshaking, %zu closed\n", st->peer_counts->configured,

@@ -124,8 +124,19 @@ struct status {
 	const struct status_peer_counts *peer_counts; /* server */
 	bool summary;      /* no list of peers, only their counts */
 	/* SIGHUP: configurations applied, and refused (errors in the file,
-	 * or changes the running state could not take). */
-	uint64_t reloads, reloads_refused;
+	 * or changes the running state could not take); the generation of
+	 * the one running (a server: 0 as started, 1 after the first reload
+	 * applied, ...). */
+	uint64_t reloads, reloads_refused, reload_generation;
+	/* Worker 0 of a server with workers: the others' reloads. */
+	const struct status_worker_reload *worker_reloads;
+	size_t nworker_reloads;
+};
+
+/* A worker's reloads as worker 0 sees them on the board. */
+struct status_worker_reload {
+	unsigned worker;
+	uint64_t generation, applied, refused;
 };
 
 /* What a request on the control socket asks for: "status" (or

@@ -43,9 +43,18 @@ check("role", samples.get(("rove_info", (("role", status["role"]),))), 1.0)
 for reason, n in status["drops"].items():
     check("drops %s" % reason,
           samples.get(("rove_drops_total", (("reason", reason),))), float(n))
-for result, n in status["reloads"].items():
+for result in ("applied", "refused"):
     check("reloads %s" % result,
-          samples.get(("rove_reloads_total", (("result", result),))), float(n))
+          samples.get(("rove_reloads_total", (("result", result),))),
+          float(status["reloads"][result]))
+if "generation" in status["reloads"]:
+    check("reload generation", samples.get(("rove_reload_generation", ())),
+          float(status["reloads"]["generation"]))
+for w in status["reloads"].get("workers", []):
+    check("worker %d's reload generation" % w["worker"],
+          samples.get(("rove_worker_reload_generation",
+                       (("worker", str(w["worker"])),))),
+          float(w["generation"]))
 pairs = [
     ("rove_peer_rx_bytes_total", "rx_bytes"),
     ("rove_peer_tx_bytes_total", "tx_bytes"),

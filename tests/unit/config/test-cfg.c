@@ -160,6 +160,7 @@ static const char server_full_printed[] =
     "ForwardMemory = 67108864\n"
     "ForwardMemoryTotal = 536870912\n"
     "Syslog = no\n"
+    "MetricsConnections = 32\n"
     "\n"
     "[Peer]\n"
     "Name = laptop\n"
@@ -317,7 +318,8 @@ static const char client_full_printed[] =
     "ForwardWaitMax = 128\n"
     "ZeroRTT = yes\n"
     "ForwardMemory = 67108864\n"
-    "Syslog = no\n";
+    "Syslog = no\n"
+    "MetricsConnections = 32\n";
 
 static void
 assert_forward(const struct cfg_forward *f, const char *bind, uint16_t bport,

@@ -29,7 +29,7 @@ peer(const uint8_t key[BOARD_KEY], unsigned worker, uint64_t since)
 static void
 test_newest_session_shows(void **state)
 {
-	struct board *b = board_create(4, 3);
+	struct board *b = board_create(4, 3, 4096);
 	struct board_peer bp, got;
 
 	(void)state;
@@ -72,7 +72,7 @@ test_newest_session_shows(void **state)
 static void
 test_unterminated_connection_id(void **state)
 {
-	struct board *b = board_create(1, 2);
+	struct board *b = board_create(1, 2, 4096);
 	struct board_peer bp = peer(key_a, 1, 10), got;
 
 	(void)state;
@@ -89,7 +89,7 @@ test_unterminated_connection_id(void **state)
 static void
 test_shared_across_fork(void **state)
 {
-	struct board *b = board_create(2, 2);
+	struct board *b = board_create(2, 2, 4096);
 	struct board_worker bw = { 0 }, got;
 	struct board_peer gotp;
 	int status;
@@ -119,12 +119,52 @@ test_shared_across_fork(void **state)
 	board_free(b);
 }
 
+/* The configuration worker 0 put (in the parent, after the fork) is what
+ * a worker reads, bytes and generation; none before; none too long. */
+static void
+test_config_across_fork(void **state)
+{
+	static const char text[] = "[Server]\nListen = 198.18.0.1:4433\n\0tail";
+	struct board *b = board_create(2, 2, 64);
+	char big[65] = { 0 };
+	int pipefd[2], status;
+	uint64_t gen;
+	size_t len;
+	char *buf, c;
+	pid_t pid;
+
+	(void)state;
+	assert_false(board_get_config(b, &gen, &buf, &len));
+	assert_int_equal(pipe(pipefd), 0);
+	pid = fork();
+	assert_true(pid != -1);
+	if (pid == 0) {
+		bool ok;
+
+		if (read(pipefd[0], &c, 1) != 1)
+			_exit(2);
+		ok = board_get_config(b, &gen, &buf, &len) && gen == 3 &&
+		    len == sizeof text - 1 && memcmp(buf, text, len) == 0 &&
+		    buf[len] == '\0';
+		_exit(ok ? 0 : 1);
+	}
+	assert_true(board_put_config(b, 3, text, sizeof text - 1));
+	assert_false(board_put_config(b, 4, big, sizeof big));
+	assert_int_equal(write(pipefd[1], "x", 1), 1);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	close(pipefd[0]);
+	close(pipefd[1]);
+	board_free(b);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_newest_session_shows),
 		cmocka_unit_test(test_shared_across_fork),
+		cmocka_unit_test(test_config_across_fork),
 		cmocka_unit_test(test_unterminated_connection_id),
 	};
 
