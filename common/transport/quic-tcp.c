@@ -1041,6 +1041,18 @@ quic_tcp_server_create(struct event_base *base, const struct quic_settings *qs,
 	return tcp_create(base, qs, cbs, arg, ctx, fd, remote, remotelen, true);
 }
 
+void
+quic_tcp_hurry(struct quic_conn *qc, uint64_t within_ns)
+{
+	struct quic_tcp *t = qc->tcp;
+	uint64_t at = clock_now() + within_ns;
+
+	if (t == NULL || qc->state != QUIC_STATE_HANDSHAKING || t->deadline <= at)
+		return;
+	t->deadline = at;
+	rearm(qc);
+}
+
 static void
 linger_cb(evutil_socket_t fd, short what, void *arg)
 {

@@ -1,0 +1,168 @@
+#!/usr/bin/env bash
+# A half-open flood over TCP: 20 silent TCP connections to roved's
+# ListenTCP from each of 16 addresses (each within its prefix's burst of
+# 20), every one the server closes opened again at once (at most 20 a
+# second from each address), for at most 25 s. That is more than TLS over
+# TCP's budget of half-open handshakes (128) can hold, even at the short
+# deadline it gives them under pressure (16 sources x 10 a second x 1 s).
+# Before it starts, the laptop (Transport = tcp) connects once and leaves.
+# With the flood holding the budget full:
+#  - the laptop (a client that connected before) and the branch (QUIC, no
+#    token: a new client) start together, and each has its tunnel up and
+#    its connection established within ADMIT_S; a ping crosses each;
+#  - roved counts TCP connections refused at the full budget (tcp_full),
+#    at least one evicted for the laptop (tcp_evicted) and handshakes given
+#    the short deadline (tcp_hurried); the TCP budget never holds more
+#    than 128, and the QUIC handshakes under way stay few;
+#  - over the 7 s the flood runs at the full budget, roved closes no
+#    silent connection later than HELD_MS after it was made (the short
+#    deadline, 1 s, plus the wait in the accept queue on a busy host; the
+#    usual deadline is 5 s);
+#  - once the flood stops, every half-open slot is free again.
+# Topology: lib.sh's, plus a namespace for the flood ($NS_ATK) on the
+# same link with 16 addresses of its own subnet.
+# e2e: light
+. "$(dirname "$0")/lib.sh"
+e2e_init "$@"
+e2e_transport tcp
+# The branch stays on QUIC: a new QUIC client must not pay for the flood.
+sed -i -e 's/^Transport = tcp$/Transport = quic/' "$WORK/configs/rove2.conf"
+topo_up
+
+NS_ATK=rove-$$-atk
+ATK_NET=198.19.201
+SOURCES=()
+for i in $(seq 10 25); do SOURCES+=("$ATK_NET.$i"); done
+PER_SOURCE=20
+BUDGET=128
+ADMIT_S=3
+HELD_MS=2000
+# A sanitizer build runs about 2.5 times slower: connections wait longer
+# in the kernel's accept queue, which the flood counts as held.
+if grep -q __asan_init "$BUILD/roved"; then
+	ADMIT_S=6
+	HELD_MS=3500
+fi
+
+ns_add "$NS_ATK"
+veth "$NS_SW" p-atk "$NS_ATK" eth0
+ip -n "$NS_SW" link set p-atk master br0
+for a in "${SOURCES[@]}"; do
+	ip -n "$NS_ATK" addr add "$a/24" dev eth0 || die "cannot add $a"
+done
+ip -n "$NS_ATK" route add "${SRV_OUTER%.*}.0/24" dev eth0 src "${SOURCES[0]}"
+ip -n "$NS_SRV" route add "$ATK_NET.0/24" dev eth0 ||
+	die "cannot route $ATK_NET.0/24 to the flood's namespace"
+wait_for 10 "the flood's namespace reaches the server" \
+	nsx "$NS_ATK" ping -c 1 -W 1 "$SRV_OUTER" >/dev/null 2>&1 ||
+	die "the flood's link does not come up"
+
+adm() { srv_get "admission.$1"; }
+
+start_roved
+# The laptop connects once over TCP, so roved has seen it.
+start_client laptop
+wait_established laptop || die "laptop's tunnel does not come up over TCP"
+expect_eq "roved: laptop's transport" tcp "$(srv_get 'peers[name=laptop].transport')"
+stop_pids "$LAP_PID"
+wait_for 10 "roved sees the laptop gone" \
+	state_is "$NS_SRV" "$ROVED_SOCK" 'peers[name=laptop].state' closed ||
+	log "roved still shows the laptop connected"
+# Its next log is a new file: the old one's "tunnel up" must not count.
+mv "$WORK/laptop.log" "$WORK/laptop-before.log"
+
+ATK=$WORK/atk
+bg atk "$NS_ATK" "$PY" "$E2E_DIR/tcp-silent.py" "$SRV_OUTER" 443 \
+	"$PER_SOURCE" 25 "$ATK" "${SOURCES[@]}"
+ATK_PID=$BG_PID
+
+# The flood has filled the TCP budget once roved refuses some of it.
+tcp_half_open() { adm half_open_tcp 2>/dev/null || adm half_open; }
+full() { [ "$(tcp_half_open)" -ge "$BUDGET" ] && [ "$(adm tcp_full 2>/dev/null || echo 1)" -gt 0 ]; }
+wait_for 10 "the flood fills TLS over TCP's half-open budget" full ||
+	fail "the flood did not fill the budget: $(tcp_half_open) half-open"
+log "flood: $(tcp_half_open) TCP handshakes under way, $(adm tcp_full 2>/dev/null) refused at the full budget"
+
+FLOOD_FULL=$SECONDS
+# Both clients at once; the branch has no ticket and no token.
+rm -rf "$WORK/configs/state/branch"
+t0=${EPOCHREALTIME/./}
+start_client laptop
+start_client branch
+lap_ms=-1 br_ms=-1 peak=0
+for ((i = 0; i < ADMIT_S * 2 * 10 + 20; i++)); do
+	now=${EPOCHREALTIME/./}
+	if [ "$lap_ms" -lt 0 ] && grep -qs 'rove: tunnel up' "$WORK/laptop.log"; then
+		lap_ms=$(((now - t0) / 1000))
+	fi
+	if [ "$br_ms" -lt 0 ] && grep -qs 'rove: tunnel up' "$WORK/branch.log"; then
+		br_ms=$(((now - t0) / 1000))
+	fi
+	h=$(tcp_half_open)
+	[ "$h" -gt "$peak" ] && peak=$h
+	[ "$lap_ms" -ge 0 ] && [ "$br_ms" -ge 0 ] && break
+	[ $((now - t0)) -lt $((ADMIT_S * 2000000)) ] || break
+	sleep 0.1
+done
+for who in laptop:$lap_ms branch:$br_ms; do
+	ms=${who#*:} who=${who%%:*}
+	if [ "$ms" -ge 0 ] && [ "$ms" -le $((ADMIT_S * 1000)) ]; then
+		ok "$who's tunnel up $ms ms after rove up, during the flood (<= ${ADMIT_S} s)"
+	elif [ "$ms" -ge 0 ]; then
+		fail "$who's tunnel up only $ms ms after rove up, during the flood (> ${ADMIT_S} s)"
+	else
+		fail "$who's tunnel not up within $((ADMIT_S * 2)) s of rove up, during the flood"
+	fi
+done
+wait_established laptop || fail "laptop not established"
+wait_established branch || fail "branch not established"
+expect_eq "roved: laptop's transport" tcp "$(srv_get 'peers[name=laptop].transport')"
+expect_eq "roved: branch's transport" quic "$(srv_get 'peers[name=branch].transport')"
+check "a ping through the laptop's tunnel during the flood" \
+	ping_ok "$NS_LAP" -c 3 -i 0.2 "$SRV_TUN4"
+BR_TUN4=$(sget "$NS_BR" "$BR_SOCK" 'address[0]')
+check "a ping through the branch's tunnel during the flood" \
+	ping_ok "$NS_BR" -c 3 -i 0.2 "${BR_TUN4%/*}"
+
+h=$(tcp_half_open)
+[ "$h" -gt "$peak" ] && peak=$h
+q=$(($(adm half_open) - $(tcp_half_open)))
+if [ "$peak" -le "$BUDGET" ]; then
+	ok "TCP half-open handshakes during the flood: at most $peak (<= $BUDGET)"
+else
+	fail "TCP half-open handshakes during the flood: $peak (> $BUDGET)"
+fi
+if [ "$q" -le 2 ]; then
+	ok "QUIC handshakes under way during the flood: $q (<= 2)"
+else
+	fail "QUIC handshakes under way during the flood: $q (> 2)"
+fi
+for c in tcp_full tcp_evicted tcp_hurried; do
+	v=$(adm "$c" 2>/dev/null || echo missing)
+	if [ "$v" != missing ] && [ "$v" -gt 0 ]; then
+		ok "roved's admission.$c: $v (> 0)"
+	else
+		fail "roved's admission.$c: $v (expected > 0)"
+	fi
+done
+
+# The flood goes on for longer than a handshake's usual timeout (5 s).
+while [ $((SECONDS - FLOOD_FULL)) -lt 7 ]; do sleep 0.5; done
+touch "$ATK.stop"
+atk_gone() { ! kill -0 "$ATK_PID" 2>/dev/null; }
+wait_for 10 "the flood to stop" atk_gone ||
+	fail "the flood did not stop"
+stop_pids "$ATK_PID"
+json=$(cat "$ATK.json" 2>/dev/null)
+log "flood: $json"
+held=$(printf '%s' "$json" | jget held_max_ms)
+if [ -n "$held" ] && [ "$held" -le "$HELD_MS" ]; then
+	ok "the longest roved let a silent connection stay: $held ms (<= $HELD_MS)"
+else
+	fail "the longest roved let a silent connection stay: $held ms (> $HELD_MS)"
+fi
+none_half_open() { [ "$(adm half_open)" = 0 ]; }
+wait_for 10 "every half-open slot free after the flood" \
+	none_half_open ||
+	fail "half-open after the flood: $(adm half_open), over TCP $(tcp_half_open)"
+e2e_finish
