@@ -934,6 +934,15 @@ timer_cb(evutil_socket_t fd, short what, void *arg)
 		lost(qc, "handshake timeout");
 		return;
 	}
+	/* Early: libevent counts a timeout from the time it cached when
+	 * its loop last woke, which lags clock_now by what the callbacks
+	 * since then took (much, under a flood). Writing re-arms only once
+	 * TLS is done, so a handshake must re-arm here, or it would never
+	 * time out. */
+	if (qc->state == QUIC_STATE_HANDSHAKING) {
+		rearm(qc);
+		return;
+	}
 	if (qc->state == QUIC_STATE_ESTABLISHED && now - qc->last_rx >= t->idle_ns) {
 		qc->close_info.idle = true;
 		lost(qc, "idle timeout");
