@@ -34,6 +34,12 @@ e2e_transport tcp
 # The laptop on QUIC, the branch on TLS over TCP.
 sed -i -e 's/^Transport = tcp$/Transport = quic/' "$WORK/configs/rove.conf"
 FLOOD_TOOL=$BUILD/tests/quic-flood
+# ASan keeps up to 256 MiB of freed memory resident by default, which
+# would hide roved's own growth (as in flood-lib.sh).
+if grep -q __asan_init "$BUILD/roved"; then
+	export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=4"
+	log "sanitizer build: ASAN_OPTIONS=$ASAN_OPTIONS"
+fi
 [ -x "$FLOOD_TOOL" ] || die "$FLOOD_TOOL is missing; run make $(basename "$BUILD")/tests/quic-flood"
 topo_up
 
@@ -166,6 +172,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
 	FDS+=("$(nfds "$ROVED_PID")")
 	LFDS+=("$(nfds "$LAP_PID")")
 	log "round $r: roved VmRSS ${RSS[-1]} kB, ${FDS[-1]} descriptors; laptop ${LFDS[-1]} descriptors"
+	log "round $r: roved's admission: $(srv_get admission)"
 done
 
 # ping_result NAME PID: "SENT RECEIVED" once ping is done.
