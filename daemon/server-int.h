@@ -243,8 +243,6 @@ void session_start(struct listener *l, const ngtcp2_pkt_hd *hd,
  * takes over, as admission said (`adm`; its eviction done). */
 void session_start_tcp(struct server *, int fd, const struct sockaddr *from,
     socklen_t fromlen, const struct admit_tcp *adm);
-/* Give the TCP handshakes from unknown sources ADMIT_TCP_HURRY; counted. */
-void session_hurry_tcp(struct server *);
 /* Release a session: its CIDs, forwards and -R listeners, and its peer's
  * hold on it. Sends nothing; close the connection first to tell the
  * client. */

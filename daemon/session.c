@@ -526,6 +526,18 @@ session_start(struct listener *l, const ngtcp2_pkt_hd *hd,
 	quic_conn_read(sess->qc, &l->sock, from, fromlen, pkt, len, ecn);
 }
 
+/* The TCP handshakes from unknown sources get ADMIT_TCP_HURRY (counted). */
+static void
+session_hurry_tcp(struct server *srv)
+{
+	struct session *sess;
+
+	TAILQ_FOREACH(sess, &srv->tcp_evictable, evict_entry) {
+		quic_tcp_hurry(sess->qc, ADMIT_TCP_HURRY);
+		srv->admit.stats.tcp_hurried++;
+	}
+}
+
 void
 session_start_tcp(struct server *srv, int fd, const struct sockaddr *from,
     socklen_t fromlen, const struct admit_tcp *adm)
@@ -549,16 +561,5 @@ session_start_tcp(struct server *srv, int fd, const struct sockaddr *from,
 	if (!adm->known) {
 		sess->evictable = true;
 		TAILQ_INSERT_TAIL(&srv->tcp_evictable, sess, evict_entry);
-	}
-}
-
-void
-session_hurry_tcp(struct server *srv)
-{
-	struct session *sess;
-
-	TAILQ_FOREACH(sess, &srv->tcp_evictable, evict_entry) {
-		quic_tcp_hurry(sess->qc, ADMIT_TCP_HURRY);
-		srv->admit.stats.tcp_hurried++;
 	}
 }
