@@ -2,8 +2,9 @@
 # tcp-silent.py HOST PORT PER_SOURCE SECONDS BASE SOURCE...: a half-open
 # flood over TCP. From each SOURCE address, keep PER_SOURCE connections to
 # HOST:PORT open that never send a byte; each one the server closes is
-# opened again at once (at most PER_SOURCE a second from each source), so
-# the flood holds whatever the server lets it. Until BASE.stop exists or
+# opened again at once (after the first PER_SOURCE, at most PER_SOURCE / 2
+# a second from each source: a per-prefix rate of 10 a second lets no
+# more in), so the flood holds whatever the server lets it. Until BASE.stop exists or
 # SECONDS pass; then writes one JSON line to BASE.json:
 #   opened          connections made (the TCP handshake finished)
 #   closed          ... of which the server closed
@@ -64,7 +65,8 @@ dumped = start
 while time.monotonic() - start < seconds and not os.path.exists(base + ".stop"):
     now = time.monotonic()
     for src in sources:
-        budget[src] = min(per_source, budget[src] + (now - last) * per_source)
+        budget[src] = min(per_source,
+                          budget[src] + (now - last) * per_source / 2)
         while count[src] < per_source and budget[src] >= 1:
             budget[src] -= 1
             open_one(src)

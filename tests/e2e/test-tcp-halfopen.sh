@@ -8,18 +8,20 @@
 # Before it starts, the laptop (Transport = tcp) connects once and leaves.
 # With the flood holding the budget full:
 #  - the laptop (a client that connected before) and the branch (QUIC, no
-#    token: a new client) start together, and each has its tunnel up and
+#    token: a new client) start together as soon as roved shows the budget
+#    full (the flood's first connections time out 1 s later at the
+#    earliest, so the laptop finds it full), and each has its tunnel up and
 #    its connection established within ADMIT_S; a ping crosses each;
 #  - roved counts TCP connections refused at the full budget (tcp_full),
 #    at least one evicted for the laptop (tcp_evicted) and handshakes given
 #    the short deadline (tcp_hurried); the TCP budget never holds more
 #    than 128, and the QUIC handshakes under way stay few;
-#  - over the 7 s the flood runs at the full budget, roved closes no
-#    silent connection later than HELD_MS after it was made (the short
-#    deadline, 1 s, plus the wait in the accept queue on a busy host; the
-#    usual deadline is 5 s), and of the flood's connections roved holds
-#    (by socket inode, in ss), none is still held 3 s later (a handshake
-#    timer that libevent fires early must still end its connection);
+#  - 4 s into the flood, none of its connections that roved holds (by
+#    socket inode, in ss; not those waiting in the kernel's accept queue)
+#    is still held 3 s later: each has 1 s under pressure where the usual
+#    handshake timeout is 5 s, and a handshake timer that libevent fires
+#    early must still end its connection. (How long the flood saw its
+#    connections open is logged: that includes the accept queue.)
 #  - once the flood stops, every half-open slot is free again.
 # Topology: lib.sh's, plus a namespace for the flood ($NS_ATK) on the
 # same link with 32 addresses of its own subnet.
@@ -38,12 +40,9 @@ for i in $(seq 10 41); do SOURCES+=("$ATK_NET.$i"); done
 PER_SOURCE=20
 BUDGET=128
 ADMIT_S=3
-HELD_MS=3000
-# A sanitizer build runs about 2.5 times slower: connections wait longer
-# in the kernel's accept queue, which the flood counts as held.
+# A sanitizer build runs roved and rove about 2.5 times slower.
 if grep -q __asan_init "$BUILD/roved"; then
 	ADMIT_S=6
-	HELD_MS=4000
 fi
 
 ns_add "$NS_ATK"
@@ -73,38 +72,73 @@ wait_for 10 "roved sees the laptop gone" \
 # Its next log is a new file: the old one's "tunnel up" must not count.
 mv "$WORK/laptop.log" "$WORK/laptop-before.log"
 
-ATK=$WORK/atk
-bg atk "$NS_ATK" "$PY" "$E2E_DIR/tcp-silent.py" "$SRV_OUTER" 443 \
-	"$PER_SOURCE" 25 "$ATK" "${SOURCES[@]}"
-ATK_PID=$BG_PID
-
-# The flood has filled the TCP budget once roved refuses some of it.
-tcp_half_open() { adm half_open_tcp 2>/dev/null || adm half_open; }
-full() { [ "$(tcp_half_open)" -ge "$BUDGET" ] && [ "$(adm tcp_full 2>/dev/null || echo 1)" -gt 0 ]; }
-wait_for 10 "the flood fills TLS over TCP's half-open budget" full ||
-	fail "the flood did not fill the budget: $(tcp_half_open) half-open"
-log "flood: $(tcp_half_open) TCP handshakes under way, $(adm tcp_full 2>/dev/null) refused at the full budget"
-
-FLOOD_FULL=$SECONDS
-# Both clients at once; the branch has no ticket and no token.
+# The branch has no ticket and no token.
 rm -rf "$WORK/configs/state/branch"
-t0=${EPOCHREALTIME/./}
-start_client laptop
-start_client branch
+ATK=$WORK/atk
+tcp_half_open() { adm half_open_tcp 2>/dev/null || adm half_open; }
+# roved_held: the flood's connections roved has accepted and still holds
+# open (its own, unlike those in the kernel's accept queue), by socket
+# inode, which is not reused meanwhile (a port may be).
+roved_held() {
+	nsx "$NS_SRV" ss -Htnpe state established "( sport = :443 )" |
+		awk -v net="$ATK_NET." 'index($4, net) == 1 && /"roved"/ {
+			for (i = 5; i <= NF; i++) if ($i ~ /^ino:/) print $i }' | sort
+}
+none_half_open() { [ "$(adm half_open)" = 0 ]; }
+atk_gone() { ! kill -0 "$ATK_PID" 2>/dev/null; }
+
+# The flood fills the TCP budget at once (its first 640 connections), and
+# nothing of it times out for 1 s after that: the laptop, started as soon
+# as roved holds 128 of them (watched with ss, which answers in
+# milliseconds where rove status takes longer), finds the budget full if
+# it gets its connection in within that second. On a busy host it may
+# take longer and find a slot free (no eviction needed then): the laptop
+# is tried up to 3 times, each on a fresh flood. The branch starts with
+# the first.
 lap_ms=-1 br_ms=-1 peak=0
-for ((i = 0; i < ADMIT_S * 2 * 10 + 20; i++)); do
-	now=${EPOCHREALTIME/./}
-	if [ "$lap_ms" -lt 0 ] && grep -qs 'rove: tunnel up' "$WORK/laptop.log"; then
-		lap_ms=$(((now - t0) / 1000))
-	fi
-	if [ "$br_ms" -lt 0 ] && grep -qs 'rove: tunnel up' "$WORK/branch.log"; then
-		br_ms=$(((now - t0) / 1000))
-	fi
-	h=$(tcp_half_open)
-	[ "$h" -gt "$peak" ] && peak=$h
-	[ "$lap_ms" -ge 0 ] && [ "$br_ms" -ge 0 ] && break
-	[ $((now - t0)) -lt $((ADMIT_S * 2000000)) ] || break
-	sleep 0.1
+for ((attempt = 1; attempt <= 3; attempt++)); do
+	rm -f "$ATK.stop"
+	bg "atk-$attempt" "$NS_ATK" "$PY" "$E2E_DIR/tcp-silent.py" "$SRV_OUTER" 443 \
+		"$PER_SOURCE" 25 "$ATK" "${SOURCES[@]}"
+	ATK_PID=$BG_PID
+	for ((i = 0; i < 500; i++)); do
+		[ "$(roved_held | wc -l)" -ge "$BUDGET" ] && break
+		sleep 0.02
+	done
+	[ "$(roved_held | wc -l)" -ge "$BUDGET" ] ||
+		fail "the flood did not fill the budget: $(tcp_half_open) half-open"
+	FLOOD_FULL=$SECONDS
+	t0=${EPOCHREALTIME/./}
+	start_client laptop
+	[ "$attempt" = 1 ] && start_client branch
+	log "flood: $(tcp_half_open) TCP handshakes under way, $(adm tcp_full 2>/dev/null) refused at the full budget"
+	lap_ms=-1
+	for ((i = 0; i < ADMIT_S * 2 * 10 + 20; i++)); do
+		now=${EPOCHREALTIME/./}
+		if [ "$lap_ms" -lt 0 ] && grep -qs 'rove: tunnel up' "$WORK/laptop.log"; then
+			lap_ms=$(((now - t0) / 1000))
+		fi
+		if [ "$br_ms" -lt 0 ] && grep -qs 'rove: tunnel up' "$WORK/branch.log"; then
+			br_ms=$(((now - t0) / 1000))
+		fi
+		h=$(tcp_half_open)
+		[ "$h" -gt "$peak" ] && peak=$h
+		[ "$lap_ms" -ge 0 ] && [ "$br_ms" -ge 0 ] && break
+		[ $((now - t0)) -lt $((ADMIT_S * 2000000)) ] || break
+		sleep 0.1
+	done
+	# Not counted (old code) or counted: no other try.
+	ev=$(adm tcp_evicted 2>/dev/null) || break
+	[ "$ev" -gt 0 ] || [ "$lap_ms" -lt 0 ] || [ "$attempt" = 3 ] && break
+	log "attempt $attempt: the laptop (up after $lap_ms ms) found a slot free; again"
+	stop_pids "$LAP_PID"
+	touch "$ATK.stop"
+	wait_for 10 "the flood to stop" atk_gone ||
+		log "the flood did not stop by itself"
+	stop_pids "$ATK_PID"
+	wait_for 10 "every half-open slot free" none_half_open ||
+		log "still half-open: $(adm half_open)"
+	mv "$WORK/laptop.log" "$WORK/laptop-$attempt.log"
 done
 for who in laptop:$lap_ms branch:$br_ms; do
 	ms=${who#*:} who=${who%%:*}
@@ -149,14 +183,6 @@ for c in tcp_full tcp_evicted tcp_hurried; do
 	fi
 done
 
-# roved_held: the flood's connections roved has accepted and still holds
-# open (its own, unlike those in the kernel's accept queue), by socket
-# inode, which is not reused meanwhile (a port may be).
-roved_held() {
-	nsx "$NS_SRV" ss -Htnpe state established "( sport = :443 )" |
-		awk -v net="$ATK_NET." 'index($4, net) == 1 && /"roved"/ {
-			for (i = 5; i <= NF; i++) if ($i ~ /^ino:/) print $i }' | sort
-}
 # The flood goes on for longer than a handshake's usual timeout (5 s).
 # Those roved holds now must all be gone 3 s later: each has 1 s, or had
 # when the pressure started.
@@ -172,19 +198,11 @@ else
 	fail "of the $n1 flood connections roved held, $stuck are still held 3 s later"
 fi
 touch "$ATK.stop"
-atk_gone() { ! kill -0 "$ATK_PID" 2>/dev/null; }
 wait_for 10 "the flood to stop" atk_gone ||
 	fail "the flood did not stop"
 stop_pids "$ATK_PID"
 json=$(cat "$ATK.json" 2>/dev/null)
 log "flood: $json"
-held=$(printf '%s' "$json" | jget held_max_ms)
-if [ -n "$held" ] && [ "$held" -le "$HELD_MS" ]; then
-	ok "the longest roved let a silent connection stay: $held ms (<= $HELD_MS)"
-else
-	fail "the longest roved let a silent connection stay: $held ms (> $HELD_MS)"
-fi
-none_half_open() { [ "$(adm half_open)" = 0 ]; }
 wait_for 10 "every half-open slot free after the flood" \
 	none_half_open ||
 	fail "half-open after the flood: $(adm half_open), over TCP $(tcp_half_open)"
