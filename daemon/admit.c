@@ -69,11 +69,11 @@ admit_source_prefix(const struct sockaddr *from, struct ipaddr *p)
 	return true;
 }
 
-static struct admit_bucket *
-bucket_for(struct admit *a, const struct ipaddr *p, uint64_t now)
+/* Keyed: a source cannot pick another's slot. */
+static uint64_t
+prefix_hash(const struct admit *a, const struct ipaddr *p)
 {
 	uint64_t h = a->hash_key ^ 0xcbf29ce484222325ULL;
-	struct admit_bucket *b;
 
 	for (size_t i = 0; i < sizeof p->b; i++) {
 		h ^= p->b[i];
@@ -81,7 +81,15 @@ bucket_for(struct admit *a, const struct ipaddr *p, uint64_t now)
 	}
 	h ^= (uint64_t)p->family;
 	h ^= h >> 31;
-	b = &a->buckets[h % ADMIT_PREFIX_SLOTS];
+	return h;
+}
+
+static struct admit_bucket *
+bucket_for(struct admit *a, const struct ipaddr *p, uint64_t now)
+{
+	struct admit_bucket *b;
+
+	b = &a->buckets[prefix_hash(a, p) % ADMIT_PREFIX_SLOTS];
 	/* A slot taken by another prefix is handed over full: sharing it
 	 * could only make a legitimate source pay for a flooding one. */
 	if (b->last == 0 || !addr_equal(&b->prefix, p)) {
@@ -383,21 +391,72 @@ admit_waiter_free(struct admit_waiter *w)
 	free(w);
 }
 
-enum admit_verdict
-admit_check_tcp(struct admit *a, const struct sockaddr *from, size_t half_open,
-    uint64_t now)
+static struct admit_known *
+known_slot(struct admit *a, const struct ipaddr *p)
 {
+	/* Another hash of the same key than the rate's buckets: the two
+	 * tables do not collide alike. */
+	return &a->known[(prefix_hash(a, p) >> 17) % ADMIT_KNOWN_SLOTS];
+}
+
+void
+admit_remember(struct admit *a, const struct sockaddr *from, uint64_t now)
+{
+	struct admit_known *k;
+	struct ipaddr p;
+
+	if (!admit_source_prefix(from, &p))
+		return;
+	k = known_slot(a, &p);
+	k->prefix = p;
+	k->seen = now != 0 ? now : 1;
+}
+
+bool
+admit_known(struct admit *a, const struct sockaddr *from, uint64_t now)
+{
+	struct admit_known *k;
+	struct ipaddr p;
+
+	if (!admit_source_prefix(from, &p))
+		return false;
+	k = known_slot(a, &p);
+	return k->seen != 0 && now - k->seen < ADMIT_KNOWN_LIFETIME &&
+	    addr_equal(&k->prefix, &p);
+}
+
+enum admit_verdict
+admit_check_tcp(struct admit *a, const struct sockaddr *from,
+    size_t half_open_tcp, bool evictable, uint64_t now, struct admit_tcp *res)
+{
+	memset(res, 0, sizeof *res);
 	admit_tick(a, now);
+	res->known = admit_known(a, from, now);
 	/* TCP's own handshake proved the address: no Retry is needed, and
-	 * none exists; the other limits are the same as for QUIC. */
-	if (half_open >= ADMIT_MAX_HALF_OPEN) {
-		a->stats.half_open_full++;
+	 * none exists. With its budget full, only a known source gets in,
+	 * in the place of one that is not. */
+	if (half_open_tcp >= ADMIT_MAX_HALF_OPEN_TCP &&
+	    (!res->known || !evictable)) {
+		a->stats.tcp_full++;
 		return ADMIT_DROP;
 	}
 	if (!prefix_allows(a, from, now)) {
 		a->stats.rate_limited++;
 		return ADMIT_DROP;
 	}
+	if (half_open_tcp >= ADMIT_MAX_HALF_OPEN_TCP) {
+		res->evict = true;
+		a->stats.tcp_evicted++;
+	}
+	res->timeout = QUIC_SERVER_HANDSHAKE_TIMEOUT;
+	if (!res->known && half_open_tcp >= ADMIT_TCP_PRESSURE) {
+		res->timeout = ADMIT_TCP_HURRY;
+		a->stats.tcp_hurried++;
+	}
+	/* This one starts the pressure: those before it, from unknown
+	 * sources, had the usual timeout, and a flood's first ones would
+	 * hold their slots that long. */
+	res->hurry_others = half_open_tcp == ADMIT_TCP_PRESSURE;
 	a->stats.accepted++;
 	a->stats.validated++;
 	return ADMIT_ACCEPT;

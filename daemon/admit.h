@@ -23,6 +23,27 @@
 
 /* Half-open handshakes beyond which no new one starts at all. */
 #define ADMIT_MAX_HALF_OPEN 256
+/* TLS over TCP has a budget of its own, apart from QUIC's: a flood of
+ * silent TCP connections (each address proven by TCP's handshake, so no
+ * Retry stops it, and none waits in a line) cannot take QUIC's slots, nor
+ * a flood of Initials TCP's. From ADMIT_TCP_PRESSURE under way on, a new
+ * one from a source not known (see below) gets ADMIT_TCP_HURRY instead of
+ * the usual handshake timeout, and so do those under way when the
+ * pressure starts: a TLS handshake over TCP needs a few round trips and
+ * no slow path, and a slot held for less time is a slot an attacker must
+ * take again, at its prefix's rate. */
+#define ADMIT_MAX_HALF_OPEN_TCP 128
+#define ADMIT_TCP_PRESSURE (ADMIT_MAX_HALF_OPEN_TCP / 2)
+#define ADMIT_TCP_HURRY (1 * NGTCP2_SECONDS)
+/* Known sources: prefixes (as for the rate below) from which a peer
+ * completed a handshake, or ended a session, within ADMIT_KNOWN_LIFETIME.
+ * Only a configured peer's key can add one, so a flood cannot fill the
+ * set; a slot taken by another prefix is lost to it (direct-mapped, keyed
+ * hash). A known source over TCP keeps the usual timeout and, with the
+ * budget full, takes the slot of the oldest handshake from a source that
+ * is not known instead of being refused. */
+#define ADMIT_KNOWN_SLOTS 2048
+#define ADMIT_KNOWN_LIFETIME (24 * 3600 * NGTCP2_SECONDS)
 /* New handshakes per source prefix (/32, /64): sustained rate and burst. */
 #define ADMIT_PREFIX_RATE 10
 #define ADMIT_PREFIX_BURST 20
@@ -65,12 +86,35 @@ struct admit_stats {
 	uint64_t waited;         /* ... of the accepted: after a wait */
 	uint64_t wait_dups;      /* Initials of a waiter again: dropped */
 	uint64_t wait_expired;   /* waiters whose client must have given up */
+	/* TLS over TCP: connections closed at once, the budget being full
+	 * and nothing to evict for them (or their source unknown); handshakes
+	 * ended to make room for a known source; handshakes given
+	 * ADMIT_TCP_HURRY (the caller counts those it hurries later). */
+	uint64_t tcp_full;
+	uint64_t tcp_evicted;
+	uint64_t tcp_hurried;
 };
 
 struct admit_bucket {
 	struct ipaddr prefix;
 	uint64_t tokens_milli; /* thousandths of a handshake, for smooth refill */
 	uint64_t last;         /* time of the last refill */
+};
+
+struct admit_known {
+	struct ipaddr prefix;
+	uint64_t seen;         /* 0: empty */
+};
+
+/* What an accepted TCP connection is to get. */
+struct admit_tcp {
+	bool known;            /* its source is known: never evicted */
+	bool evict;            /* first end the oldest handshake of an unknown
+	                        * source (the caller had one) */
+	bool hurry_others;     /* the pressure starts: give the handshakes
+	                        * under way from unknown sources
+	                        * ADMIT_TCP_HURRY too */
+	uint64_t timeout;      /* its handshake's, from now (ns) */
 };
 
 /* What an accepted Initial brings to quic_conn_server_create. */
@@ -118,6 +162,7 @@ struct admit {
 	 * other CID it issues (NULL: none). */
 	const struct cid_server_id *server_id;
 	struct admit_bucket buckets[ADMIT_PREFIX_SLOTS];
+	struct admit_known known[ADMIT_KNOWN_SLOTS];
 	struct admit_stats stats;
 	/* [0] returning clients (NEW_TOKEN token), [1] the others. */
 	struct admit_waitq waitq[2];
@@ -168,11 +213,20 @@ void admit_wait_add(struct admit *, struct admit_waiter *w,
 struct admit_waiter *admit_wait_pop(struct admit *, uint64_t now);
 void admit_waiter_free(struct admit_waiter *);
 
-/* Decide on a TCP connection (TLS over TCP) from `from`: ADMIT_ACCEPT or
- * ADMIT_DROP (close it). Its address is proven, so only the half-open cap
- * and the per-prefix rate apply, shared with QUIC's handshakes. */
+/* Decide on a TCP connection (TLS over TCP) from `from`, with
+ * `half_open_tcp` TCP handshakes under way, `evictable` when one of them
+ * is from an unknown source: ADMIT_ACCEPT (as `res` says) or ADMIT_DROP
+ * (close it). Its address is proven, so no Retry applies: TCP's own
+ * budget (ADMIT_MAX_HALF_OPEN_TCP) and the per-prefix rate, the latter
+ * shared with QUIC's handshakes. */
 enum admit_verdict admit_check_tcp(struct admit *, const struct sockaddr *from,
-    size_t half_open, uint64_t now);
+    size_t half_open_tcp, bool evictable, uint64_t now, struct admit_tcp *res);
+
+/* A peer completed a handshake from `from`, or its session from there
+ * ended: its prefix is known from `now` on. */
+void admit_remember(struct admit *, const struct sockaddr *from, uint64_t now);
+/* Whether `from`'s prefix is known. */
+bool admit_known(struct admit *, const struct sockaddr *from, uint64_t now);
 
 /* A NEW_TOKEN token for the peer at `to`, for its next connection. Returns
  * its length (at most NGTCP2_CRYPTO_MAX_REGULAR_TOKENLEN) or 0. */

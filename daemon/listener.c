@@ -220,14 +220,16 @@ handle_packet(struct listener *l, const uint8_t *pkt, size_t len,
 	new_session(l, pkt, len, from, fromlen, ecn);
 }
 
-/* A client over TCP: admitted by the same rules as a QUIC Initial, and
- * from then on a session like any other. */
+/* A client over TCP: admitted with a half-open budget of its own and
+ * the same per-prefix rate as a QUIC Initial (admit.h), and from then on
+ * a session like any other. */
 static void
 tcp_accept_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct tcp_listener *tl = arg;
 	struct server *srv = tl->srv;
 	struct sockaddr_storage from;
+	struct admit_tcp adm;
 	socklen_t fromlen;
 	int c;
 
@@ -242,13 +244,14 @@ tcp_accept_cb(evutil_socket_t fd, short what, void *arg)
 			return;
 		if (srv->shutting_down || srv->nsessions >= srv->max_sessions ||
 		    admit_check_tcp(&srv->admit, (struct sockaddr *)&from,
-		    srv->half_open, clock_now()) != ADMIT_ACCEPT) {
+		    srv->half_open_tcp, !TAILQ_EMPTY(&srv->tcp_evictable),
+		    clock_now(), &adm) != ADMIT_ACCEPT) {
 			if (!srv->shutting_down && srv->nsessions >= srv->max_sessions)
 				tunnel_drop(TUNNEL_DROP_QUEUE_FULL, NULL, &srv->counters);
 			close(c);
 			continue;
 		}
-		session_start_tcp(srv, c, (struct sockaddr *)&from, fromlen);
+		session_start_tcp(srv, c, (struct sockaddr *)&from, fromlen, &adm);
 	}
 }
 

@@ -127,7 +127,13 @@ struct session {
 		uint64_t status;
 	} rrefused[CFG_MAX_REMOTE_FORWARDS];
 	size_t nrrefused;
-	bool half_open;             /* counted in server.half_open */
+	bool half_open;             /* counted in server.half_open, or
+	                             * half_open_tcp */
+	bool tcp;                   /* over TLS on TCP */
+	/* In server.tcp_evictable: half-open over TCP from a source that
+	 * admission does not know (admit.h). */
+	bool evictable;
+	TAILQ_ENTRY(session) evict_entry;
 	size_t ctl_requests;        /* REMOTE_FORWARD requests so far */
 	uint64_t features;          /* PROTO_FEATURE_* agreed in the hello */
 	/* When it ends, its forwards wait for the peer's next connection
@@ -177,7 +183,11 @@ struct server {
 	uint64_t reload_gen, reload_loading;
 	LIST_HEAD(, session) sessions;
 	size_t nsessions, max_sessions;
-	size_t half_open;           /* sessions still in their handshake */
+	size_t half_open;           /* QUIC sessions still in their handshake */
+	size_t half_open_tcp;       /* ... TCP ones (worker 0) */
+	/* TCP handshakes from unknown sources, oldest first: the one to end
+	 * when a known source finds TCP's budget full. */
+	TAILQ_HEAD(, session) tcp_evictable;
 	struct admit admit;
 	struct event *wait_ev;      /* one-shot: start_waiting (listener.c) */
 	/* The connection-ID map (session.c): cid_buckets chains, a power
@@ -241,9 +251,9 @@ void session_start(struct listener *l, const ngtcp2_pkt_hd *hd,
     const struct admit_result *adm, const uint8_t *pkt, size_t len,
     const struct sockaddr *from, socklen_t fromlen, uint8_t ecn);
 /* Start a session over TLS on TCP on the accepted socket `fd`, which it
- * takes over. */
+ * takes over, as admission said (`adm`; its eviction done). */
 void session_start_tcp(struct server *, int fd, const struct sockaddr *from,
-    socklen_t fromlen);
+    socklen_t fromlen, const struct admit_tcp *adm);
 /* Release a session: its CIDs, forwards and -R listeners, and its peer's
  * hold on it. Sends nothing; close the connection first to tell the
  * client. */

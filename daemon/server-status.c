@@ -51,7 +51,8 @@ admission_now(const struct server *srv, struct status_admission *a)
 	const struct admit_stats *as = &srv->admit.stats;
 
 	*a = (struct status_admission){
-		.half_open = srv->half_open,
+		.half_open = srv->half_open + srv->half_open_tcp,
+		.half_open_tcp = srv->half_open_tcp,
 		.accepted = as->accepted,
 		.validated = as->validated,
 		.retries = as->retries,
@@ -62,6 +63,9 @@ admission_now(const struct server *srv, struct status_admission *a)
 		.waited = as->waited,
 		.wait_dups = as->wait_dups,
 		.wait_expired = as->wait_expired,
+		.tcp_full = as->tcp_full,
+		.tcp_evicted = as->tcp_evicted,
+		.tcp_hurried = as->tcp_hurried,
 	};
 }
 
@@ -229,6 +233,10 @@ server_status_add_workers(struct server *srv, struct server_status *now)
 		now->adm.waited += bw.admission.waited;
 		now->adm.wait_dups += bw.admission.wait_dups;
 		now->adm.wait_expired += bw.admission.wait_expired;
+		now->adm.half_open_tcp += bw.admission.half_open_tcp;
+		now->adm.tcp_full += bw.admission.tcp_full;
+		now->adm.tcp_evicted += bw.admission.tcp_evicted;
+		now->adm.tcp_hurried += bw.admission.tcp_hurried;
 		now->tickets.issued += bw.tickets.issued;
 		now->tickets.resumed += bw.tickets.resumed;
 		now->tickets.replayed += bw.tickets.replayed;

@@ -159,6 +159,7 @@ server_create(struct event_base *base, const struct cfg *cfg, int verbose,
 		log_info("worker %u of %u", srv->worker, (unsigned)cfg->workers);
 	}
 	LIST_INIT(&srv->sessions);
+	TAILQ_INIT(&srv->tcp_evictable);
 	srv->cid_buckets = CID_BUCKETS_MIN;
 	srv->cid_map = xcalloc(srv->cid_buckets, sizeof *srv->cid_map);
 	session_set_server(srv);

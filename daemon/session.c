@@ -136,13 +136,22 @@ cid_remove_cb(struct quic_conn *qc, const ngtcp2_cid *cid, void *arg)
 static void
 session_opened(struct session *sess)
 {
-	if (sess->half_open) {
+	struct server *srv = sess->srv;
+
+	if (sess->half_open && sess->tcp) {
 		sess->half_open = false;
-		sess->srv->half_open--;
+		srv->half_open_tcp--;
+		if (sess->evictable) {
+			sess->evictable = false;
+			TAILQ_REMOVE(&srv->tcp_evictable, sess, evict_entry);
+		}
+	} else if (sess->half_open) {
+		sess->half_open = false;
+		srv->half_open--;
 		/* A slot is free: the next waiter may start, once this
 		 * callback has returned. */
-		if (sess->srv->admit.nwaiting > 0 && sess->srv->wait_ev != NULL)
-			event_active(sess->srv->wait_ev, EV_TIMEOUT, 1);
+		if (srv->admit.nwaiting > 0 && srv->wait_ev != NULL)
+			event_active(srv->wait_ev, EV_TIMEOUT, 1);
 	}
 }
 
@@ -174,6 +183,12 @@ session_free(struct session *sess)
 			fwd_set_clear(&sess->fwds);
 	}
 	if (sess->peer != NULL && sess->peer->sess == sess) {
+		const struct sockaddr *remote;
+		socklen_t len;
+
+		/* Its address was in use until now: known from here on. */
+		if ((remote = quic_conn_remote(sess->qc, &len)) != NULL)
+			admit_remember(&srv->admit, remote, clock_now());
 		sess->peer->sess = NULL;
 		srv->nconnected--;
 		board_drop(srv->board, sess->peer->idx, srv->worker, sess->since);
@@ -344,6 +359,9 @@ handshake_done_cb(struct quic_conn *qc, void *arg)
 	session_fwds_init(sess, peer);
 	server_status_show_peer(sess->srv, peer);
 	remote = quic_conn_remote(qc, &len);
+	/* Over TCP, its next connection from this prefix is preferred when
+	 * TCP's half-open budget is full. */
+	admit_remember(&sess->srv->admit, remote, clock_now());
 	/* Its next connection from this address skips the Retry that a
 	 * server under load asks of unknown addresses. */
 	tokenlen = admit_new_token(&sess->srv->admit, remote, len, clock_now(),
@@ -492,7 +510,7 @@ static const struct quic_conn_cbs session_cbs = {
  * it arrived on: counted against the session cap and as half-open until
  * its handshake completes. */
 static struct session *
-session_new_half_open(struct server *srv)
+session_new_half_open(struct server *srv, bool tcp)
 {
 	struct session *sess = xcalloc(1, sizeof *sess);
 
@@ -501,7 +519,11 @@ session_new_half_open(struct server *srv)
 	LIST_INSERT_HEAD(&srv->sessions, sess, entry);
 	srv->nsessions++;
 	sess->half_open = true;
-	srv->half_open++;
+	sess->tcp = tcp;
+	if (tcp)
+		srv->half_open_tcp++;
+	else
+		srv->half_open++;
 	return sess;
 }
 
@@ -515,7 +537,7 @@ session_start(struct listener *l, const ngtcp2_pkt_hd *hd,
 	struct session *sess;
 	char *cause = NULL;
 
-	sess = session_new_half_open(srv);
+	sess = session_new_half_open(srv, false);
 	qs = srv->qs;
 	qs.max_udp_payload = l->sock.family == AF_INET6 ? UDP_MAX_PAYLOAD6 :
 	    UDP_MAX_PAYLOAD;
@@ -537,13 +559,40 @@ session_start(struct listener *l, const ngtcp2_pkt_hd *hd,
 	quic_conn_read(sess->qc, &l->sock, from, fromlen, pkt, len, ecn);
 }
 
+/* The TCP handshakes from unknown sources get ADMIT_TCP_HURRY (counted). */
+static void
+session_hurry_tcp(struct server *srv)
+{
+	struct session *sess;
+
+	TAILQ_FOREACH(sess, &srv->tcp_evictable, evict_entry) {
+		quic_tcp_hurry(sess->qc, ADMIT_TCP_HURRY);
+		srv->admit.stats.tcp_hurried++;
+	}
+}
+
 void
 session_start_tcp(struct server *srv, int fd, const struct sockaddr *from,
-    socklen_t fromlen)
+    socklen_t fromlen, const struct admit_tcp *adm)
 {
-	struct session *sess = session_new_half_open(srv);
+	struct session *sess;
 
+	if (adm->evict) {
+		/* The oldest from an unknown source makes room: a silent
+		 * one's client, if it has one, sees its connection closed. */
+		sess = TAILQ_FIRST(&srv->tcp_evictable);
+		session_free(sess);
+	}
+	if (adm->hurry_others)
+		session_hurry_tcp(srv);
+	sess = session_new_half_open(srv, true);
 	sess->qc = quic_tcp_server_create(srv->base, &srv->qs, &session_cbs,
 	    sess, srv->tls_tcp, fd, from, fromlen);
 	quic_conn_set_send_limit(sess->qc, srv->cfg->forward_memory);
+	if (adm->timeout < QUIC_SERVER_HANDSHAKE_TIMEOUT)
+		quic_tcp_hurry(sess->qc, adm->timeout);
+	if (!adm->known) {
+		sess->evictable = true;
+		TAILQ_INSERT_TAIL(&srv->tcp_evictable, sess, evict_entry);
+	}
 }

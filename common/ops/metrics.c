@@ -339,17 +339,32 @@ render_head(struct evbuffer *out, const struct status *st)
 		    "Handshakes under way now.");
 		evbuffer_add_printf(out, "rove_handshakes_half_open %llu\n",
 		    (unsigned long long)a->half_open);
+		family(out, "rove_handshakes_half_open_tcp", "gauge",
+		    "Handshakes under way now over TLS on TCP.");
+		evbuffer_add_printf(out, "rove_handshakes_half_open_tcp %llu\n",
+		    (unsigned long long)a->half_open_tcp);
 		family(out, "rove_admission_total", "counter",
 		    "New connections by what admission did with them.");
 		evbuffer_add_printf(out, "rove_admission_total{result=\"accepted\"} %llu\n"
 		    "rove_admission_total{result=\"retry\"} %llu\n"
 		    "rove_admission_total{result=\"bad_token\"} %llu\n"
 		    "rove_admission_total{result=\"rate_limited\"} %llu\n"
-		    "rove_admission_total{result=\"half_open_full\"} %llu\n",
+		    "rove_admission_total{result=\"half_open_full\"} %llu\n"
+		    "rove_admission_total{result=\"tcp_full\"} %llu\n",
 		    (unsigned long long)a->accepted, (unsigned long long)a->retries,
 		    (unsigned long long)a->bad_tokens,
 		    (unsigned long long)a->rate_limited,
-		    (unsigned long long)a->half_open_full);
+		    (unsigned long long)a->half_open_full,
+		    (unsigned long long)a->tcp_full);
+		family(out, "rove_admission_tcp_evicted_total", "counter",
+		    "TCP handshakes from unknown sources ended to make room for "
+		    "a known one.");
+		evbuffer_add_printf(out, "rove_admission_tcp_evicted_total %llu\n",
+		    (unsigned long long)a->tcp_evicted);
+		family(out, "rove_admission_tcp_hurried_total", "counter",
+		    "TCP handshakes given the short deadline under pressure.");
+		evbuffer_add_printf(out, "rove_admission_tcp_hurried_total %llu\n",
+		    (unsigned long long)a->tcp_hurried);
 	}
 }
 

@@ -277,6 +277,14 @@ json_head(struct json *j, const struct status *st)
 		json_uint(j, a->wait_dups);
 		json_key(j, "wait_expired");
 		json_uint(j, a->wait_expired);
+		json_key(j, "half_open_tcp");
+		json_uint(j, a->half_open_tcp);
+		json_key(j, "tcp_full");
+		json_uint(j, a->tcp_full);
+		json_key(j, "tcp_evicted");
+		json_uint(j, a->tcp_evicted);
+		json_key(j, "tcp_hurried");
+		json_uint(j, a->tcp_hurried);
 		json_end_object(j);
 	}
 	if (st->peer_counts != NULL) {

@@ -85,6 +85,8 @@ struct status_admission {
 	    half_open_full;
 	uint64_t waiting;        /* Initials waiting for a half-open slot now */
 	uint64_t waited, wait_dups, wait_expired;
+	/* TLS over TCP's share of half_open, and its budget's counters */
+	uint64_t half_open_tcp, tcp_full, tcp_evicted, tcp_hurried;
 };
 
 /* Client: the server's DNS on the host's resolver (client/dns.h). */

@@ -954,6 +954,15 @@ timer_cb(evutil_socket_t fd, short what, void *arg)
 		lost(qc, "handshake timeout");
 		return;
 	}
+	/* Early: libevent counts a timeout from the time it cached when
+	 * its loop last woke, which lags clock_now by what the callbacks
+	 * since then took (much, under a flood). Writing re-arms only once
+	 * TLS is done, so a handshake must re-arm here, or it would never
+	 * time out. */
+	if (qc->state == QUIC_STATE_HANDSHAKING) {
+		rearm(qc);
+		return;
+	}
 	if (qc->state == QUIC_STATE_ESTABLISHED && now - qc->last_rx >= t->idle_ns) {
 		qc->close_info.idle = true;
 		lost(qc, "idle timeout");
@@ -1059,6 +1068,18 @@ quic_tcp_server_create(struct event_base *base, const struct quic_settings *qs,
     const struct sockaddr *remote, socklen_t remotelen)
 {
 	return tcp_create(base, qs, cbs, arg, ctx, fd, remote, remotelen, true);
+}
+
+void
+quic_tcp_hurry(struct quic_conn *qc, uint64_t within_ns)
+{
+	struct quic_tcp *t = qc->tcp;
+	uint64_t at = clock_now() + within_ns;
+
+	if (t == NULL || qc->state != QUIC_STATE_HANDSHAKING || t->deadline <= at)
+		return;
+	t->deadline = at;
+	rearm(qc);
 }
 
 static void

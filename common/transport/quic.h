@@ -213,6 +213,9 @@ struct quic_conn *quic_tcp_client_create(struct event_base *,
 struct quic_conn *quic_tcp_server_create(struct event_base *,
     const struct quic_settings *, const struct quic_conn_cbs *, void *arg,
     WOLFSSL_CTX *, int fd, const struct sockaddr *remote, socklen_t remotelen);
+/* Server: a TCP session still in its handshake must finish it within
+ * `within_ns` from now (if that is sooner than its deadline). */
+void quic_tcp_hurry(struct quic_conn *, uint64_t within_ns);
 /* Close at once the sockets of finished TCP sessions that still wait
  * for their peer's FIN (at exit). */
 void quic_tcp_linger_clear(void);

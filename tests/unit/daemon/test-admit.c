@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "daemon/admit.h"
+#include "transport/quic.h"
 #include "transport/state.h"
 
 #define T0 (1000 * NGTCP2_SECONDS)
@@ -406,6 +407,74 @@ test_prefix_rate(void **state)
 	assert_int_equal(adm.stats.rate_limited, 3);
 }
 
+/* TLS over TCP: a budget of its own, whatever QUIC holds; the short
+ * deadline under pressure for unknown sources; with the budget full, a
+ * known source evicts one that is not, and nobody else gets in. */
+static void
+test_tcp_budget(void **state)
+{
+	struct sockaddr_in peer = v4("198.18.1.2", 4000),
+	    other = v4("198.18.1.2", 4001), stranger = v4("198.19.201.10", 5000);
+	struct sockaddr_in6 peer6 = v6("fd00:1:2:3::1", 443),
+	    near6 = v6("fd00:1:2:3::2", 443), far6 = v6("fd00:1:2:4::1", 443);
+	struct admit_tcp res;
+
+	(void)state;
+	/* Nothing known yet: the usual timeout below the pressure. */
+	assert_int_equal(admit_check_tcp(&adm, (struct sockaddr *)&stranger,
+	    0, false, T0, &res), ADMIT_ACCEPT);
+	assert_false(res.known);
+	assert_false(res.evict);
+	assert_false(res.hurry_others);
+	assert_true(res.timeout == QUIC_SERVER_HANDSHAKE_TIMEOUT);
+	/* Under pressure: the short one; the first under it hurries the rest. */
+	assert_int_equal(admit_check_tcp(&adm, (struct sockaddr *)&stranger,
+	    ADMIT_TCP_PRESSURE, true, T0, &res), ADMIT_ACCEPT);
+	assert_true(res.timeout == ADMIT_TCP_HURRY);
+	assert_true(res.hurry_others);
+	assert_int_equal(admit_check_tcp(&adm, (struct sockaddr *)&stranger,
+	    ADMIT_TCP_PRESSURE + 1, true, T0, &res), ADMIT_ACCEPT);
+	assert_false(res.hurry_others);
+	assert_int_equal(adm.stats.tcp_hurried, 2);
+	/* Full: refused, however many QUIC handshakes are under way (TCP's
+	 * count is its own, and QUIC's cap is not consulted). */
+	assert_int_equal(admit_check_tcp(&adm, (struct sockaddr *)&stranger,
+	    ADMIT_MAX_HALF_OPEN_TCP, true, T0, &res), ADMIT_DROP);
+	assert_int_equal(adm.stats.tcp_full, 1);
+
+	/* A peer connected from there: any port of that address is known
+	 * (IPv6: its /64), and keeps the usual timeout under pressure. */
+	admit_remember(&adm, (struct sockaddr *)&peer, T0);
+	admit_remember(&adm, (struct sockaddr *)&peer6, T0);
+	assert_true(admit_known(&adm, (struct sockaddr *)&other, T0 + 1));
+	assert_true(admit_known(&adm, (struct sockaddr *)&near6, T0 + 1));
+	assert_false(admit_known(&adm, (struct sockaddr *)&far6, T0 + 1));
+	assert_false(admit_known(&adm, (struct sockaddr *)&stranger, T0 + 1));
+	assert_int_equal(admit_check_tcp(&adm, (struct sockaddr *)&other,
+	    ADMIT_TCP_PRESSURE + 5, true, T0, &res), ADMIT_ACCEPT);
+	assert_true(res.known);
+	assert_true(res.timeout == QUIC_SERVER_HANDSHAKE_TIMEOUT);
+	/* Full: it takes an unknown one's place, if there is one. */
+	assert_int_equal(admit_check_tcp(&adm, (struct sockaddr *)&other,
+	    ADMIT_MAX_HALF_OPEN_TCP, true, T0, &res), ADMIT_ACCEPT);
+	assert_true(res.evict);
+	assert_int_equal(adm.stats.tcp_evicted, 1);
+	assert_int_equal(admit_check_tcp(&adm, (struct sockaddr *)&other,
+	    ADMIT_MAX_HALF_OPEN_TCP, false, T0, &res), ADMIT_DROP);
+	assert_int_equal(adm.stats.tcp_full, 2);
+	/* Its own prefix's rate still holds: 2 taken of 20 above. */
+	for (int i = 0; i < ADMIT_PREFIX_BURST - 2; i++)
+		assert_int_equal(admit_check_tcp(&adm, (struct sockaddr *)&peer,
+		    0, false, T0, &res), ADMIT_ACCEPT);
+	assert_int_equal(admit_check_tcp(&adm, (struct sockaddr *)&peer,
+	    ADMIT_MAX_HALF_OPEN_TCP, true, T0, &res), ADMIT_DROP);
+	assert_int_equal(adm.stats.rate_limited, 1);
+	assert_int_equal(adm.stats.tcp_evicted, 1);
+	/* Forgotten after ADMIT_KNOWN_LIFETIME. */
+	assert_false(admit_known(&adm, (struct sockaddr *)&peer,
+	    T0 + ADMIT_KNOWN_LIFETIME));
+}
+
 int
 main(void)
 {
@@ -417,6 +486,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_wait_line, setup, teardown),
 		cmocka_unit_test(test_tokens_survive_restart),
 		cmocka_unit_test_setup(test_prefix_rate, setup),
+		cmocka_unit_test_setup(test_tcp_budget, setup),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
