@@ -260,6 +260,12 @@ stream_data_cb(struct quic_conn *qc, int64_t stream_id, const uint8_t *data,
 	size_t bodylen;
 	long used;
 
+	/* A connection being given up (replaced by a transport switch) has
+	 * nothing more to say: its forwards moved to the new one. */
+	if (qc != c->qc) {
+		quic_conn_stream_consume(qc, stream_id, len);
+		return 0;
+	}
 	if (stream_id != 0) {
 		struct fwd_set *set = forward_set(c->fwd);
 

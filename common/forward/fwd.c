@@ -739,6 +739,17 @@ fwd_set_park(struct fwd_set *set, struct fwd_set *park)
 			move(f, park);
 			continue;
 		}
+		/* Asked to resume, and the connection went before the
+		 * answer: it waits again, with what it kept. */
+		if (f->state == FWD_S_RESUMING) {
+			quic_conn_stream_set_arg(set->qc, f->sid, NULL);
+			relay_attach(f->relay, NULL, -1);
+			f->state = FWD_S_PARKED;
+			f->sid = -1;
+			move(f, park);
+			parked++;
+			continue;
+		}
 		/* Its stream is over, both ways, but TCP has yet to take all
 		 * that it brought: that needs no connection. */
 		if (f->relay != NULL && !f->relay_done && f->stream_closed) {

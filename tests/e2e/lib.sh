@@ -270,6 +270,44 @@ topo_up() {
 		outer_ready || die "the outer network does not come up"
 }
 
+# udp_block on|off: the switch's bridge drops QUIC to and from roved's
+# port 4433, or not (a network that blocks UDP; TLS over TCP still passes).
+udp_block() {
+	if [ "$1" = on ]; then
+		nsx "$NS_SW" nft -f - <<-NFT || die "cannot block UDP"
+		table bridge rove_block {
+			chain through {
+				type filter hook forward priority -10; policy accept;
+				ip daddr $SRV_OUTER udp dport 4433 drop
+				ip saddr $SRV_OUTER udp sport 4433 drop
+			}
+		}
+		NFT
+	else
+		nsx "$NS_SW" nft delete table bridge rove_block
+	fi
+}
+
+# attacker_up NS NET.HOST...: namespace NS on the switch, with the given
+# addresses of one /24 (the first is its source towards the server), and
+# roved's route back to that /24; dies unless it reaches the server.
+attacker_up() {
+	local ns=$1 a
+	shift
+	ns_add "$ns"
+	veth "$NS_SW" p-atk "$ns" eth0
+	ip -n "$NS_SW" link set p-atk master br0
+	for a in "$@"; do
+		ip -n "$ns" addr add "$a/24" dev eth0 || die "cannot add $a"
+	done
+	ip -n "$ns" route add "${SRV_OUTER%.*}.0/24" dev eth0 src "$1"
+	ip -n "$NS_SRV" route add "${1%.*}.0/24" dev eth0 ||
+		die "cannot route ${1%.*}.0/24 to the namespace $ns"
+	wait_for 10 "the namespace $ns reaches the server" \
+		nsx "$ns" ping -c 1 -W 1 "$SRV_OUTER" >/dev/null 2>&1 ||
+		die "the link of $ns does not come up"
+}
+
 outer_ready() {
 	nsx "$NS_LAP" ping -c 1 -W 1 "$SRV_OUTER" >/dev/null 2>&1 &&
 		nsx "$NS_BR" ping -c 1 -W 1 "$SRV_OUTER" >/dev/null 2>&1

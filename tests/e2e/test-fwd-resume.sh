@@ -34,21 +34,6 @@ client_add "$WORK/configs/rove.conf" \
 	"LocalForward = $L_PORT = $LAN_HOST:$T_PORT" \
 	"RemoteForward = $R_PORT = 127.0.0.1:$RT_PORT"
 
-udp_block() {
-	if [ "$1" = on ]; then
-		nsx "$NS_SW" nft -f - <<-NFT || die "cannot block UDP"
-		table bridge rove_block {
-			chain through {
-				type filter hook forward priority -10; policy accept;
-				ip daddr $SRV_OUTER udp dport 4433 drop
-				ip saddr $SRV_OUTER udp sport 4433 drop
-			}
-		}
-		NFT
-	else
-		nsx "$NS_SW" nft delete table bridge rove_block
-	fi
-}
 lap_transport() { sget "$NS_LAP" "$LAP_SOCK" 'peers[0].transport' 2>/dev/null; }
 transport_is() { [ "$(lap_transport)" = "$1" ] && state_is "$NS_LAP" "$LAP_SOCK" 'peers[0].state' established; }
 

@@ -36,22 +36,6 @@ table bridge rove_router {
 	}
 }
 NFT
-# udp_block on|off: the router drops QUIC to and from roved, or not.
-udp_block() {
-	if [ "$1" = on ]; then
-		nsx "$NS_SW" nft -f - <<-NFT || die "cannot block UDP"
-		table bridge rove_block {
-			chain through {
-				type filter hook forward priority -10; policy accept;
-				ip daddr $SRV_OUTER udp dport 4433 drop
-				ip saddr $SRV_OUTER udp sport 4433 drop
-			}
-		}
-		NFT
-	else
-		nsx "$NS_SW" nft delete table bridge rove_block
-	fi
-}
 router_count() {
 	nsx "$NS_SW" nft -j list counter bridge rove_router "$1" |
 		"$PY" -c 'import json,sys; d=json.load(sys.stdin)["nftables"]; print([o["counter"]["packets"] for o in d if "counter" in o][0])'

@@ -45,18 +45,7 @@ if grep -q __asan_init "$BUILD/roved"; then
 	ADMIT_S=6
 fi
 
-ns_add "$NS_ATK"
-veth "$NS_SW" p-atk "$NS_ATK" eth0
-ip -n "$NS_SW" link set p-atk master br0
-for a in "${SOURCES[@]}"; do
-	ip -n "$NS_ATK" addr add "$a/24" dev eth0 || die "cannot add $a"
-done
-ip -n "$NS_ATK" route add "${SRV_OUTER%.*}.0/24" dev eth0 src "${SOURCES[0]}"
-ip -n "$NS_SRV" route add "$ATK_NET.0/24" dev eth0 ||
-	die "cannot route $ATK_NET.0/24 to the flood's namespace"
-wait_for 10 "the flood's namespace reaches the server" \
-	nsx "$NS_ATK" ping -c 1 -W 1 "$SRV_OUTER" >/dev/null 2>&1 ||
-	die "the flood's link does not come up"
+attacker_up "$NS_ATK" "${SOURCES[@]}"
 
 adm() { srv_get "admission.$1"; }
 
