@@ -45,6 +45,8 @@ struct remote {
 	bool denied;   /* the server said no: a reload asks again */
 	bool asked;    /* requested on the current connection */
 	bool replied;  /* and answered, with `status` */
+	bool unsupported; /* not asked: the server cannot listen where it
+	                   * names (an older roved, without a bind address) */
 	uint64_t status;
 };
 
@@ -91,6 +93,8 @@ struct forward {
 	bool attached;
 	struct fwd_counters counters;
 	bool cancel_ok;       /* the server takes REMOTE_FORWARD_CANCEL */
+	bool bind_ok;         /* and a bind address (PROTO_FEATURE_REMOTE_BIND) */
+	bool features_known;  /* a server has said which it takes */
 	char key[KEY_B64_LEN + 1];   /* ours, which the server's rules name */
 	char deny_hint[KEY_B64_LEN + 64];
 };
@@ -549,16 +553,62 @@ forward_attach(struct forward *fw, struct quic_conn *qc)
 	}
 }
 
-static void
-remote_request_one(struct remote *r, struct quic_conn *qc)
+/* An older roved ignores the bind address and listens on 0.0.0.0: fine
+ * for the default (what it always did) and for "*" and 0.0.0.0 (no more
+ * than asked), but a forward bound to one address must not be opened to
+ * all of them. */
+static bool
+old_server_may(const struct proto_remote_forward *rf)
 {
-	struct proto_remote_forward rf = { .port = r->cf.bind_port };
+	static const uint8_t zero[4];
+
+	return rf->bind != PROTO_RBIND_ADDR ||
+	    (rf->bind_addr.family == AF_INET &&
+	    memcmp(rf->bind_addr.b, zero, sizeof zero) == 0);
+}
+
+/* Where the server listens for a RemoteForward, for messages: its bind
+ * address and port as written ("localhost:2222" for the default), or, on
+ * an older roved that takes no bind address, the 0.0.0.0 it listens on
+ * (not known before a server has answered; a forward not asked for keeps
+ * its own). */
+static const char *
+remote_where(const struct forward *fw, const struct cfg_forward *cf,
+    char buf[static PROTO_FWD_REMOTE_STRLEN])
+{
+	struct proto_remote_forward rf;
+
+	cfg_forward_remote(cf, &rf);
+	if (fw->features_known && !fw->bind_ok && old_server_may(&rf)) {
+		rf.bind = PROTO_RBIND_ADDR;
+		memset(&rf.bind_addr, 0, sizeof rf.bind_addr);
+		rf.bind_addr.family = AF_INET;
+	}
+	return proto_fwd_remote_str(&rf, buf);
+}
+
+static void
+remote_request_one(struct forward *fw, struct remote *r, struct quic_conn *qc)
+{
+	struct proto_remote_forward rf;
+	char s[PROTO_FWD_REMOTE_STRLEN];
 	uint8_t buf[64];
 	size_t n;
 
+	cfg_forward_remote(&r->cf, &rf);
 	r->ok = false;
 	r->asked = true;
 	r->replied = false;
+	r->unsupported = false;
+	if (!fw->bind_ok && !old_server_may(&rf)) {
+		r->unsupported = true;
+		log_error("remote forward on %s not asked for: the server is "
+		    "an older roved, which would listen on all its IPv4 "
+		    "addresses (0.0.0.0:%u) instead; upgrade it, or give "
+		    "the forward no bind address", proto_fwd_remote_str(&rf, s),
+		    (unsigned)rf.port);
+		return;
+	}
 	n = proto_fwd_remote_encode(buf, sizeof buf, PROTO_MSG_REMOTE_FORWARD, &rf);
 	if (n > 0)
 		(void)quic_conn_stream_send(qc, 0, buf, n, false);
@@ -569,6 +619,8 @@ forward_server_features(struct forward *fw, uint64_t features)
 {
 	fw->cancel_ok = (features & PROTO_FEATURE_CANCEL_REMOTE) != 0;
 	fw->set.resumable = (features & PROTO_FEATURE_FWD_RESUME) != 0;
+	fw->bind_ok = (features & PROTO_FEATURE_REMOTE_BIND) != 0;
+	fw->features_known = true;
 }
 
 void
@@ -582,7 +634,7 @@ void
 forward_remote_request(struct forward *fw, struct quic_conn *qc)
 {
 	for (size_t i = 0; i < fw->nremotes; i++)
-		remote_request_one(&fw->remotes[i], qc);
+		remote_request_one(fw, &fw->remotes[i], qc);
 }
 
 void
@@ -608,7 +660,8 @@ forward_set(struct forward *fw)
 int
 forward_control(struct forward *fw, uint64_t type, const uint8_t *body, size_t len)
 {
-	struct proto_remote_forward rf;
+	struct proto_remote_forward rf, mine;
+	char s[PROTO_FWD_REMOTE_STRLEN];
 
 	if (type != PROTO_MSG_REMOTE_FORWARD_REPLY ||
 	    proto_fwd_remote_decode(body, len, &rf) != 0)
@@ -616,22 +669,32 @@ forward_control(struct forward *fw, uint64_t type, const uint8_t *body, size_t l
 	for (size_t i = 0; i < fw->nremotes; i++) {
 		const struct cfg_forward *cf = &fw->remotes[i].cf;
 
-		if (cf->bind_port != rf.port)
+		/* A server that takes bind addresses echoes ours; an older
+		 * one names the port alone (one RemoteForward per port). */
+		cfg_forward_remote(cf, &mine);
+		if (cf->bind_port != rf.port ||
+		    (fw->bind_ok && !proto_fwd_remote_same(&mine, &rf)))
 			continue;
 		fw->remotes[i].ok = rf.status == PROTO_FWD_OK;
 		fw->remotes[i].denied = rf.status == PROTO_FWD_ERR_DENIED;
 		fw->remotes[i].replied = true;
 		fw->remotes[i].status = rf.status;
-		if (rf.status == PROTO_FWD_OK)
-			log_info("remote forward: the server listens on port %u for "
-			    "%s:%u", rf.port, cf->target_host, cf->target_port);
+		remote_where(fw, cf, s);
+		if (rf.status == PROTO_FWD_OK && !fw->bind_ok)
+			log_warn("remote forward: the server listens on %s for "
+			    "%s:%u: on all its IPv4 addresses, not loopback "
+			    "alone (an older roved, which takes no bind "
+			    "address)", s, cf->target_host, cf->target_port);
+		else if (rf.status == PROTO_FWD_OK)
+			log_info("remote forward: the server listens on %s for "
+			    "%s:%u", s, cf->target_host, cf->target_port);
 		else if (rf.status == PROTO_FWD_ERR_DENIED)
-			log_error("remote forward on port %u refused by the server: "
+			log_error("remote forward on %s refused by the server: "
 			    "denied (not in its AllowRemoteForward for this "
-			    "client's key %s)", rf.port, fw->key);
+			    "client's key %s)", s, fw->key);
 		else
-			log_error("remote forward on port %u refused by the server: %s",
-			    rf.port, proto_fwd_error_name(rf.status));
+			log_error("remote forward on %s refused by the server: %s",
+			    s, proto_fwd_error_name(rf.status));
 	}
 	return 0;
 }
@@ -658,13 +721,15 @@ forward_listeners(const struct forward *fw, bool connected,
 	for (size_t i = 0; i < fw->nremotes && n < max; i++) {
 		const struct remote *r = &fw->remotes[i];
 		struct status_listener *sl = &out[n++];
+		char s[PROTO_FWD_REMOTE_STRLEN];
 
 		sl->kind = "remote";
-		snprintf(sl->bind, sizeof sl->bind, "server port %u",
-		    (unsigned)r->cf.bind_port);
+		snprintf(sl->bind, sizeof sl->bind, "server %s",
+		    remote_where(fw, &r->cf, s));
 		addr_hostport_str(sl->target, sizeof sl->target,
 		    r->cf.target_host, r->cf.target_port);
 		sl->state = !connected || !r->asked ? "waiting for a session" :
+		    r->unsupported ? "not supported by the server" :
 		    !r->replied ? "requested" : r->status == PROTO_FWD_OK ?
 		    "listening" : proto_fwd_error_name(r->status);
 	}
@@ -767,24 +832,58 @@ forward_reload(struct forward *fw, const struct cfg *next, struct quic_conn *qc)
 	/* RemoteForward: the server listens while the connection lives, so
 	 * a new one is asked for now (or with the next connection), and one
 	 * removed is taken back (a server too old for that listens until the
-	 * connection ends; what it accepts there is refused). */
+	 * connection ends; what it accepts there is refused). One whose bind
+	 * address changed is both, taken back first so that its port is
+	 * free for the new one. */
+	for (size_t j = 0; j < fw->nremotes; j++) {
+		const struct cfg_forward *ocf = &fw->remotes[j].cf;
+		bool stays = false;
+		char s[PROTO_FWD_REMOTE_STRLEN];
+
+		for (size_t i = 0; i < next->nremote_forward; i++)
+			stays |= cfg_forward_same_bind(&next->remote_forward[i],
+			    ocf);
+		if (stays)
+			continue;
+		remote_where(fw, ocf, s);
+		if (qc != NULL && fw->cancel_ok && !fw->remotes[j].unsupported) {
+			struct proto_remote_forward rf;
+			uint8_t buf[64];
+			size_t len;
+
+			cfg_forward_remote(ocf, &rf);
+			len = proto_fwd_remote_encode(buf, sizeof buf,
+			    PROTO_MSG_REMOTE_FORWARD_CANCEL, &rf);
+			if (len > 0)
+				(void)quic_conn_stream_send(qc, 0, buf, len, false);
+			log_info("reload: RemoteForward %s removed: the server "
+			    "stops listening there", s);
+		} else {
+			log_info("reload: RemoteForward %s removed%s", s,
+			    fw->remotes[j].ok ? ": connections to it are "
+			    "refused; the server listens there until this "
+			    "connection ends" : "");
+		}
+	}
 	remotes = xcalloc(next->nremote_forward + 1, sizeof *remotes);
 	for (size_t i = 0; i < next->nremote_forward; i++) {
 		const struct cfg_forward *cf = &next->remote_forward[i];
 		struct remote *old = NULL;
+		char s[PROTO_FWD_REMOTE_STRLEN];
 
 		cfg_forward_copy(&remotes[i].cf, cf);
 		for (size_t j = 0; j < fw->nremotes && old == NULL; j++) {
-			if (fw->remotes[j].cf.bind_port == cf->bind_port)
+			if (cfg_forward_same_bind(&fw->remotes[j].cf, cf))
 				old = &fw->remotes[j];
 		}
 		addr_hostport_str(target, sizeof target, cf->target_host,
 		    cf->target_port);
+		remote_where(fw, cf, s);
 		if (old != NULL && old->denied && qc != NULL) {
 			/* The server's reload may allow it now. */
-			log_info("reload: RemoteForward port %u asked for again "
-			    "(the server denied it before)", cf->bind_port);
-			remote_request_one(&remotes[i], qc);
+			log_info("reload: RemoteForward %s asked for again "
+			    "(the server denied it before)", s);
+			remote_request_one(fw, &remotes[i], qc);
 			continue;
 		}
 		if (old != NULL) {
@@ -792,43 +891,19 @@ forward_reload(struct forward *fw, const struct cfg *next, struct quic_conn *qc)
 			remotes[i].denied = old->denied;
 			remotes[i].asked = old->asked;
 			remotes[i].replied = old->replied;
+			remotes[i].unsupported = old->unsupported;
 			remotes[i].status = old->status;
 			if (!cfg_forward_same_target(&old->cf, cf))
-				log_info("reload: RemoteForward port %u now to %s",
-				    cf->bind_port, target);
+				log_info("reload: RemoteForward %s now to %s",
+				    s, target);
 			continue;
 		}
-		log_info("reload: RemoteForward port %u added, to %s",
-		    cf->bind_port, target);
+		log_info("reload: RemoteForward %s added, to %s", s, target);
 		if (qc != NULL)
-			remote_request_one(&remotes[i], qc);
+			remote_request_one(fw, &remotes[i], qc);
 	}
-	for (size_t j = 0; j < fw->nremotes; j++) {
-		bool stays = false;
-
-		for (size_t i = 0; i < next->nremote_forward; i++)
-			stays |= next->remote_forward[i].bind_port ==
-			    fw->remotes[j].cf.bind_port;
-		if (!stays && qc != NULL && fw->cancel_ok) {
-			struct proto_remote_forward rf = {
-				.port = fw->remotes[j].cf.bind_port,
-			};
-			uint8_t buf[64];
-			size_t len = proto_fwd_remote_encode(buf, sizeof buf,
-			    PROTO_MSG_REMOTE_FORWARD_CANCEL, &rf);
-
-			if (len > 0)
-				(void)quic_conn_stream_send(qc, 0, buf, len, false);
-			log_info("reload: RemoteForward port %u removed: the server "
-			    "stops listening there", rf.port);
-		} else if (!stays) {
-			log_info("reload: RemoteForward port %u removed%s",
-			    fw->remotes[j].cf.bind_port, fw->remotes[j].ok ?
-			    ": connections to it are refused; the server "
-			    "listens there until this connection ends" : "");
-		}
+	for (size_t j = 0; j < fw->nremotes; j++)
 		cfg_forward_clear(&fw->remotes[j].cf);
-	}
 	free(fw->remotes);
 	fw->remotes = remotes;
 	fw->nremotes = next->nremote_forward;

@@ -2,6 +2,7 @@
 #include <event2/dns.h>
 #include <event2/event.h>
 #include <event2/util.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,12 +38,18 @@ struct egress_req {
 	char denied[ADDR_STRLEN]; /* the first address the rules refused */
 };
 
+/* A remote forward's sockets: one, or two for loopback and "all" (IPv4
+ * and IPv6). */
+#define LISTENER_FDS 2
+
 struct egress_listener {
 	struct fwd_set *set;
-	uint16_t port;
-	int fd;
-	struct event *ev;
-	struct accept_guard guard;
+	struct proto_remote_forward rf;  /* as asked */
+	size_t nfd;
+	int fd[LISTENER_FDS];
+	struct event *ev[LISTENER_FDS];
+	struct accept_guard guard[LISTENER_FDS];
+	char where[2 * ADDR_STRLEN + 8];
 };
 
 static struct log_ratelimit deny_rl = LOG_RATELIMIT_INIT(10000, 5);
@@ -206,61 +213,160 @@ static void
 accept_cb(evutil_socket_t lfd, short what, void *arg)
 {
 	struct egress_listener *l = arg;
-	struct proto_fwd_header hdr = { .type = PROTO_FWD_REMOTE, .port = l->port };
+	struct proto_fwd_header hdr = { .type = PROTO_FWD_REMOTE,
+		.port = l->rf.port };
+	struct accept_guard *guard = &l->guard[0];
 	uint64_t err;
 	int fd;
 
 	(void)what;
+	for (size_t i = 0; i < l->nfd; i++) {
+		if (l->fd[i] == lfd)
+			guard = &l->guard[i];
+	}
 	/* Accept what is waiting, bounded so one listener cannot hog the loop. */
 	for (int i = 0; i < 16; i++) {
-		if ((fd = accept_guarded(&l->guard, lfd, NULL, NULL)) == -1)
+		if ((fd = accept_guarded(guard, lfd, NULL, NULL)) == -1)
 			return;
 		(void)fwd_open(l->set, FWD_REMOTE, fd, &hdr, NULL, &err);
 	}
 }
 
+/* Where a request listens: its addresses, the first required, the second
+ * (IPv6 beside IPv4) only where the host has that family. */
+static size_t
+listen_addrs(const struct proto_remote_forward *rf, struct ipaddr *a,
+    bool *optional)
+{
+	memset(a, 0, LISTENER_FDS * sizeof *a);
+	optional[0] = false;
+	optional[1] = true;
+	switch (rf->bind) {
+	case PROTO_RBIND_DEFAULT:
+		a[0].family = AF_INET;
+		a[0].b[0] = 127;
+		a[0].b[3] = 1;
+		a[1].family = AF_INET6;
+		a[1].b[15] = 1;
+		return 2;
+	case PROTO_RBIND_ALL:
+		a[0].family = AF_INET;
+		a[1].family = AF_INET6;
+		return 2;
+	default: {
+		/* An IPv4-mapped address listens as the IPv4 one. */
+		struct prefix p = { rf->bind_addr, 128 };
+
+		addr_prefix_normalise(&p);
+		a[0] = p.addr;
+		return 1;
+	}
+	}
+}
+
+/* The host has no such address family (IPv6 off) or no such address
+ * (no ::1): the optional socket is left out. */
+static bool
+family_missing(int err)
+{
+	return err == EAFNOSUPPORT || err == EADDRNOTAVAIL;
+}
+
+static const char *
+deny_hint(const struct cfg_peer *peer, const struct proto_remote_forward *rf,
+    char *buf, size_t len)
+{
+	struct proto_remote_forward lo = { .port = rf->port };
+	char s[PROTO_FWD_REMOTE_STRLEN];
+
+	/* The port is listed (loopback is allowed): the bind address is
+	 * what is missing, and the entry that would allow it is worth
+	 * naming. */
+	if (!cfg_remote_allowed(peer, &lo))
+		return "";
+	if (rf->bind == PROTO_RBIND_ALL)
+		snprintf(buf, len, " (port %u is listed, but not for all "
+		    "addresses: that takes *:%u)", (unsigned)rf->port,
+		    (unsigned)rf->port);
+	else
+		snprintf(buf, len, " (port %u is listed, but not for this "
+		    "address: list %s, or *:%u for any address)",
+		    (unsigned)rf->port, proto_fwd_remote_str(rf, s),
+		    (unsigned)rf->port);
+	return buf;
+}
+
 struct egress_listener *
 egress_listen(struct egress *eg, const struct cfg_peer *peer, struct fwd_set *set,
-    uint16_t port, uint64_t *code)
+    const struct proto_remote_forward *want, uint64_t *code)
 {
 	struct egress_listener *l;
-	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port) };
-	char *cause = NULL;
-	bool allowed = false;
-	int fd;
+	struct ipaddr addrs[LISTENER_FDS];
+	bool optional[LISTENER_FDS];
+	char s[PROTO_FWD_REMOTE_STRLEN], hint[2 * PROTO_FWD_REMOTE_STRLEN + 96];
+	size_t n;
 
-	for (size_t i = 0; i < peer->nallow_remote_forward; i++)
-		allowed |= peer->allow_remote_forward[i] == port;
-	if (!allowed) {
+	if (!cfg_remote_allowed(peer, want)) {
 		if (log_ratelimit_ok(&deny_rl, clock_now_ms()))
-			log_warn("peer %s: remote forward on port %u denied by "
-			    "AllowRemoteForward", peer->name, port);
+			log_warn("peer %s: remote forward on %s denied by "
+			    "AllowRemoteForward%s", peer->name,
+			    proto_fwd_remote_str(want, s),
+			    deny_hint(peer, want, hint, sizeof hint));
 		*code = PROTO_FWD_ERR_DENIED;
-		return NULL;
-	}
-	if ((fd = tcp_listen((struct sockaddr *)&sin, sizeof sin, &cause)) == -1) {
-		log_warn("peer %s: remote forward: %s", peer->name, cause);
-		free(cause);
-		*code = PROTO_FWD_ERR_UNREACHABLE;
 		return NULL;
 	}
 	l = xcalloc(1, sizeof *l);
 	l->set = set;
-	l->port = port;
-	l->fd = fd;
-	l->ev = event_new(eg->base, fd, EV_READ | EV_PERSIST, accept_cb, l);
-	if (l->ev == NULL || accept_guard_init(&l->guard, eg->base, l->ev,
-	    "remote forward") != 0)
-		fatalx("out of memory");
-	event_add(l->ev, NULL);
-	log_info("peer %s: remote forward listening on port %u", peer->name, port);
+	l->rf = *want;
+	n = listen_addrs(want, addrs, optional);
+	for (size_t i = 0; i < n; i++) {
+		struct sockaddr_storage ss;
+		socklen_t sslen;
+		char *cause = NULL, a[ADDR_STRLEN], hp[ADDR_STRLEN + 8];
+		int fd;
+
+		addr_to_sockaddr(&addrs[i], want->port, &ss, &sslen);
+		if ((fd = tcp_listen((struct sockaddr *)&ss, sslen, &cause)) == -1) {
+			if (optional[i] && family_missing(errno)) {
+				free(cause);
+				continue;
+			}
+			log_warn("peer %s: remote forward on %s: %s", peer->name,
+			    proto_fwd_remote_str(want, s), cause);
+			free(cause);
+			egress_listener_free(l);
+			*code = PROTO_FWD_ERR_UNREACHABLE;
+			return NULL;
+		}
+		l->fd[l->nfd] = fd;
+		l->ev[l->nfd] = event_new(eg->base, fd, EV_READ | EV_PERSIST,
+		    accept_cb, l);
+		if (l->ev[l->nfd] == NULL || accept_guard_init(&l->guard[l->nfd],
+		    eg->base, l->ev[l->nfd], "remote forward") != 0)
+			fatalx("out of memory");
+		l->nfd++;
+		addr_hostport_str(hp, sizeof hp, addr_ip_str(&addrs[i], a),
+		    want->port);
+		snprintf(l->where + strlen(l->where), sizeof l->where -
+		    strlen(l->where), "%s%s", l->nfd > 1 ? " and " : "", hp);
+	}
+	for (size_t i = 0; i < l->nfd; i++)
+		event_add(l->ev[i], NULL);
+	log_info("peer %s: remote forward listening on %s", peer->name,
+	    l->where);
 	return l;
 }
 
-uint16_t
-egress_listener_port(const struct egress_listener *l)
+const struct proto_remote_forward *
+egress_listener_request(const struct egress_listener *l)
 {
-	return l->port;
+	return &l->rf;
+}
+
+const char *
+egress_listener_where(const struct egress_listener *l)
+{
+	return l->where;
 }
 
 void
@@ -268,8 +374,10 @@ egress_listener_free(struct egress_listener *l)
 {
 	if (l == NULL)
 		return;
-	accept_guard_free(&l->guard);
-	event_free(l->ev);
-	close(l->fd);
+	for (size_t i = 0; i < l->nfd; i++) {
+		accept_guard_free(&l->guard[i]);
+		event_free(l->ev[i]);
+		close(l->fd[i]);
+	}
 	free(l);
 }

@@ -120,12 +120,9 @@ struct session {
 	                             * ticket: dialed at the handshake's end */
 	struct egress_listener *rlisteners[CFG_MAX_REMOTE_FORWARDS]; /* -R */
 	size_t nrlisteners;
-	/* -R ports refused (the last CFG_MAX_REMOTE_FORWARDS), for status:
-	 * the port and why. */
-	struct {
-		uint16_t port;
-		uint64_t status;
-	} rrefused[CFG_MAX_REMOTE_FORWARDS];
+	/* -R requests refused (the last CFG_MAX_REMOTE_FORWARDS), for
+	 * status: the bind address and port, and why (the status). */
+	struct proto_remote_forward rrefused[CFG_MAX_REMOTE_FORWARDS];
 	size_t nrrefused;
 	bool half_open;             /* counted in server.half_open, or
 	                             * half_open_tcp */
@@ -280,7 +277,7 @@ int session_ctl_data(struct session *sess, struct quic_conn *qc,
 int session_ctl_send_config(struct session *);
 /* The peer now sends from a new address after `quiet_ms` of silence. */
 void session_ctl_path_notice(struct session *, uint64_t quiet_ms);
-/* Close the -R listeners of `sess` on ports that `cp`'s AllowRemoteForward
+/* Close the -R listeners of `sess` on ports (or bind addresses) that `cp`'s AllowRemoteForward
  * no longer lists, telling the client "denied" for each. */
 void session_ctl_close_remote(struct session *sess, const struct cfg_peer *cp);
 

@@ -169,8 +169,8 @@ status_peer_fill(const struct server *srv, struct status_peer *sp,
 			struct status_listener *l = &listeners[i];
 
 			l->kind = "remote";
-			snprintf(l->bind, sizeof l->bind, "0.0.0.0:%u", (unsigned)
-			    egress_listener_port(p->sess->rlisteners[i]));
+			snprintf(l->bind, sizeof l->bind, "%s",
+			    egress_listener_where(p->sess->rlisteners[i]));
 			l->target[0] = '\0';
 			l->state = "listening";
 		}
@@ -179,8 +179,8 @@ status_peer_fill(const struct server *srv, struct status_peer *sp,
 			    &listeners[p->sess->nrlisteners + i];
 
 			l->kind = "remote";
-			snprintf(l->bind, sizeof l->bind, "0.0.0.0:%u",
-			    (unsigned)p->sess->rrefused[i].port);
+			(void)proto_fwd_remote_str(&p->sess->rrefused[i],
+			    l->bind);
 			l->target[0] = '\0';
 			l->state = proto_fwd_error_name(p->sess->rrefused[i].status);
 		}

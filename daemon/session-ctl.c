@@ -86,19 +86,19 @@ session_ctl_path_notice(struct session *sess, uint64_t quiet_ms)
 		(void)quic_conn_stream_send(sess->qc, 0, buf, n, false);
 }
 
-/* A -R port refused, for status: once per port (the newest reason), the
- * oldest forgotten when there are more than it keeps; one granted since
- * is taken off. */
+/* A -R request refused, for status: once per bind address and port (the
+ * newest reason), the oldest forgotten when there are more than it keeps;
+ * one granted since is taken off. */
 static void
-session_note_refused(struct session *sess, uint16_t port, uint64_t status)
+session_note_refused(struct session *sess, const struct proto_remote_forward *rf)
 {
 	size_t n = sess->nrrefused, max = sizeof sess->rrefused /
 	    sizeof sess->rrefused[0], i;
 
-	for (i = 0; i < n && sess->rrefused[i].port != port; i++)
+	for (i = 0; i < n && !proto_fwd_remote_same(&sess->rrefused[i], rf); i++)
 		;
 	/* Granted now: no longer refused. */
-	if (status == PROTO_FWD_OK) {
+	if (rf->status == PROTO_FWD_OK) {
 		if (i < n) {
 			memmove(&sess->rrefused[i], &sess->rrefused[i + 1],
 			    (n - i - 1) * sizeof sess->rrefused[0]);
@@ -113,11 +113,12 @@ session_note_refused(struct session *sess, uint16_t port, uint64_t status)
 	} else if (i == n) {
 		sess->nrrefused++;
 	}
-	sess->rrefused[i].port = port;
-	sess->rrefused[i].status = status;
+	sess->rrefused[i] = *rf;
 }
 
-/* -R: listen where the peer asks, if its AllowRemoteForward permits. */
+/* -R: listen where the peer asks, if its AllowRemoteForward permits. The
+ * reply carries the request's bind address back, so that the client can
+ * tell which forward it answers. */
 static int
 remote_forward(struct session *sess, const uint8_t *body, size_t len)
 {
@@ -139,18 +140,19 @@ remote_forward(struct session *sess, const uint8_t *body, size_t len)
 		rf.status = PROTO_FWD_ERR_LIMIT;
 	else {
 		struct egress_listener *l = egress_listen(sess->srv->egress,
-		    sess->peer->cfg, &sess->fwds, rf.port, &rf.status);
+		    sess->peer->cfg, &sess->fwds, &rf, &rf.status);
 		if (l != NULL)
 			sess->rlisteners[sess->nrlisteners++] = l;
 	}
-	session_note_refused(sess, rf.port, rf.status);
+	session_note_refused(sess, &rf);
 	n = proto_fwd_remote_encode(buf, sizeof buf, PROTO_MSG_REMOTE_FORWARD_REPLY, &rf);
 	return n > 0 ? quic_conn_stream_send(sess->qc, 0, buf, n, false) : -1;
 }
 
 /* -R taken back (the client's configuration was reloaded): stop
- * listening there. Connections accepted before carry on. Counted with the
- * requests, so asking and cancelling in a loop ends as abuse too. */
+ * listening there, the listener of the same bind address and port.
+ * Connections accepted before carry on. Counted with the requests, so
+ * asking and cancelling in a loop ends as abuse too. */
 static int
 remote_forward_cancel(struct session *sess, const uint8_t *body, size_t len)
 {
@@ -164,13 +166,15 @@ remote_forward_cancel(struct session *sess, const uint8_t *body, size_t len)
 		return 0;
 	}
 	for (size_t i = 0; i < sess->nrlisteners; i++) {
-		if (egress_listener_port(sess->rlisteners[i]) != rf.port) {
-			sess->rlisteners[kept++] = sess->rlisteners[i];
+		struct egress_listener *l = sess->rlisteners[i];
+
+		if (!proto_fwd_remote_same(egress_listener_request(l), &rf)) {
+			sess->rlisteners[kept++] = l;
 			continue;
 		}
-		log_info("peer %s: remote forward on port %u closed at its "
-		    "request", sess->peer->cfg->name, rf.port);
-		egress_listener_free(sess->rlisteners[i]);
+		log_info("peer %s: remote forward on %s closed at its "
+		    "request", sess->peer->cfg->name, egress_listener_where(l));
+		egress_listener_free(l);
 	}
 	sess->nrlisteners = kept;
 	return 0;
@@ -255,23 +259,21 @@ session_ctl_close_remote(struct session *sess, const struct cfg_peer *cp)
 	size_t kept = 0;
 
 	for (size_t i = 0; i < sess->nrlisteners; i++) {
-		struct proto_remote_forward rf = {
-			.port = egress_listener_port(sess->rlisteners[i]),
-			.status = PROTO_FWD_ERR_DENIED,
-		};
-		bool allowed = false;
+		struct egress_listener *l = sess->rlisteners[i];
+		struct proto_remote_forward rf = *egress_listener_request(l);
 		uint8_t buf[64];
 		size_t n;
 
-		for (size_t j = 0; j < cp->nallow_remote_forward; j++)
-			allowed |= cp->allow_remote_forward[j] == rf.port;
-		if (allowed) {
-			sess->rlisteners[kept++] = sess->rlisteners[i];
+		if (cfg_remote_allowed(cp, &rf)) {
+			sess->rlisteners[kept++] = l;
 			continue;
 		}
-		log_info("reload: peer %s: remote forward on port %u closed: "
-		    "no longer in AllowRemoteForward", cp->name, rf.port);
-		egress_listener_free(sess->rlisteners[i]);
+		log_info("reload: peer %s: remote forward on %s closed: "
+		    "no longer in AllowRemoteForward", cp->name,
+		    egress_listener_where(l));
+		egress_listener_free(l);
+		rf.status = PROTO_FWD_ERR_DENIED;
+		session_note_refused(sess, &rf);
 		n = proto_fwd_remote_encode(buf, sizeof buf,
 		    PROTO_MSG_REMOTE_FORWARD_REPLY, &rf);
 		if (n > 0)

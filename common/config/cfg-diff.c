@@ -55,9 +55,12 @@ rule_eq(const void *va, const void *vb)
 }
 
 static bool
-port_eq(const void *a, const void *b)
+remote_rule_eq(const void *va, const void *vb)
 {
-	return *(const uint16_t *)a == *(const uint16_t *)b;
+	const struct cfg_remote_rule *a = va, *b = vb;
+
+	return a->port == b->port && a->bind == b->bind &&
+	    (a->bind != PROTO_RBIND_ADDR || addr_equal(&a->addr, &b->addr));
 }
 
 unsigned
@@ -76,7 +79,7 @@ cfg_diff_peer(const struct cfg_peer *a, const struct cfg_peer *b)
 		changed |= CFG_DIFF_ALLOW_FORWARD;
 	if (!same_set(a->allow_remote_forward, a->nallow_remote_forward,
 	    b->allow_remote_forward, b->nallow_remote_forward,
-	    sizeof *a->allow_remote_forward, port_eq))
+	    sizeof *a->allow_remote_forward, remote_rule_eq))
 		changed |= CFG_DIFF_ALLOW_REMOTE_FORWARD;
 	return changed;
 }

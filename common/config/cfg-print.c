@@ -169,15 +169,30 @@ print_key(const struct cfg_key *k, const void *obj, FILE *f)
 		fputc('\n', f);
 		break;
 	}
-	case CFG_T_PORTS: {
-		const uint16_t *v = *(uint16_t *const *)p;
+	case CFG_T_REMOTE_RULES: {
+		const struct cfg_remote_rule *v =
+		    *(struct cfg_remote_rule *const *)p;
 		size_t n = *(const size_t *)cfield(obj, k->off_n);
+		char rs[PROTO_FWD_REMOTE_STRLEN];
 
 		if (n == 0)
 			break;
 		fprintf(f, "%s = ", k->name);
-		for (size_t i = 0; i < n; i++)
-			fprintf(f, "%s%u", i ? ", " : "", (unsigned)v[i]);
+		for (size_t i = 0; i < n; i++) {
+			struct proto_remote_forward rf = {
+				.port = v[i].port, .bind = v[i].bind,
+				.bind_addr = v[i].addr,
+			};
+
+			/* The plain port as written: loopback is the
+			 * default. */
+			if (v[i].bind == PROTO_RBIND_DEFAULT)
+				fprintf(f, "%s%u", i ? ", " : "",
+				    (unsigned)v[i].port);
+			else
+				fprintf(f, "%s%s", i ? ", " : "",
+				    proto_fwd_remote_str(&rf, rs));
+		}
 		fputc('\n', f);
 		break;
 	}

@@ -287,9 +287,12 @@ const struct cfg_key cfg_table[CFG_KEY_COUNT] = {
 		"[v6prefix]:port or name:port; port * = any",
 	},
 	[CFG_KEY_PEER_ALLOW_REMOTE_FORWARD] = {
-		"AllowRemoteForward", CFG_SEC_PEER, CFG_T_PORTS, CFG_F_EMPTY, 0,
-		0, PEER(allow_remote_forward), PEER(nallow_remote_forward),
-		NULL, "ports the peer may ask the server to listen on",
+		"AllowRemoteForward", CFG_SEC_PEER, CFG_T_REMOTE_RULES,
+		CFG_F_EMPTY, 0, 0, PEER(allow_remote_forward),
+		PEER(nallow_remote_forward), NULL,
+		"ports the peer may ask the server to listen on, on its "
+		"loopback addresses: PORT; elsewhere too: ADDR:PORT, "
+		"[v6]:PORT (0.0.0.0, :: any of that family) or *:PORT",
 	},
 };
 

@@ -40,7 +40,7 @@ enum cfg_type {
 	CFG_T_PUBKEY,     /* uint8_t[KEY_LEN] */
 	CFG_T_NAME,       /* char *: peer name */
 	CFG_T_FWDRULES,   /* struct cfg_forward_rule * + size_t */
-	CFG_T_PORTS,      /* uint16_t * + size_t */
+	CFG_T_REMOTE_RULES, /* struct cfg_remote_rule * + size_t */
 	CFG_T_ENDPOINT,   /* char * host + uint16_t port */
 	CFG_T_FORWARD,    /* struct cfg_forward * + size_t: bind = target */
 	CFG_T_DYNAMIC,    /* struct cfg_forward * + size_t: "[bind:]port" */

@@ -561,33 +561,83 @@ fail:
 	return -1;
 }
 
+/* "[bind:]port" of a forward, and an AllowRemoteForward entry: 0, -1 if
+ * malformed, -2 if the bind address is neither numeric nor localhost (nor
+ * "*" where `remote`). A forward's bind address is on this host, or with
+ * `remote` on the server, where localhost means its loopback addresses (no
+ * host, the default) and "*" all its addresses. */
 static int
-parse_ports(struct cfg_parse *cp, const struct cfg_key *k, uint16_t **dst,
-    size_t *dstn, char *v)
+parse_bind(const char *s, bool remote, char **host, uint16_t *port)
 {
-	char e[ESC_LEN], *item, *rest = *v ? v : NULL;
-	uint16_t *l = NULL, port;
+	char h[MAX_HOST];
+	struct ipaddr a;
+
+	*host = NULL;
+	if (strspn(s, "0123456789") == strlen(s))
+		return addr_parse_port(s, port);
+	if (strncmp(s, "*:", 2) == 0) {
+		if (!remote)
+			return -2;
+		if (addr_parse_port(s + 2, port) != 0)
+			return -1;
+		*host = xstrdup("*");
+		return 0;
+	}
+	if (addr_split_hostport(s, h, sizeof h, port, 0) != 0)
+		return -1;
+	/* As ssh takes it; the one name a bind address may have. */
+	if (strcasecmp(h, "localhost") == 0) {
+		*host = remote ? NULL : xstrdup("127.0.0.1");
+		return 0;
+	}
+	if (addr_parse_ip(h, &a) != 0)
+		return -2;
+	*host = xstrdup(h);
+	return 0;
+}
+
+/* AllowRemoteForward: entries written as a RemoteForward's bind part. */
+static int
+parse_remote_rules(struct cfg_parse *cp, const struct cfg_key *k,
+    struct cfg_remote_rule **dst, size_t *dstn, char *v)
+{
+	char e[ESC_LEN], s[ADDR_STRLEN + 8], *item, *host, *rest = *v ? v : NULL;
+	struct cfg_remote_rule *l = NULL, r;
+	struct proto_remote_forward rf;
+	struct cfg_forward f;
 	size_t n = 0;
+	int rc;
 
 	while ((item = next_item(&rest)) != NULL) {
 		if (*item == '\0') {
 			parse_error(cp, "%s: empty item in list", k->name);
 			goto fail;
 		}
-		if (addr_parse_port(item, &port) != 0) {
-			parse_error(cp, "%s: '%s' is not a port (1..65535)",
-			    k->name, quote(e, item));
+		memset(&f, 0, sizeof f);
+		if ((rc = parse_bind(item, true, &host, &f.bind_port)) != 0) {
+			parse_error(cp, "%s: '%s' is not a port (1..65535), "
+			    "ADDR:PORT, [IPv6-ADDR]:PORT or *:PORT", k->name,
+			    quote(e, item));
 			goto fail;
 		}
+		f.bind_host = host;
+		cfg_forward_remote(&f, &rf);
+		free(host);
+		memset(&r, 0, sizeof r);
+		r.bind = rf.bind;
+		r.addr = rf.bind_addr;
+		r.port = rf.port;
 		for (size_t i = 0; i < n; i++) {
-			if (l[i] == port) {
-				parse_error(cp, "%s: port %u is listed twice",
-				    k->name, (unsigned)port);
+			if (l[i].port == r.port && l[i].bind == r.bind &&
+			    (r.bind != PROTO_RBIND_ADDR ||
+			    addr_equal(&l[i].addr, &r.addr))) {
+				parse_error(cp, "%s: %s is listed twice",
+				    k->name, proto_fwd_remote_str(&rf, s));
 				goto fail;
 			}
 		}
 		l = xrealloc(l, (n + 1) * sizeof *l);
-		l[n++] = port;
+		l[n++] = r;
 	}
 	free(*dst);
 	*dst = l;
@@ -616,30 +666,6 @@ parse_endpoint(struct cfg_parse *cp, const struct cfg_key *k, char **host,
 	return 0;
 }
 
-/* "[bind:]port" of a forward: 0, -1 if malformed, -2 if the bind address
- * is neither numeric nor localhost. */
-static int
-parse_bind(const char *s, char **host, uint16_t *port)
-{
-	char h[MAX_HOST];
-	struct ipaddr a;
-
-	*host = NULL;
-	if (strspn(s, "0123456789") == strlen(s))
-		return addr_parse_port(s, port);
-	if (addr_split_hostport(s, h, sizeof h, port, 0) != 0)
-		return -1;
-	/* As ssh takes it; the one name a bind address may have. */
-	if (strcasecmp(h, "localhost") == 0) {
-		*host = xstrdup("127.0.0.1");
-		return 0;
-	}
-	if (addr_parse_ip(h, &a) != 0)
-		return -2;
-	*host = xstrdup(h);
-	return 0;
-}
-
 static int
 parse_forward(struct cfg_parse *cp, const struct cfg_key *k,
     struct cfg_forward **dst, size_t *dstn, const char *v)
@@ -647,6 +673,8 @@ parse_forward(struct cfg_parse *cp, const struct cfg_key *k,
 	struct cfg_forward f;
 	char buf[CFG_MAX_LINE + 1], h[MAX_HOST], e[ESC_LEN];
 	char *bind = buf, *target = NULL, *eq;
+	/* A RemoteForward's bind address is the server's. */
+	bool remote = k == &cfg_table[CFG_KEY_REMOTE_FORWARD];
 	int rc;
 
 	memset(&f, 0, sizeof f);
@@ -658,25 +686,16 @@ parse_forward(struct cfg_parse *cp, const struct cfg_key *k,
 		bind = trim(buf);
 		target = trim(eq + 1);
 	}
-	if ((rc = parse_bind(bind, &f.bind_host, &f.bind_port)) == -2) {
+	if ((rc = parse_bind(bind, remote, &f.bind_host, &f.bind_port)) == -2) {
 		/* The split found "name:port"; name only, for the message. */
 		*strrchr(bind, ':') = '\0';
 		parse_error(cp, "%s: bind address '%s' is not a numeric IP "
-		    "address (or localhost)", k->name, quote(e, bind));
+		    "address (or localhost%s)", k->name, quote(e, bind),
+		    remote ? " or *" : "");
 		return -1;
 	}
 	if (rc != 0)
 		goto bad;
-	if (f.bind_host != NULL && k == &cfg_table[CFG_KEY_REMOTE_FORWARD] &&
-	    strcmp(f.bind_host, "0.0.0.0") != 0) {
-		/* roved listens on all its IPv4 addresses; taking another
-		 * address here and ignoring it would mislead. */
-		parse_error(cp, "%s: bind address %s is not supported: roved "
-		    "listens on 0.0.0.0 (all its IPv4 addresses)", k->name,
-		    f.bind_host);
-		free(f.bind_host);
-		return -1;
-	}
 	if (target != NULL) {
 		if (addr_split_hostport(target, h, sizeof h, &f.target_port,
 		    0) != 0 || !valid_host(h)) {
@@ -878,8 +897,8 @@ cfg_value_parse(struct cfg_parse *cp, const struct cfg_key *k, void *obj,
 		return parse_name(cp, k, f, v);
 	case CFG_T_FWDRULES:
 		return parse_fwdrules(cp, k, f, field(obj, k->off_n), v);
-	case CFG_T_PORTS:
-		return parse_ports(cp, k, f, field(obj, k->off_n), v);
+	case CFG_T_REMOTE_RULES:
+		return parse_remote_rules(cp, k, f, field(obj, k->off_n), v);
 	case CFG_T_ENDPOINT:
 		return parse_endpoint(cp, k, f, field(obj, k->off_n), v);
 	case CFG_T_FORWARD:

@@ -272,3 +272,81 @@ cfg_forward_same_target(const struct cfg_forward *a, const struct cfg_forward *b
 	return same_host_port(a->target_host, a->target_port, b->target_host,
 	    b->target_port);
 }
+
+bool
+cfg_addr_loopback(const struct ipaddr *a)
+{
+	struct prefix p = { *a, a->family == AF_INET ? 32 : 128 };
+	static const uint8_t v6_loopback[16] = { [15] = 1 };
+
+	addr_prefix_normalise(&p);
+	if (p.addr.family == AF_INET)
+		return p.addr.b[0] == 127;
+	return p.addr.family == AF_INET6 &&
+	    memcmp(p.addr.b, v6_loopback, sizeof v6_loopback) == 0;
+}
+
+/* An IPv4-mapped address is the IPv4 one: the socket it binds listens
+ * there, and a rule written either way matches both. */
+static struct ipaddr
+plain_addr(const struct ipaddr *a)
+{
+	struct prefix p = { *a, a->family == AF_INET ? 32 : 128 };
+
+	addr_prefix_normalise(&p);
+	return p.addr;
+}
+
+void
+cfg_forward_remote(const struct cfg_forward *f, struct proto_remote_forward *rf)
+{
+	struct ipaddr a;
+
+	memset(rf, 0, sizeof *rf);
+	rf->port = f->bind_port;
+	if (f->bind_host == NULL)
+		rf->bind = PROTO_RBIND_DEFAULT;
+	else if (strcmp(f->bind_host, "*") == 0)
+		rf->bind = PROTO_RBIND_ALL;
+	else if (addr_parse_ip(f->bind_host, &a) == 0) {
+		rf->bind = PROTO_RBIND_ADDR;
+		rf->bind_addr = plain_addr(&a);
+	}
+}
+
+static bool
+unspecified(const struct ipaddr *a)
+{
+	static const uint8_t zero[16];
+
+	return memcmp(a->b, zero, a->family == AF_INET ? 4 : 16) == 0;
+}
+
+bool
+cfg_remote_allowed(const struct cfg_peer *peer,
+    const struct proto_remote_forward *want)
+{
+	struct ipaddr w = plain_addr(&want->bind_addr);
+
+	for (size_t i = 0; i < peer->nallow_remote_forward; i++) {
+		const struct cfg_remote_rule *r = &peer->allow_remote_forward[i];
+		struct ipaddr ra;
+
+		if (r->port != want->port)
+			continue;
+		/* Loopback on a port listed, as ssh without GatewayPorts. */
+		if (want->bind == PROTO_RBIND_DEFAULT ||
+		    (want->bind == PROTO_RBIND_ADDR && cfg_addr_loopback(&w)))
+			return true;
+		if (r->bind == PROTO_RBIND_ALL)
+			return true;
+		if (r->bind != PROTO_RBIND_ADDR ||
+		    want->bind != PROTO_RBIND_ADDR)
+			continue;
+		ra = plain_addr(&r->addr);
+		if (addr_equal(&ra, &w) ||
+		    (ra.family == w.family && unspecified(&ra)))
+			return true;
+	}
+	return false;
+}

@@ -13,6 +13,7 @@
 
 #include "base/addr.h"
 #include "wire/cid.h"
+#include "wire/proto-fwd.h"
 
 enum cfg_role { CFG_ROLE_SERVER, CFG_ROLE_CLIENT };
 enum cfg_congestion { CFG_CC_CUBIC, CFG_CC_BBR };
@@ -66,9 +67,24 @@ struct cfg_forward_rule {
 	uint16_t port;
 };
 
+struct cfg_peer;
+
+/* An AllowRemoteForward entry: a port, and where on the server a remote
+ * forward may listen on it. "PORT": its loopback addresses only
+ * (PROTO_RBIND_DEFAULT); "*:PORT": any address (PROTO_RBIND_ALL);
+ * "ADDR:PORT" or "[v6]:PORT": that address, where 0.0.0.0 stands for any
+ * IPv4 address and :: for any IPv6 one (PROTO_RBIND_ADDR). Loopback is
+ * allowed on every port listed. */
+struct cfg_remote_rule {
+	enum proto_remote_bind bind;
+	struct ipaddr addr; /* when bind is PROTO_RBIND_ADDR */
+	uint16_t port;
+};
+
 /* LocalForward / RemoteForward: "[bind:]port = host:port". */
 struct cfg_forward {
-	char *bind_host; /* NULL = loopback */
+	char *bind_host; /* NULL = loopback (RemoteForward: the server's
+	                  * loopback; "*" there: all its addresses) */
 	uint16_t bind_port;
 	char *target_host;
 	uint16_t target_port;
@@ -79,6 +95,15 @@ struct cfg_forward {
  * and forwards reaching the same target. */
 bool cfg_forward_same_bind(const struct cfg_forward *, const struct cfg_forward *);
 bool cfg_forward_same_target(const struct cfg_forward *, const struct cfg_forward *);
+/* A RemoteForward as a request names it on the wire: its port and bind
+ * address (none, "*", or an address, IPv4-mapped made IPv4). */
+void cfg_forward_remote(const struct cfg_forward *, struct proto_remote_forward *);
+/* Whether `peer`'s AllowRemoteForward lets the server listen where `want`
+ * asks (its port and bind address; the status is not looked at). */
+bool cfg_remote_allowed(const struct cfg_peer *peer,
+    const struct proto_remote_forward *want);
+/* 127.0.0.0/8 and ::1 (IPv4-mapped made IPv4 first). */
+bool cfg_addr_loopback(const struct ipaddr *);
 
 struct cfg_peer {
 	char *name;
@@ -88,7 +113,7 @@ struct cfg_peer {
 	struct cfg_prefix_list allowed_ips;
 	struct cfg_forward_rule *allow_forward;
 	size_t nallow_forward;
-	uint16_t *allow_remote_forward;
+	struct cfg_remote_rule *allow_remote_forward;
 	size_t nallow_remote_forward;
 	unsigned line; /* of its [Peer] header, for messages */
 };

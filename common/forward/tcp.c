@@ -131,20 +131,26 @@ int
 tcp_listen(const struct sockaddr *sa, socklen_t salen, char **cause)
 {
 	char buf[ADDR_STRLEN];
-	int fd, one = 1;
+	int fd, one = 1, err;
 
 	fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd == -1) {
-		xasprintf(cause, "socket: %s", strerror(errno));
+		err = errno;
+		xasprintf(cause, "socket: %s", strerror(err));
+		errno = err;
 		return -1;
 	}
 	(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
 	if (sa->sa_family == AF_INET6)
 		(void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
 	if (bind(fd, sa, salen) == -1 || listen(fd, 128) == -1) {
+		/* Kept for the caller, which may take some errors as "this
+		 * address family is not here" (egress.c). */
+		err = errno;
 		xasprintf(cause, "listen on %s: %s", addr_sockaddr_str(sa, buf),
-		    strerror(errno));
+		    strerror(err));
 		close(fd);
+		errno = err;
 		return -1;
 	}
 	return fd;

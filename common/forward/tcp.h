@@ -28,7 +28,8 @@ void tcp_connect_cancel(struct tcp_connect *);
 /* Translate a connect errno into a forward error code. */
 uint64_t tcp_errno_to_fwd(int err);
 
-/* A nonblocking listening socket on `sa`. Returns the fd or -1 with *cause. */
+/* A nonblocking listening socket on `sa`. Returns the fd or -1 with *cause
+ * and errno as the call that failed left it. */
 int tcp_listen(const struct sockaddr *, socklen_t, char **cause);
 
 #endif

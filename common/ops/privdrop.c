@@ -42,7 +42,7 @@ privdrop_caps(const struct cfg *cfg)
 		const struct cfg_peer *p = &cfg->peers[i];
 
 		for (size_t j = 0; j < p->nallow_remote_forward; j++) {
-			if (p->allow_remote_forward[j] < 1024)
+			if (p->allow_remote_forward[j].port < 1024)
 				caps |= PRIVDROP_CAP(CAP_NET_BIND_SERVICE);
 		}
 	}

@@ -1,5 +1,6 @@
 /* rove wire protocol v1: forward stream headers and remote-forward messages. */
 #include <string.h>
+#include <sys/socket.h>
 
 #include "proto-fwd.h"
 #include "tlv.h"
@@ -8,6 +9,7 @@
 enum {
 	REMOTE_PORT = 1,
 	REMOTE_STATUS = 2,
+	REMOTE_BIND = 3,
 };
 
 static const char *const error_names[PROTO_FWD_ERR_COUNT] = {
@@ -217,7 +219,7 @@ size_t
 proto_fwd_remote_encode(uint8_t *out, size_t outlen, uint64_t type,
     const struct proto_remote_forward *rf)
 {
-	uint8_t body[2 * 3 * 8];
+	uint8_t body[2 * 3 * 8 + 2 + 16];
 	struct tlv_writer w = TLV_WRITER(body);
 
 	if (type != PROTO_MSG_REMOTE_FORWARD &&
@@ -230,11 +232,31 @@ proto_fwd_remote_encode(uint8_t *out, size_t outlen, uint64_t type,
 	/* Only a reply has a status; a request's would mean nothing. */
 	if (type == PROTO_MSG_REMOTE_FORWARD_REPLY)
 		tlv_put_field_varint(&w, REMOTE_STATUS, rf->status);
+	switch (rf->bind) {
+	case PROTO_RBIND_DEFAULT:
+		/* No field: what an older peer sends and understands. */
+		break;
+	case PROTO_RBIND_ALL:
+		tlv_put_field(&w, REMOTE_BIND, NULL, 0);
+		break;
+	case PROTO_RBIND_ADDR:
+		if (rf->bind_addr.family == AF_INET)
+			tlv_put_field(&w, REMOTE_BIND, rf->bind_addr.b, 4);
+		else if (rf->bind_addr.family == AF_INET6)
+			tlv_put_field(&w, REMOTE_BIND, rf->bind_addr.b, 16);
+		else
+			return 0;
+		break;
+	default:
+		return 0;
+	}
 	return tlv_put_message(out, outlen, type, &w);
 }
 
 struct remote_fields {
 	uint64_t port, status;
+	enum proto_remote_bind bind;
+	struct ipaddr bind_addr;
 };
 
 static int
@@ -251,6 +273,18 @@ take_remote(const struct tlv_field *f, void *arg)
 		return 0;
 	case REMOTE_STATUS:
 		return tlv_field_varint(f, &r->status);
+	case REMOTE_BIND:
+		memset(&r->bind_addr, 0, sizeof r->bind_addr);
+		if (f->len == 0) {
+			r->bind = PROTO_RBIND_ALL;
+			return 0;
+		}
+		if (f->len != 4 && f->len != 16)
+			return -1;
+		r->bind = PROTO_RBIND_ADDR;
+		r->bind_addr.family = f->len == 4 ? AF_INET : AF_INET6;
+		memcpy(r->bind_addr.b, f->v, f->len);
+		return 0;
 	default:
 		return 0;
 	}
@@ -261,12 +295,46 @@ int
 proto_fwd_remote_decode(const uint8_t *body, size_t len,
     struct proto_remote_forward *rf)
 {
-	struct remote_fields r = { 0, PROTO_FWD_OK };
+	struct remote_fields r;
 
+	memset(&r, 0, sizeof r);
+	r.status = PROTO_FWD_OK;
+	r.bind = PROTO_RBIND_DEFAULT;
 	if (tlv_decode(body, len, take_remote, &r) != 0 || r.port == 0)
 		return -1;
 	memset(rf, 0, sizeof *rf);
 	rf->port = (uint16_t)r.port;
 	rf->status = r.status;
+	rf->bind = r.bind;
+	rf->bind_addr = r.bind_addr;
 	return 0;
+}
+
+bool
+proto_fwd_remote_same(const struct proto_remote_forward *a,
+    const struct proto_remote_forward *b)
+{
+	if (a->port != b->port || a->bind != b->bind)
+		return false;
+	return a->bind != PROTO_RBIND_ADDR ||
+	    addr_equal(&a->bind_addr, &b->bind_addr);
+}
+
+const char *
+proto_fwd_remote_str(const struct proto_remote_forward *rf,
+    char buf[static PROTO_FWD_REMOTE_STRLEN])
+{
+	char a[ADDR_STRLEN];
+
+	switch (rf->bind) {
+	case PROTO_RBIND_DEFAULT:
+		return addr_hostport_str(buf, PROTO_FWD_REMOTE_STRLEN,
+		    "localhost", rf->port);
+	case PROTO_RBIND_ALL:
+		return addr_hostport_str(buf, PROTO_FWD_REMOTE_STRLEN, "*",
+		    rf->port);
+	default:
+		return addr_hostport_str(buf, PROTO_FWD_REMOTE_STRLEN,
+		    addr_ip_str(&rf->bind_addr, a), rf->port);
+	}
 }

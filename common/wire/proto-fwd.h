@@ -88,22 +88,47 @@ const char *proto_fwd_error_name(uint64_t code);
 /* client takes one back: stop listening on port (PROTO_FEATURE_CANCEL_REMOTE) */
 #define PROTO_MSG_REMOTE_FORWARD_CANCEL 6
 
+/* Where the server is to listen (field 3, PROTO_FEATURE_REMOTE_BIND):
+ * absent, the server's default, its loopback addresses (a roved without
+ * the feature listens on 0.0.0.0 instead); empty, all its addresses,
+ * IPv4 and IPv6; 4 or 16 bytes, that IPv4 or IPv6 address. */
+enum proto_remote_bind {
+	PROTO_RBIND_DEFAULT = 0,
+	PROTO_RBIND_ALL = 1,
+	PROTO_RBIND_ADDR = 2,
+};
+
 struct proto_remote_forward {
 	uint16_t port;     /* field 1 */
 	uint64_t status;   /* field 2, in replies: PROTO_FWD_OK or an error */
+	enum proto_remote_bind bind; /* field 3 */
+	struct ipaddr bind_addr;     /* when bind is PROTO_RBIND_ADDR */
 };
 /* Encode a whole control message of `type` (REMOTE_FORWARD, its reply, or
- * REMOTE_FORWARD_CANCEL, which carries only the port like a request);
- * returns its length or 0 if it does not fit. The body decoder returns 0,
- * or -1 if malformed (port 0 or missing, truncated field). Bodies use the
- * field encoding of proto.h; unknown fields are skipped. A request carries
- * only the port, a reply also the status; a missing status decodes as
- * PROTO_FWD_OK, a repeated field overrides the earlier one. The encoder
- * also returns 0 for another type, port 0 or a status >= 2^62. */
+ * REMOTE_FORWARD_CANCEL, which carries what a request does); returns its
+ * length or 0 if it does not fit. The body decoder returns 0, or -1 if
+ * malformed (port 0 or missing, truncated field, a bind address of another
+ * length than 0, 4 or 16). Bodies use the field encoding of proto.h;
+ * unknown fields are skipped. A request carries the port and the bind
+ * address (none for the default), a reply also the status, the bind
+ * address echoing the request's so that (bind, port) names the forward; a
+ * missing status decodes as PROTO_FWD_OK, a missing bind address as
+ * PROTO_RBIND_DEFAULT, a repeated field overrides the earlier one. The
+ * encoder also returns 0 for another type, port 0, a status >= 2^62, or
+ * an unknown bind or address family. */
 size_t proto_fwd_remote_encode(uint8_t *out, size_t outlen, uint64_t type,
     const struct proto_remote_forward *);
 int proto_fwd_remote_decode(const uint8_t *body, size_t len,
     struct proto_remote_forward *);
+/* Whether two messages name the same forward: port and bind address. */
+bool proto_fwd_remote_same(const struct proto_remote_forward *,
+    const struct proto_remote_forward *);
+/* The forward's bind address and port for logs and status, as the
+ * configuration writes them: "localhost:2222" (the default), "*:2222",
+ * "198.18.0.1:2222", "[fd00::1]:2222". Returns `buf`. */
+#define PROTO_FWD_REMOTE_STRLEN (ADDR_STRLEN + 8)
+const char *proto_fwd_remote_str(const struct proto_remote_forward *,
+    char buf[static PROTO_FWD_REMOTE_STRLEN]);
 
 
 #endif

@@ -54,10 +54,13 @@ enum proto_msg_type {
 #define PROTO_FEATURE_PATH_NOTICE (UINT64_C(1) << 2)
 /* forward IDs and RESUME (proto-fwd.h): forwards outlive a connection */
 #define PROTO_FEATURE_FWD_RESUME (UINT64_C(1) << 3)
+/* takes a bind address in REMOTE_FORWARD (proto-fwd.h) and listens on
+ * loopback when there is none */
+#define PROTO_FEATURE_REMOTE_BIND (UINT64_C(1) << 4)
 /* all this version has */
 #define PROTO_FEATURES (PROTO_FEATURE_CANCEL_REMOTE | \
 	PROTO_FEATURE_LOSS_RECOVERY | PROTO_FEATURE_PATH_NOTICE | \
-	PROTO_FEATURE_FWD_RESUME)
+	PROTO_FEATURE_FWD_RESUME | PROTO_FEATURE_REMOTE_BIND)
 
 /* Application close codes. A client that ends its connection because the
  * session moves to another (a transport switch) says so: the server keeps

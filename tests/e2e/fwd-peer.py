@@ -389,7 +389,9 @@ def cmd_many(a):
         parts = [memoryview(pool)[k:], memoryview(pool)[:k]]
         want = hashlib.sha256(parts[0])
         want.update(parts[1])
-        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        fam = socket.AF_INET6 if ':' in endpoint(a.addr)[0] else \
+            socket.AF_INET
+        s = socket.socket(fam, socket.SOCK_STREAM)
         c = {'i': i, 'sock': s, 'parts': [p for p in parts if len(p)],
              'want': want.hexdigest(), 'rx': hashlib.sha256(), 'nrx': 0,
              'shut': False, 'done': False, 'error': None}

@@ -10,14 +10,14 @@ SIZE=100M
 BYTES=$((100 * 1024 * 1024))
 L_PORT=7001          # rove's -L listener (laptop, 127.0.0.1)
 T_PORT=7101          # target on the LAN host
-R_PORT=2222          # roved's -R listener
+R_PORT=2222          # roved's -R listener (on its LAN address)
 RT_PORT=7201         # -R target in the laptop namespace
 
 peer_set laptop AllowForward "$LAN_HOST/32:$T_PORT"
-peer_set laptop AllowRemoteForward "$R_PORT"
+peer_set laptop AllowRemoteForward "$SRV_LAN:$R_PORT"
 client_add "$WORK/configs/rove.conf" \
 	"LocalForward = $L_PORT = $LAN_HOST:$T_PORT" \
-	"RemoteForward = $R_PORT = 127.0.0.1:$RT_PORT"
+	"RemoteForward = $SRV_LAN:$R_PORT = 127.0.0.1:$RT_PORT"
 start_roved
 start_client laptop
 wait_established laptop || die "laptop's tunnel does not come up"

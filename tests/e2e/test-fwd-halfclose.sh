@@ -16,12 +16,12 @@ RA_PORT=2222; RTA_PORT=7201  # -R, target answers after EOF
 RB_PORT=2223; RTB_PORT=7202  # -R, target speaks first
 
 peer_set laptop AllowForward "$LAN_HOST/32:$TA_PORT, $LAN_HOST/32:$TB_PORT"
-peer_set laptop AllowRemoteForward "$RA_PORT, $RB_PORT"
+peer_set laptop AllowRemoteForward "$SRV_LAN:$RA_PORT, *:$RB_PORT"
 client_add "$WORK/configs/rove.conf" \
 	"LocalForward = $LA_PORT = $LAN_HOST:$TA_PORT" \
 	"LocalForward = $LB_PORT = $LAN_HOST:$TB_PORT" \
-	"RemoteForward = $RA_PORT = 127.0.0.1:$RTA_PORT" \
-	"RemoteForward = $RB_PORT = 127.0.0.1:$RTB_PORT"
+	"RemoteForward = $SRV_LAN:$RA_PORT = 127.0.0.1:$RTA_PORT" \
+	"RemoteForward = *:$RB_PORT = 127.0.0.1:$RTB_PORT"
 start_roved
 start_client laptop
 wait_established laptop || die "laptop's tunnel does not come up"

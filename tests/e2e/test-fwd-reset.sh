@@ -15,13 +15,13 @@ fwd_init "$@"
 topo_up
 
 peer_set laptop AllowForward "$LAN_HOST/32:*"
-peer_set laptop AllowRemoteForward 2222
+peer_set laptop AllowRemoteForward "$SRV_LAN:2222"
 client_add "$WORK/configs/rove.conf" \
 	"LocalForward = 7001 = $LAN_HOST:7101" \
 	"LocalForward = 7002 = $LAN_HOST:7102" \
 	"LocalForward = 7004 = $LAN_HOST:7104" \
 	"LocalForward = 7005 = $LAN_HOST:7105" \
-	"RemoteForward = 2222 = 127.0.0.1:7103"
+	"RemoteForward = $SRV_LAN:2222 = 127.0.0.1:7103"
 peer_bg t-a "$NS_LAN" serve "$LAN_HOST:7101" --results "$WORK/t-a.json"
 peer_bg t-b "$NS_LAN" serve "$LAN_HOST:7102" --send 2000M --duration 1 --results "$WORK/t-b.json"
 peer_bg t-c "$NS_LAP" serve "127.0.0.1:7103" --results "$WORK/t-c.json"

@@ -413,8 +413,8 @@ if wait_for 5 "roved to close port 2222" not_listening "$NS_SRV" 2222; then
 else
 	fail "roved still listens on port 2222 after rove took it back"
 fi
-logged "$WORK/roved.log" "peer branch: remote forward on port 2222 closed at its request" "roved logged the remote forward taken back"
-logged "$WORK/branch.log" "reload: RemoteForward port 2222 removed: the server stops listening there" "rove logged the remote forward taken back"
+logged "$WORK/roved.log" "peer branch: remote forward on 127.0.0.1:2222 and [::1]:2222 closed at its request" "roved logged the remote forward taken back"
+logged "$WORK/branch.log" "reload: RemoteForward localhost:2222 removed: the server stops listening there" "rove logged the remote forward taken back"
 client_add "$BR_CONF" "RemoteForward = 2222 = 127.0.0.1:7010"
 hup_branch
 branch_reloads_are "RemoteForward added again" 1 0
@@ -435,22 +435,22 @@ if wait_for 5 "roved to close port 2222" not_listening "$NS_SRV" 2222; then
 else
 	fail "roved still listens on port 2222"
 fi
-logged "$WORK/roved.log" "reload: peer branch: remote forward on port 2222 closed: no longer in AllowRemoteForward" "roved logged the listener closed"
-if wait_for 5 "the branch to hear" grep -q "remote forward on port 2222 refused by the server: denied" "$WORK/branch.log"; then
+logged "$WORK/roved.log" "reload: peer branch: remote forward on 127.0.0.1:2222 and [::1]:2222 closed: no longer in AllowRemoteForward" "roved logged the listener closed"
+if wait_for 5 "the branch to hear" grep -q "remote forward on localhost:2222 refused by the server: denied" "$WORK/branch.log"; then
 	ok "the branch was told its remote forward is denied"
 else
 	fail "the branch was not told its remote forward is denied"
 fi
 expect_eq "the branch's connection is still the same" "$CONN_BEFORE_BR" "$(conn_of branch)"
 BR_KEY=$(nsx "$NS_BR" "$BUILD/rove" pubkey <"$(conf_path "$BR_CONF" PrivateKeyFile)")
-logged "$WORK/branch.log" "remote forward on port 2222 refused by the server: denied (not in its AllowRemoteForward for this client's key $BR_KEY)" \
+logged "$WORK/branch.log" "remote forward on localhost:2222 refused by the server: denied (not in its AllowRemoteForward for this client's key $BR_KEY)" \
 	"the branch's denial names the key the server's rule is for"
 # The server allows it again; the branch's reload asks for the denied
 # forward again, and roved listens.
 peer_set branch AllowRemoteForward 2222
 hup_roved
 hup_branch
-logged "$WORK/branch.log" "reload: RemoteForward port 2222 asked for again (the server denied it before)" \
+logged "$WORK/branch.log" "reload: RemoteForward localhost:2222 asked for again (the server denied it before)" \
 	"the branch's reload asked for the denied remote forward again"
 if wait_for 10 "roved's listener on port 2222" tcp_listening "$NS_SRV" 2222; then
 	ok "roved listens on port 2222 after the branch asked again"

@@ -38,7 +38,7 @@ has "before a session, the TUN is named and not forward-only" "$T" \
 has "before a session: latest handshake never" "$T" "^  latest handshake: never$"
 has "listeners: -L" "$T" "^    local 127.0.0.1:7001 -> $LAN_HOST:7101: listening$"
 has "listeners: -D (localhost)" "$T" "^    dynamic 127.0.0.1:1080: listening$"
-has "listeners: -R before a session" "$T" "^    remote server port 2299 -> 127.0.0.1:22: waiting for a session$"
+has "listeners: -R before a session" "$T" "^    remote server localhost:2299 -> 127.0.0.1:22: waiting for a session$"
 
 # --- 2. Connected: when, and the last packet.
 t0=$(date +%s)
@@ -52,7 +52,7 @@ has "connected: the last packet's age" "$T" "^  last packet received: [0-9]+\.[0
 has "connected: the interface is up" "$T" "^client: interface rove0, mtu [0-9]+ "
 wait_for 5 "the -R denial" grep -q "refused by the server: denied" "$WORK/laptop.log"
 has "listeners: -R denied" "$(text "$NS_LAP" "$LAP_SOCK")" \
-	"^    remote server port 2299 -> 127.0.0.1:22: denied$"
+	"^    remote server localhost:2299 -> 127.0.0.1:22: denied$"
 expect_eq "JSON: the -R listener's state" denied \
 	"$(sget "$NS_LAP" "$LAP_SOCK" 'peers[0].listeners[2].state')"
 hs=$(sget "$NS_LAP" "$LAP_SOCK" 'peers[0].latest_handshake')
@@ -80,9 +80,9 @@ start_client branch
 wait_established branch || die "the branch does not connect"
 wait_for 10 "roved listening on 2222" bash -c "ip netns exec '$NS_SRV' ss -Hltn 'sport = :2222' | grep -q 2222"
 T=$(text "$NS_SRV" "$ROVED_SOCK" --peer branch)
-has "roved: the branch's -R listener" "$T" "^    remote 0.0.0.0:2222: listening$"
+has "roved: the branch's -R listener" "$T" "^    remote 127\\.0\\.0\\.1:2222 and \\[::1\\]:2222: listening$"
 has "roved: the laptop's -R it refused" "$(text "$NS_SRV" "$ROVED_SOCK" --peer laptop)" \
-	"^    remote 0.0.0.0:2299: denied$"
+	"^    remote localhost:2299: denied$"
 
 # --- 4. --peer.
 if out=$(text "$NS_SRV" "$ROVED_SOCK" --peer laptop 2>&1); then

@@ -119,6 +119,7 @@ check_remote_body(const uint8_t *body, size_t len)
 	assert(type == PROTO_MSG_REMOTE_FORWARD_REPLY);
 	assert(proto_fwd_remote_decode(b, blen, &rf2) == 0);
 	assert(rf2.port == rf.port && rf2.status == rf.status);
+	assert(proto_fwd_remote_same(&rf2, &rf));
 
 	n = proto_fwd_remote_encode(enc, sizeof enc, PROTO_MSG_REMOTE_FORWARD,
 	    &rf);
@@ -127,6 +128,9 @@ check_remote_body(const uint8_t *body, size_t len)
 	assert(type == PROTO_MSG_REMOTE_FORWARD);
 	assert(proto_fwd_remote_decode(b, blen, &rf2) == 0);
 	assert(rf2.port == rf.port && rf2.status == PROTO_FWD_OK);
+	assert(proto_fwd_remote_same(&rf2, &rf));
+	assert(rf.bind != PROTO_RBIND_ADDR || rf.bind_addr.family == AF_INET ||
+	    rf.bind_addr.family == AF_INET6);
 }
 
 int

@@ -518,6 +518,25 @@ proto_fwd_seeds(void)
 	add(&both, req, nreq);
 	add(&both, rep, nrep);
 	put("proto-fwd", "remote-request-reply", both.b, both.n);
+	/* With bind addresses: one IPv6 address asked, all of them
+	 * answered. */
+	both.n = 0;
+	rf.status = 0;
+	rf.bind = PROTO_RBIND_ADDR;
+	rf.bind_addr.family = AF_INET6;
+	rf.bind_addr.b[0] = 0xfd;
+	rf.bind_addr.b[15] = 1;
+	nreq = proto_fwd_remote_encode(req, sizeof req, PROTO_MSG_REMOTE_FORWARD,
+	    &rf);
+	rf.bind = PROTO_RBIND_ALL;
+	rf.status = 4;
+	nrep = proto_fwd_remote_encode(rep, sizeof rep,
+	    PROTO_MSG_REMOTE_FORWARD_REPLY, &rf);
+	if (nreq == 0 || nrep == 0)
+		die("proto-fwd: encoding the bound remote forward failed");
+	add(&both, req, nreq);
+	add(&both, rep, nrep);
+	put("proto-fwd", "remote-bind", both.b, both.n);
 }
 
 /* --- SOCKS5 --- */

@@ -235,7 +235,7 @@ test_copies(void **state)
 	/* Still whole once the configuration is gone (ASan checks). */
 	assert_string_equal(p.allow_forward[0].name, "db.example");
 	assert_int_equal(p.allowed_ips.n, 2);
-	assert_int_equal(p.allow_remote_forward[1], 80);
+	assert_int_equal(p.allow_remote_forward[1].port, 80);
 	cfg_peer_clear(&p);
 	assert_null(p.name);
 	cfg_peer_clear(&p);

@@ -256,8 +256,9 @@ test_server_full(void **state)
 	assert_prefix(&p->allow_forward[3].prefix, "10.0.0.5/32");
 	assert_int_equal(p->allow_forward[3].port, 443);
 	assert_int_equal(p->nallow_remote_forward, 2);
-	assert_int_equal(p->allow_remote_forward[0], 2222);
-	assert_int_equal(p->allow_remote_forward[1], 8080);
+	assert_int_equal(p->allow_remote_forward[0].port, 2222);
+	assert_int_equal(p->allow_remote_forward[1].port, 8080);
+	assert_int_equal(p->allow_remote_forward[1].bind, PROTO_RBIND_DEFAULT);
 	assert_int_equal(p->line, 26);
 
 	cfg_clear(&cfg);
@@ -573,6 +574,189 @@ test_print_roundtrip(void **state)
 
 /* DNS and DNSSearch (server), DNS (client): lists that add up over
  * lines, names lower-cased, printed as one line each. */
+/* A RemoteForward's bind address is the server's: none and localhost are
+ * its loopback addresses, "*" all of them, else one address; on the wire
+ * that is no field, an empty one, or the address (IPv4-mapped made IPv4). */
+static void
+test_remote_bind(void **state)
+{
+	static const struct {
+		const char *line;
+		const char *bind;      /* bind_host as parsed */
+		enum proto_remote_bind wire;
+		const char *str;       /* the request, as logs name it */
+		const char *printed;
+	} cases[] = {
+		{ "2222 = h:22", NULL, PROTO_RBIND_DEFAULT, "localhost:2222",
+		  "2222 = h:22" },
+		{ "localhost:2222 = h:22", NULL, PROTO_RBIND_DEFAULT,
+		  "localhost:2222", "2222 = h:22" },
+		{ "*:2222 = h:22", "*", PROTO_RBIND_ALL, "*:2222",
+		  "*:2222 = h:22" },
+		{ "0.0.0.0:2222 = h:22", "0.0.0.0", PROTO_RBIND_ADDR,
+		  "0.0.0.0:2222", "0.0.0.0:2222 = h:22" },
+		{ "198.18.1.1:2222 = h:22", "198.18.1.1", PROTO_RBIND_ADDR,
+		  "198.18.1.1:2222", "198.18.1.1:2222 = h:22" },
+		{ "127.0.0.1:2222 = h:22", "127.0.0.1", PROTO_RBIND_ADDR,
+		  "127.0.0.1:2222", "127.0.0.1:2222 = h:22" },
+		{ "[::]:2222 = h:22", "::", PROTO_RBIND_ADDR, "[::]:2222",
+		  "[::]:2222 = h:22" },
+		{ "[fd00::1]:2222 = h:22", "fd00::1", PROTO_RBIND_ADDR,
+		  "[fd00::1]:2222", "[fd00::1]:2222 = h:22" },
+		{ "[::ffff:198.18.1.1]:2222 = h:22", "::ffff:198.18.1.1",
+		  PROTO_RBIND_ADDR, "198.18.1.1:2222",
+		  "[::ffff:198.18.1.1]:2222 = h:22" },
+	};
+	char text[512], want[128], s[PROTO_FWD_REMOTE_STRLEN], *printed;
+	struct proto_remote_forward rf;
+	struct cfg cfg;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		snprintf(text, sizeof text, CLI "RemoteForward = %s\n",
+		    cases[i].line);
+		load_ok("/c.conf", text, CFG_ROLE_CLIENT, &cfg);
+		assert_int_equal(cfg.nremote_forward, 1);
+		if (cases[i].bind == NULL)
+			assert_null(cfg.remote_forward[0].bind_host);
+		else
+			assert_string_equal(cfg.remote_forward[0].bind_host,
+			    cases[i].bind);
+		cfg_forward_remote(&cfg.remote_forward[0], &rf);
+		assert_int_equal(rf.port, 2222);
+		assert_int_equal(rf.bind, cases[i].wire);
+		assert_string_equal(proto_fwd_remote_str(&rf, s), cases[i].str);
+		printed = print_to_string(&cfg);
+		snprintf(want, sizeof want, "\nRemoteForward = %s\n",
+		    cases[i].printed);
+		assert_non_null(strstr(printed, want));
+		free(printed);
+		cfg_clear(&cfg);
+	}
+
+	/* -R takes the same, ssh's way round. */
+	{
+		const struct cfg_option opts[] = {
+			{ 'R', "*:2222:h:22" },
+			{ 'R', "[fd00::1]:2223:h:22" },
+			{ 'R', "localhost:2224:h:22" },
+			{ 'R', "198.18.1.1:2225:[fd00::5]:22" },
+		};
+		struct cfg_errors errs = { 0 };
+
+		assert_int_equal(cfg_load_text_options("-", CLI, CFG_ROLE_CLIENT,
+		    &cfg, &errs, opts, sizeof opts / sizeof opts[0]), 0);
+		assert_int_equal(errs.n, 0);
+		assert_int_equal(cfg.nremote_forward, 4);
+		assert_string_equal(cfg.remote_forward[0].bind_host, "*");
+		assert_string_equal(cfg.remote_forward[1].bind_host, "fd00::1");
+		assert_int_equal(cfg.remote_forward[1].bind_port, 2223);
+		assert_null(cfg.remote_forward[2].bind_host);
+		assert_string_equal(cfg.remote_forward[3].bind_host,
+		    "198.18.1.1");
+		assert_string_equal(cfg.remote_forward[3].target_host, "fd00::5");
+		cfg_clear(&cfg);
+	}
+}
+
+/* AllowRemoteForward: a port alone is loopback; ADDR:PORT, [v6]:PORT
+ * and *:PORT open other addresses, 0.0.0.0 and :: any of their family. */
+static void
+test_allow_remote_forward(void **state)
+{
+	static const struct {
+		enum proto_remote_bind bind;
+		const char *addr;
+		uint16_t port;
+		bool allowed;
+	} want[] = {
+		/* 2222: loopback only. */
+		{ PROTO_RBIND_DEFAULT, NULL, 2222, true },
+		{ PROTO_RBIND_ADDR, "127.0.0.1", 2222, true },
+		{ PROTO_RBIND_ADDR, "127.3.2.1", 2222, true },
+		{ PROTO_RBIND_ADDR, "::1", 2222, true },
+		{ PROTO_RBIND_ADDR, "::ffff:127.0.0.1", 2222, true },
+		{ PROTO_RBIND_ADDR, "0.0.0.0", 2222, false },
+		{ PROTO_RBIND_ADDR, "198.18.1.1", 2222, false },
+		{ PROTO_RBIND_ADDR, "::", 2222, false },
+		{ PROTO_RBIND_ALL, NULL, 2222, false },
+		/* A port not listed at all, even on loopback. */
+		{ PROTO_RBIND_DEFAULT, NULL, 2229, false },
+		{ PROTO_RBIND_ADDR, "127.0.0.1", 2229, false },
+		/* 2223: one address (written IPv4-mapped here). */
+		{ PROTO_RBIND_DEFAULT, NULL, 2223, true },
+		{ PROTO_RBIND_ADDR, "198.18.1.1", 2223, true },
+		{ PROTO_RBIND_ADDR, "::ffff:198.18.1.1", 2223, true },
+		{ PROTO_RBIND_ADDR, "198.18.1.2", 2223, false },
+		{ PROTO_RBIND_ADDR, "0.0.0.0", 2223, false },
+		{ PROTO_RBIND_ALL, NULL, 2223, false },
+		/* 2224: an IPv6 address. */
+		{ PROTO_RBIND_ADDR, "fd00::1", 2224, true },
+		{ PROTO_RBIND_ADDR, "fd00::2", 2224, false },
+		{ PROTO_RBIND_ADDR, "::", 2224, false },
+		/* 2225: anywhere. */
+		{ PROTO_RBIND_ALL, NULL, 2225, true },
+		{ PROTO_RBIND_ADDR, "0.0.0.0", 2225, true },
+		{ PROTO_RBIND_ADDR, "::", 2225, true },
+		{ PROTO_RBIND_ADDR, "fd00::9", 2225, true },
+		{ PROTO_RBIND_DEFAULT, NULL, 2225, true },
+		/* 2226: 0.0.0.0 is any IPv4 address, not IPv6, not "*". */
+		{ PROTO_RBIND_ADDR, "0.0.0.0", 2226, true },
+		{ PROTO_RBIND_ADDR, "198.18.7.7", 2226, true },
+		{ PROTO_RBIND_ADDR, "fd00::1", 2226, false },
+		{ PROTO_RBIND_ADDR, "::", 2226, false },
+		{ PROTO_RBIND_ALL, NULL, 2226, false },
+		/* 2227: :: is any IPv6 address. */
+		{ PROTO_RBIND_ADDR, "::", 2227, true },
+		{ PROTO_RBIND_ADDR, "fd00::7", 2227, true },
+		{ PROTO_RBIND_ADDR, "198.18.1.1", 2227, false },
+		{ PROTO_RBIND_ALL, NULL, 2227, false },
+	};
+	struct proto_remote_forward rf;
+	struct cfg cfg;
+	char *printed;
+
+	(void)state;
+	load_ok("/s.conf", SRV PEER_A "AllowRemoteForward = 2222, "
+	    "[::ffff:198.18.1.1]:2223, [fd00::1]:2224, *:2225, "
+	    "0.0.0.0:2226, [::]:2227\n", CFG_ROLE_SERVER, &cfg);
+	assert_int_equal(cfg.peers[0].nallow_remote_forward, 6);
+	assert_int_equal(cfg.peers[0].allow_remote_forward[1].bind,
+	    PROTO_RBIND_ADDR);
+	assert_int_equal(cfg.peers[0].allow_remote_forward[1].addr.family,
+	    AF_INET);
+	assert_int_equal(cfg.peers[0].allow_remote_forward[3].bind,
+	    PROTO_RBIND_ALL);
+	printed = print_to_string(&cfg);
+	assert_non_null(strstr(printed, "\nAllowRemoteForward = 2222, "
+	    "198.18.1.1:2223, [fd00::1]:2224, *:2225, 0.0.0.0:2226, "
+	    "[::]:2227\n"));
+	free(printed);
+	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+		memset(&rf, 0, sizeof rf);
+		rf.port = want[i].port;
+		rf.bind = want[i].bind;
+		if (want[i].addr != NULL)
+			assert_int_equal(addr_parse_ip(want[i].addr,
+			    &rf.bind_addr), 0);
+		if (cfg_remote_allowed(&cfg.peers[0], &rf) != want[i].allowed)
+			fail_msg("case %zu: %s port %u: want %s", i,
+			    want[i].addr ? want[i].addr : "(no address)",
+			    (unsigned)want[i].port,
+			    want[i].allowed ? "allowed" : "denied");
+	}
+	cfg_clear(&cfg);
+	roundtrip("/s.conf", SRV PEER_A "AllowRemoteForward = 22, localhost:23, "
+	    "*:24, 198.18.1.1:25, [fd00::1]:26\n", CFG_ROLE_SERVER, NULL);
+
+	/* No list: nothing, loopback included. */
+	load_ok("/s.conf", SRV PEER_A, CFG_ROLE_SERVER, &cfg);
+	memset(&rf, 0, sizeof rf);
+	rf.port = 22;
+	assert_false(cfg_remote_allowed(&cfg.peers[0], &rf));
+	cfg_clear(&cfg);
+}
+
 static void
 test_dns(void **state)
 {
@@ -858,9 +1042,26 @@ static const struct bad_case bad_cases[] = {
 	    { "t.conf:7: AllowForward: '10.0.0.300:22' is not prefix:port, "
 	      "[IPv6-prefix]:port or name:port" } },
 	{ S, SRV PEER_A "AllowRemoteForward = 22, 0\n", 0,
-	    { "t.conf:7: AllowRemoteForward: '0' is not a port (1..65535)" } },
+	    { "t.conf:7: AllowRemoteForward: '0' is not a port (1..65535), "
+	      "ADDR:PORT, [IPv6-ADDR]:PORT or *:PORT" } },
 	{ S, SRV PEER_A "AllowRemoteForward = 22, 22\n", 0,
-	    { "t.conf:7: AllowRemoteForward: port 22 is listed twice" } },
+	    { "t.conf:7: AllowRemoteForward: localhost:22 is listed twice" } },
+	{ S, SRV PEER_A "AllowRemoteForward = 22, localhost:22\n", 0,
+	    { "t.conf:7: AllowRemoteForward: localhost:22 is listed twice" } },
+	{ S, SRV PEER_A "AllowRemoteForward = *:22, 22, *:22\n", 0,
+	    { "t.conf:7: AllowRemoteForward: *:22 is listed twice" } },
+	{ S, SRV PEER_A "AllowRemoteForward = [::ffff:198.18.1.1]:22, "
+	    "198.18.1.1:22\n", 0,
+	    { "t.conf:7: AllowRemoteForward: 198.18.1.1:22 is listed twice" } },
+	{ S, SRV PEER_A "AllowRemoteForward = gw.example:22\n", 0,
+	    { "t.conf:7: AllowRemoteForward: 'gw.example:22' is not a port "
+	      "(1..65535), ADDR:PORT, [IPv6-ADDR]:PORT or *:PORT" } },
+	{ S, SRV PEER_A "AllowRemoteForward = 198.18.1.1:0\n", 0,
+	    { "t.conf:7: AllowRemoteForward: '198.18.1.1:0' is not a port "
+	      "(1..65535), ADDR:PORT, [IPv6-ADDR]:PORT or *:PORT" } },
+	{ S, SRV PEER_A "AllowRemoteForward = fd00::1:22\n", 0,
+	    { "t.conf:7: AllowRemoteForward: 'fd00::1:22' is not a port "
+	      "(1..65535), ADDR:PORT, [IPv6-ADDR]:PORT or *:PORT" } },
 
 	/* Server keys. */
 	{ S, SRV "Listen = vpn.example:4433\n" PEER_A, 0,
@@ -942,6 +1143,22 @@ static const struct bad_case bad_cases[] = {
 	{ C, CLI "LocalForward = gateway:8080 = intranet:80\n", 0,
 	    { "t.conf:5: LocalForward: bind address 'gateway' is not a "
 	      "numeric IP address (or localhost)" } },
+	/* "*" is the server's all addresses, for a RemoteForward only. */
+	{ C, CLI "LocalForward = *:8080 = intranet:80\n", 0,
+	    { "t.conf:5: LocalForward: bind address '*' is not a "
+	      "numeric IP address (or localhost)" } },
+	{ C, CLI "DynamicForward = *:1080\n", 0,
+	    { "t.conf:5: DynamicForward: bind address '*' is not a "
+	      "numeric IP address (or localhost)" } },
+	{ C, CLI "RemoteForward = gw:2222 = h:22\n", 0,
+	    { "t.conf:5: RemoteForward: bind address 'gw' is not a "
+	      "numeric IP address (or localhost or *)" } },
+	/* One RemoteForward per port, whatever the bind addresses: a
+	 * connection reaches rove named by its port. */
+	{ C, CLI "RemoteForward = 198.18.1.1:22 = c:22\n"
+	    "RemoteForward = 127.0.0.1:22 = c:22\n", 0,
+	    { "t.conf:6: RemoteForward: 127.0.0.1:22 is already used by "
+	      "RemoteForward on line 5" } },
 	{ C, CLI "RemoteForward = 70000 = h:22\n", 0,
 	    { "t.conf:5: RemoteForward: '70000 = h:22' is not [bind:]port = "
 	      "host:port" } },
@@ -1105,7 +1322,7 @@ test_boundaries(void **state)
 	assert_int_equal(strlen(cfg.peers[0].name), 32);
 	assert_prefix(&cfg.peers[0].addrs[1],
 	    "fd00:ffff:ffff:ffff:ffff:ffff:ffff:fffe/128");
-	assert_int_equal(cfg.peers[0].allow_remote_forward[1], 65535);
+	assert_int_equal(cfg.peers[0].allow_remote_forward[1].port, 65535);
 	assert_prefix(&cfg.peers[0].allow_forward[0].prefix, "::/0");
 	assert_int_equal(cfg.peers[0].allow_forward[0].port, 65535);
 	cfg_clear(&cfg);
@@ -1244,7 +1461,7 @@ test_options(void **state)
 			{ 'L', "9000:host" },
 			{ 'R', "x:host:22" },
 			{ 'D', "99999" },
-			{ 'R', "127.0.0.1:2222:h:22" },
+			{ 'R', "gw.example:2222:h:22" },
 			{ 'L', "8080:other.example:80" },
 		};
 		const char *const msgs[] = {
@@ -1255,9 +1472,9 @@ test_options(void **state)
 			"-R x:host:22: RemoteForward: 'x = host:22' is not "
 			    "[bind:]port = host:port",
 			"-D 99999: DynamicForward: '99999' is not [bind:]port",
-			"-R 127.0.0.1:2222:h:22: RemoteForward: bind address "
-			    "127.0.0.1 is not supported: roved listens on 0.0.0.0 "
-			    "(all its IPv4 addresses)",
+			"-R gw.example:2222:h:22: RemoteForward: bind address "
+			    "'gw.example' is not a numeric IP address (or "
+			    "localhost or *)",
 			"-L 8080:other.example:80: LocalForward: port 8080 is "
 			    "already used by LocalForward on line 6",
 		};
@@ -1595,6 +1812,8 @@ main(void)
 		cmocka_unit_test(test_relative_paths),
 		cmocka_unit_test(test_print_roundtrip),
 		cmocka_unit_test(test_dns),
+		cmocka_unit_test(test_remote_bind),
+		cmocka_unit_test(test_allow_remote_forward),
 		cmocka_unit_test(test_bad_cases),
 		cmocka_unit_test(test_long_line),
 		cmocka_unit_test(test_boundaries),

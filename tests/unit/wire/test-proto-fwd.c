@@ -504,6 +504,8 @@ check_remote(uint64_t type, const struct proto_remote_forward *rf,
 	assert_int_equal(proto_fwd_remote_decode(body, bodylen, &got), 0);
 	assert_int_equal(got.port, back->port);
 	assert_true(got.status == back->status);
+	assert_int_equal(got.bind, back->bind);
+	assert_true(proto_fwd_remote_same(&got, back));
 }
 
 static void
@@ -526,38 +528,179 @@ test_remote_encode(void **state)
 
 	(void)state;
 	/* A request carries no status, so it decodes as OK. */
-	rf = (struct proto_remote_forward){ 2222, PROTO_FWD_ERR_DENIED };
-	back = (struct proto_remote_forward){ 2222, PROTO_FWD_OK };
+	rf = (struct proto_remote_forward){ .port = 2222, .status = PROTO_FWD_ERR_DENIED };
+	back = (struct proto_remote_forward){ .port = 2222, .status = PROTO_FWD_OK };
 	check_remote(PROTO_MSG_REMOTE_FORWARD, &rf, req2222, sizeof req2222, &back);
-	rf = back = (struct proto_remote_forward){ 1, 0 };
+	rf = back = (struct proto_remote_forward){ .port = 1, .status = 0 };
 	check_remote(PROTO_MSG_REMOTE_FORWARD, &rf, req1, sizeof req1, &back);
-	rf = back = (struct proto_remote_forward){ 63, 0 };
+	rf = back = (struct proto_remote_forward){ .port = 63, .status = 0 };
 	check_remote(PROTO_MSG_REMOTE_FORWARD, &rf, req63, sizeof req63, &back);
-	rf = back = (struct proto_remote_forward){ 65535, 0 };
+	rf = back = (struct proto_remote_forward){ .port = 65535, .status = 0 };
 	check_remote(PROTO_MSG_REMOTE_FORWARD, &rf, req65535, sizeof req65535,
 	    &back);
 
-	rf = back = (struct proto_remote_forward){ 2222, PROTO_FWD_OK };
+	rf = back = (struct proto_remote_forward){ .port = 2222, .status = PROTO_FWD_OK };
 	check_remote(PROTO_MSG_REMOTE_FORWARD_REPLY, &rf, ok2222, sizeof ok2222,
 	    &back);
-	rf = back = (struct proto_remote_forward){ 80, PROTO_FWD_ERR_DENIED };
+	rf = back = (struct proto_remote_forward){ .port = 80, .status = PROTO_FWD_ERR_DENIED };
 	check_remote(PROTO_MSG_REMOTE_FORWARD_REPLY, &rf, denied80,
 	    sizeof denied80, &back);
-	rf = back = (struct proto_remote_forward){ 7, 300 };
+	rf = back = (struct proto_remote_forward){ .port = 7, .status = 300 };
 	check_remote(PROTO_MSG_REMOTE_FORWARD_REPLY, &rf, st300, sizeof st300,
 	    &back);
 
 	/* Taking one back: the port alone, like a request. */
-	rf = (struct proto_remote_forward){ 2222, PROTO_FWD_ERR_DENIED };
-	back = (struct proto_remote_forward){ 2222, PROTO_FWD_OK };
+	rf = (struct proto_remote_forward){ .port = 2222, .status = PROTO_FWD_ERR_DENIED };
+	back = (struct proto_remote_forward){ .port = 2222, .status = PROTO_FWD_OK };
 	check_remote(PROTO_MSG_REMOTE_FORWARD_CANCEL, &rf, cancel2222,
 	    sizeof cancel2222, &back);
+}
+
+/* Field 3, the bind address: none is the server's default (loopback on a
+ * roved that has PROTO_FEATURE_REMOTE_BIND), empty all its addresses, 4 or
+ * 16 bytes one address. A reply and a cancel carry it like the request. */
+static void
+test_remote_bind(void **state)
+{
+	static const uint8_t all2222[] = { 0x04, 0x06, 0x01, 0x02, 0x48, 0xae,
+		0x03, 0x00 };
+	static const uint8_t v4_2222[] = { 0x04, 0x0a, 0x01, 0x02, 0x48, 0xae,
+		0x03, 0x04, 198, 18, 1, 1 };
+	static const uint8_t v6_80[] = { 0x06, 0x16, 0x01, 0x02, 0x40, 0x50,
+		0x03, 0x10, 0xfd, 0x00, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+		0x01 };
+	static const uint8_t reply_v4[] = { 0x05, 0x0d, 0x01, 0x02, 0x48, 0xae,
+		0x02, 0x01, 0x04, 0x03, 0x04, 198, 18, 1, 1 };
+	struct proto_remote_forward rf, back;
+	char s[PROTO_FWD_REMOTE_STRLEN];
+	uint8_t buf[64];
+
+	(void)state;
+	rf = back = (struct proto_remote_forward){ 2222, 0, PROTO_RBIND_ALL,
+		{ 0, { 0 } } };
+	check_remote(PROTO_MSG_REMOTE_FORWARD, &rf, all2222, sizeof all2222,
+	    &back);
+	assert_string_equal(proto_fwd_remote_str(&rf, s), "*:2222");
+
+	rf = back = (struct proto_remote_forward){ 2222, 0, PROTO_RBIND_ADDR,
+		{ AF_INET, { 198, 18, 1, 1 } } };
+	check_remote(PROTO_MSG_REMOTE_FORWARD, &rf, v4_2222, sizeof v4_2222,
+	    &back);
+	assert_string_equal(proto_fwd_remote_str(&rf, s), "198.18.1.1:2222");
+	rf.status = back.status = PROTO_FWD_ERR_DENIED;
+	check_remote(PROTO_MSG_REMOTE_FORWARD_REPLY, &rf, reply_v4,
+	    sizeof reply_v4, &back);
+
+	rf = back = (struct proto_remote_forward){ 80, 0, PROTO_RBIND_ADDR,
+		{ AF_INET6, { 0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+		1 } } };
+	check_remote(PROTO_MSG_REMOTE_FORWARD_CANCEL, &rf, v6_80, sizeof v6_80,
+	    &back);
+	assert_string_equal(proto_fwd_remote_str(&rf, s), "[fd00::1]:80");
+
+	/* The default sends no field at all: the message an older client
+	 * sends, byte for byte, and what an older server answers. */
+	rf = (struct proto_remote_forward){ 2222, 0, PROTO_RBIND_DEFAULT,
+		{ AF_INET, { 127, 0, 0, 1 } } };
+	back = (struct proto_remote_forward){ 2222, 0, PROTO_RBIND_DEFAULT,
+		{ 0, { 0 } } };
+	check_remote(PROTO_MSG_REMOTE_FORWARD, &rf,
+	    (const uint8_t[]){ 0x04, 0x04, 0x01, 0x02, 0x48, 0xae }, 6, &back);
+	assert_string_equal(proto_fwd_remote_str(&rf, s), "localhost:2222");
+
+	/* The same forward is the same port and bind address. */
+	rf = back = (struct proto_remote_forward){ 2222, 0, PROTO_RBIND_ADDR,
+		{ AF_INET, { 198, 18, 1, 1 } } };
+	back.status = 4;
+	assert_true(proto_fwd_remote_same(&rf, &back));
+	back.bind_addr.b[3] = 2;
+	assert_false(proto_fwd_remote_same(&rf, &back));
+	back = rf;
+	back.bind = PROTO_RBIND_ALL;
+	assert_false(proto_fwd_remote_same(&rf, &back));
+	back = rf;
+	back.port = 2223;
+	assert_false(proto_fwd_remote_same(&rf, &back));
+	/* An address of no known family, or an unknown bind, is not sent. */
+	rf.bind_addr.family = 0;
+	assert_int_equal(proto_fwd_remote_encode(buf, sizeof buf,
+	    PROTO_MSG_REMOTE_FORWARD, &rf), 0);
+	rf.bind_addr.family = AF_INET;
+	rf.bind = 7;
+	assert_int_equal(proto_fwd_remote_encode(buf, sizeof buf,
+	    PROTO_MSG_REMOTE_FORWARD, &rf), 0);
+}
+
+static void
+check_bind_decode(const uint8_t *body, size_t len, int want,
+    enum proto_remote_bind bind, int family, const uint8_t *addr)
+{
+	struct proto_remote_forward rf;
+
+	memset(&rf, 0xa5, sizeof rf);
+	assert_int_equal(proto_fwd_remote_decode(body, len, &rf), want);
+	if (want != 0)
+		return;
+	assert_int_equal(rf.bind, bind);
+	if (bind == PROTO_RBIND_ADDR) {
+		assert_int_equal(rf.bind_addr.family, family);
+		assert_memory_equal(rf.bind_addr.b, addr,
+		    family == AF_INET ? 4 : 16);
+	}
+}
+
+static void
+test_remote_bind_decode(void **state)
+{
+	static const uint8_t v4[] = { 198, 18, 1, 1 };
+	static const uint8_t any[16] = { 0 };
+	/* Before the port, and the field alone among unknown ones. */
+	static const uint8_t first[] = { 0x03, 0x04, 198, 18, 1, 1, 0x09, 0x01,
+		0x00, 0x01, 0x01, 0x05 };
+	static const uint8_t v6_any[] = { 0x01, 0x01, 0x05, 0x03, 0x10, 0, 0, 0,
+		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
+	/* Repeated: the later one counts, address or all. */
+	static const uint8_t v4_then_all[] = { 0x01, 0x01, 0x05, 0x03, 0x04,
+		198, 18, 1, 1, 0x03, 0x00 };
+	static const uint8_t all_then_v4[] = { 0x01, 0x01, 0x05, 0x03, 0x00,
+		0x03, 0x04, 198, 18, 1, 1 };
+	static const uint8_t len1[] = { 0x01, 0x01, 0x05, 0x03, 0x01, 0x7f };
+	static const uint8_t len5[] = { 0x01, 0x01, 0x05, 0x03, 0x05, 1, 2, 3,
+		4, 5 };
+	static const uint8_t len15[] = { 0x01, 0x01, 0x05, 0x03, 0x0f, 0, 0, 0,
+		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
+	static const uint8_t len17[] = { 0x01, 0x01, 0x05, 0x03, 0x11, 0, 0, 0,
+		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
+	static const uint8_t cut[] = { 0x01, 0x01, 0x05, 0x03, 0x04, 198, 18 };
+	/* A good port does not save a bad bind address. */
+	static const uint8_t bad_then_port[] = { 0x03, 0x02, 1, 2, 0x01, 0x01,
+		0x05 };
+
+	(void)state;
+	check_bind_decode(first, sizeof first, 0, PROTO_RBIND_ADDR, AF_INET, v4);
+	check_bind_decode(v6_any, sizeof v6_any, 0, PROTO_RBIND_ADDR, AF_INET6,
+	    any);
+	check_bind_decode(v4_then_all, sizeof v4_then_all, 0, PROTO_RBIND_ALL,
+	    0, NULL);
+	check_bind_decode(all_then_v4, sizeof all_then_v4, 0, PROTO_RBIND_ADDR,
+	    AF_INET, v4);
+	check_bind_decode(len1, sizeof len1, -1, 0, 0, NULL);
+	check_bind_decode(len5, sizeof len5, -1, 0, 0, NULL);
+	check_bind_decode(len15, sizeof len15, -1, 0, 0, NULL);
+	check_bind_decode(len17, sizeof len17, -1, 0, 0, NULL);
+	check_bind_decode(cut, sizeof cut, -1, 0, 0, NULL);
+	check_bind_decode(bad_then_port, sizeof bad_then_port, -1, 0, 0, NULL);
+	/* Every cut of a message with the field is malformed, except the
+	 * one that ends right after the port. */
+	for (size_t i = 0; i < sizeof v6_any; i++)
+		check_bind_decode(v6_any, i, i == 3 ? 0 : -1,
+		    PROTO_RBIND_DEFAULT, 0, NULL);
 }
 
 static void
 test_remote_encode_refuses(void **state)
 {
-	struct proto_remote_forward rf = { 22, 0 };
+	struct proto_remote_forward rf = { .port = 22 };
 	uint8_t buf[64];
 
 	(void)state;
@@ -685,6 +828,8 @@ main(void)
 		cmocka_unit_test(test_error_names),
 		cmocka_unit_test(test_remote_encode),
 		cmocka_unit_test(test_remote_encode_refuses),
+		cmocka_unit_test(test_remote_bind),
+		cmocka_unit_test(test_remote_bind_decode),
 		cmocka_unit_test(test_remote_decode),
 		cmocka_unit_test(test_remote_decode_malformed),
 	};
