@@ -156,6 +156,10 @@ GETTER(get_0rtt_attempted, p->roam.zero_rtt_attempted)
 GETTER(get_0rtt_accepted, p->roam.zero_rtt_accepted)
 GETTER(get_0rtt_rejected, p->roam.zero_rtt_rejected)
 GETTER(get_fwd_open, p->fwd_open)
+GETTER(get_tcp_fallbacks, p->roam.tcp_fallbacks)
+GETTER(get_quic_returns, p->roam.quic_returns)
+GETTER(get_fwd_resumed, p->has_fwd ? p->fwd.resumed : 0)
+GETTER(get_fwd_resume_lost, p->has_fwd ? p->fwd.resume_lost : 0)
 #undef GETTER
 
 /* The families that are not one integer a peer: their lines for one. */
@@ -166,6 +170,21 @@ lines_rtt(struct evbuffer *out, const struct metrics_peer *p)
 	label_value(out, p->name);
 	evbuffer_add_printf(out, "\"} %.6f\n",
 	    p->has_quic ? p->quic.rtt_ms / 1000.0 : 0.0);
+}
+
+/* Which transport the session runs on: 1 for the one in use, 0 for the
+ * other, both 0 without a session (status "transport"). */
+static void
+lines_transport(struct evbuffer *out, const struct metrics_peer *p)
+{
+	static const char *const names[] = { "quic", "tcp" };
+
+	for (int t = 0; t < 2; t++) {
+		evbuffer_add_printf(out, "rove_peer_transport{peer=\"");
+		label_value(out, p->name);
+		evbuffer_add_printf(out, "\",transport=\"%s\"} %d\n", names[t],
+		    p->has_quic && p->quic.tcp == (t == 1));
+	}
 }
 
 static void
@@ -237,6 +256,13 @@ static const struct peer_family peer_families[] = {
 	    get_fec_unrepaired, NULL },
 	{ "rove_peer_handshakes_total", "counter",
 	    "Connections established.", get_handshakes, NULL },
+	{ "rove_peer_transport", "gauge",
+	    "1 for the transport the peer's session runs on: QUIC, or TLS over TCP.",
+	    NULL, lines_transport },
+	{ "rove_peer_tcp_fallbacks_total", "counter",
+	    "Client: moves of the session to TLS over TCP.", get_tcp_fallbacks, NULL },
+	{ "rove_peer_quic_returns_total", "counter",
+	    "Client: moves of the session back to QUIC.", get_quic_returns, NULL },
 	{ "rove_peer_migrations_total", "counter",
 	    "Client: migrations to a new local address.", get_migrations, NULL },
 	{ "rove_peer_rebinds_total", "counter",
@@ -257,6 +283,12 @@ static const struct peer_family peer_families[] = {
 	    "Forwarded TCP connections open now.", get_fwd_open, NULL },
 	{ "rove_peer_forwards_total", "counter",
 	    "Forwarded TCP connections that ended, by outcome.", NULL, lines_forwards },
+	{ "rove_peer_forwards_resumed_total", "counter",
+	    "Forwarded TCP connections carried on over a new session.",
+	    get_fwd_resumed, NULL },
+	{ "rove_peer_forwards_resume_lost_total", "counter",
+	    "Forwarded TCP connections that waited for a new session in vain.",
+	    get_fwd_resume_lost, NULL },
 };
 #define PEER_FAMILIES (sizeof peer_families / sizeof peer_families[0])
 

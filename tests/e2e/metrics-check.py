@@ -74,6 +74,17 @@ for p in status["peers"]:
     for reason, n in p["drops"].items():
         check("%s drops %s" % (name, reason),
               peer_value("rove_peer_drops_total", name, reason=reason), float(n))
+    for t in ("quic", "tcp"):
+        check("%s transport %s" % (name, t),
+              peer_value("rove_peer_transport", name, transport=t),
+              1.0 if p["transport"] == t else 0.0)
+    if "tcp_fallbacks" in p:
+        check("%s tcp_fallbacks" % name,
+              peer_value("rove_peer_tcp_fallbacks_total", name),
+              float(p["tcp_fallbacks"]))
+        check("%s quic_returns" % name,
+              peer_value("rove_peer_quic_returns_total", name),
+              float(p["quic_returns"]))
     check("%s zero_rtt accepted" % name,
           peer_value("rove_peer_zero_rtt_accepted_total", name),
           float(p["zero_rtt"]["accepted"]))
@@ -81,6 +92,10 @@ for p in status["peers"]:
         check("%s forwards completed" % name,
               peer_value("rove_peer_forwards_total", name, outcome="completed"),
               float(p["forward_counters"]["completed"]))
+        for c in ("resumed", "resume_lost"):
+            check("%s forwards %s" % (name, c),
+                  peer_value("rove_peer_forwards_%s_total" % c, name),
+                  float(p["forward_counters"][c]))
         check("%s forwards open" % name,
               peer_value("rove_peer_forwards_open", name), float(len(p["forwards"])))
 for proc in ("process_cpu_seconds_total", "process_resident_memory_bytes",

@@ -13,6 +13,7 @@
 # with EOF and no error, each target must have accepted exactly one
 # connection per conversation, and the counters say how many forwards were
 # resumed (and none lost).
+# e2e: light
 . "$(dirname "$0")/fwd-lib.sh"
 fwd_init "$@"
 e2e_transport auto
