@@ -753,7 +753,7 @@ fwd_set_park(struct fwd_set *set, struct fwd_set *park)
 		/* Its stream is over, both ways, but TCP has yet to take all
 		 * that it brought: that needs no connection. */
 		if (f->relay != NULL && !f->relay_done && f->stream_closed) {
-			relay_orphan(f->relay);
+			relay_attach(f->relay, NULL, -1);
 			move(f, park);
 			continue;
 		}

@@ -44,8 +44,9 @@ struct relay {
 	 * `tx_base`, after the header or the answer. */
 	uint64_t tx_base;
 	uint64_t rx_total;     /* the peer's bytes taken, over every stream */
-	bool parked;           /* no stream to send on: TCP reading waits */
-	struct evbuffer *kept; /* parked: our bytes the peer may lack ... */
+	/* Parked (set while there is no stream to send on, and TCP reading
+	 * waits): our bytes the peer may lack ... */
+	struct evbuffer *kept;
 	uint64_t kept_from;    /* ... starting with this one */
 	/* Bytes in `out` that came on an earlier stream: their credit went
 	 * with it, and is not given on the new one. */
@@ -291,7 +292,7 @@ update(struct relay *r)
 	 * acknowledged, not at every acknowledgement: pausing costs syscalls.
 	 * A parked relay has nowhere to send. */
 	unacked = r->qc == NULL ? 0 : quic_conn_stream_unacked(r->qc, r->sid);
-	want_rd = r->tcp_rd_open && !r->stream_gone && !r->parked && conn_open(r) &&
+	want_rd = r->tcp_rd_open && !r->stream_gone && r->kept == NULL && conn_open(r) &&
 	    (r->rd_armed ? unacked < r->cap : unacked <= r->cap - r->cap / 4) &&
 	    quic_conn_stream_room(r->qc, r->sid, r->cap) > 0;
 	/* Bytes for TCP are written from an event made active by hand, after
@@ -302,7 +303,7 @@ update(struct relay *r)
 		event_active(r->wr_ev, EV_WRITE, 1);
 		r->wr_sched = true;
 	}
-	want_cl = r->tcp_rd_open && !want_rd && !r->eof_seen && !r->parked;
+	want_cl = r->tcp_rd_open && !want_rd && !r->eof_seen && r->kept == NULL;
 	if (want_rd != r->rd_armed) {
 		if (want_rd)
 			event_add(r->rd_ev, NULL);
@@ -419,7 +420,7 @@ relay_abort(struct relay *r)
 bool
 relay_parkable(const struct relay *r)
 {
-	return !r->finished && !r->stream_gone && !r->parked;
+	return !r->finished && !r->stream_gone && r->kept == NULL;
 }
 
 void
@@ -434,15 +435,7 @@ relay_park(struct relay *r)
 	r->out_old = evbuffer_get_length(r->out);
 	r->qc = NULL;
 	r->sid = -1;
-	r->parked = true;
 	update(r);
-}
-
-void
-relay_orphan(struct relay *r)
-{
-	r->qc = NULL;
-	r->sid = -1;
 }
 
 void
@@ -471,7 +464,6 @@ relay_resume(struct relay *r, uint64_t peer_rx)
 	}
 	evbuffer_free(r->kept);
 	r->kept = NULL;
-	r->parked = false;
 	update(r);
 	quic_write_dirty();
 	return 0;

@@ -48,12 +48,10 @@ bool relay_parkable(const struct relay *);
  * taken yet, and our bytes the peer has not acknowledged (it may lack
  * them); stop reading TCP. The relay no longer touches the old stream. */
 void relay_park(struct relay *);
-/* The connection is going away after the relay's stream closed: TCP
- * still takes what the stream brought, and the relay finishes as usual,
- * without the connection. */
-void relay_orphan(struct relay *);
 /* A parked relay's new stream, whose header (or answer) is queued. Still
- * parked: only stream events and aborts work. */
+ * parked: only stream events and aborts work. With NULL: no connection
+ * at all, for a relay that waits parked again, or whose stream closed
+ * both ways and that only has TCP to finish (it ends as usual). */
 void relay_attach(struct relay *, struct quic_conn *, int64_t sid);
 /* The peer has taken `peer_rx` of our bytes: send it the rest of what was
  * kept (and our FIN again if we had sent it) and relay on. -1 when
