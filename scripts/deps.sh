@@ -51,14 +51,17 @@ WOLFSSL_CFLAGS="-O2 -fPIC -DWOLFSSL_ALWAYS_VERIFY_CB -DHAVE_AES_ECB -DHAVE_SECRE
 # (common/tunnel/fec.c);
 # clang and libclang-rt-dev (libFuzzer, the sanitizers) build the fuzzers;
 # openssh is the reference for the forwarding benchmarks (bench/forward.sh,
-# bench/setup.sh); dbus-daemon runs the private bus of test-dns.sh.
+# bench/setup.sh); dbus-daemon runs the private bus of test-dns.sh;
+# squid and dante-server are the HTTP and SOCKS5 proxies that rove's
+# Proxy setting is tested through, haproxy and nginx the web server that
+# shares port 443 with roved (each runs only inside a test's namespace).
 PACKAGES=(build-essential pkg-config autoconf automake libtool cmake dpkg-dev patch
 	libevent-dev libnl-3-dev libnl-route-3-dev libcap-ng-dev libcmocka-dev
 	libsystemd-dev libisal-dev
 	iproute2 nftables conntrack iperf3 iputils-ping procps psmisc curl tcpdump
 	python3 openssl clang libclang-rt-dev debhelper lintian fakeroot
 	python3-prometheus-client tshark openssh-client openssh-server
-	dbus-daemon)
+	dbus-daemon squid dante-server haproxy nginx)
 
 log() { printf 'deps: %s\n' "$*" >&2; }
 die() { log "$*"; exit 1; }
