@@ -24,6 +24,7 @@
 #include "ops/metrics.h"
 #include "ops/status.h"
 #include "transport/quic.h"
+#include "transport/throttle.h"
 #include "transport/tls.h"
 #include "transport/udp.h"
 #include "tun/tun-monitor.h"
@@ -150,6 +151,18 @@ struct client {
 	/* TLS over TCP came up while QUIC was silent: QUIC's last chance. */
 	struct event *alt_wait_ev;
 	bool alt_waited;
+	/* Transport = auto against a UDP policer (client-throttle.c): the
+	 * watch on QUIC; `alt` racing because QUIC looked policed; on TCP
+	 * for that reason (judged at trial_end_ms against QUIC's rate, held
+	 * until hold_until_ms); and the hold, which doubles when the policer
+	 * is found again soon after a return to QUIC (back_ms). */
+	struct throttle_watch throttle;
+	bool alt_for_throttle;
+	bool throttled;
+	uint64_t throttle_quic_bps;
+	uint64_t throttle_trial_end_ms, throttle_hold_until_ms;
+	uint64_t throttle_hold_ms, throttle_back_ms;
+	uint64_t throttle_watch_from_ms; /* none before: TCP lost a trial */
 	/* Leaving a silent uplink (client-path.c): a check every
 	 * UPLINK_CHECK_MS, the uplinks tried in this silence, when the next
 	 * may be, and when (and how long after) to try the preferred
@@ -196,6 +209,19 @@ void client_notify(struct client *, const char *what);
 /* Transport = auto: TLS over TCP next to QUIC, unless it is trying
  * already or may not yet; `why` goes into the log. */
 void client_start_alt(struct client *, const char *why);
+
+/* --- client-throttle.c -------------------------------------------------- */
+
+/* Every TRANSPORT_CHECK_MS in auto: on QUIC, watch for a policer and
+ * race TLS over TCP when it shows; on TCP because of one, judge the
+ * trial. */
+void client_throttle_check(struct client *, uint64_t now_ms);
+/* The session moved: to TLS over TCP (`to_tcp`) or back to QUIC. */
+void client_throttle_moved(struct client *, bool to_tcp, uint64_t now_ms);
+/* While on TCP because of a policer: the earliest a QUIC probe may go. */
+uint64_t client_throttle_probe_at(const struct client *);
+/* LOSS_REPORT arrived on the control stream. */
+void client_throttle_report(struct client *, const uint8_t *body, size_t len);
 
 /* --- client-tun.c ------------------------------------------------------- */
 

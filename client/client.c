@@ -91,8 +91,13 @@ take_session(struct client *c, struct quic_conn *qc)
 	if (qc == c->probe) {
 		struct csock *ps = c->probe_sock;
 
-		log_info("UDP gets through again: the session moves back to QUIC");
+		if (c->throttled)
+			log_info("trying QUIC again, %llu s after it looked "
+			    "throttled", (unsigned long long)c->throttle_hold_ms / 1000);
+		else
+			log_info("UDP gets through again: the session moves back to QUIC");
 		c->roam.quic_returns++;
+		client_throttle_moved(c, false, clock_now_ms());
 		c->probe = NULL;
 		c->probe_sock = NULL;
 		evtimer_del(c->probe_ev);
@@ -104,8 +109,11 @@ take_session(struct client *c, struct quic_conn *qc)
 		return true;
 	}
 	if (qc == c->alt) {
+		/* Raced because QUIC looked policed: QUIC "works", and that
+		 * is the trouble; TLS over TCP takes over for its trial. */
 		bool quic_up = c->qc != NULL && !quic_conn_is_tcp(c->qc) &&
-		    quic_conn_state(c->qc) == QUIC_STATE_ESTABLISHED;
+		    quic_conn_state(c->qc) == QUIC_STATE_ESTABLISHED &&
+		    !c->alt_for_throttle;
 
 		/* QUIC came through meanwhile, and works: it is preferred. */
 		if (quic_up && (quic_conn_ack_silence_ms(c->qc) < STALL_MS ||
@@ -137,6 +145,7 @@ take_session(struct client *c, struct quic_conn *qc)
 		    sizeof ep));
 		c->roam.tcp_fallbacks++;
 		c->alt_failures = 0;
+		client_throttle_moved(c, true, clock_now_ms());
 		switch_session(c, qc);
 		c->probes = 0;
 		schedule_probe(c);
@@ -287,6 +296,8 @@ stream_data_cb(struct quic_conn *qc, int64_t stream_id, const uint8_t *data,
 				return -1;
 		} else if (type == PROTO_MSG_PATH_NOTICE) {
 			client_path_notice(c, body, bodylen);
+		} else if (type == PROTO_MSG_LOSS_REPORT) {
+			client_throttle_report(c, body, bodylen);
 		} else if (type == PROTO_MSG_REMOTE_FORWARD_REPLY) {
 			if (forward_control(c->fwd, type, body, bodylen) != 0)
 				return -1;
@@ -643,6 +654,7 @@ client_start_alt(struct client *c, const char *why)
 		return;
 	log_info("%s: trying %s too", why, endpoint_str(c, true, ep, sizeof ep));
 	c->alt_waited = false;
+	c->alt_for_throttle = false;
 	c->alt = quic_tcp_client_create(c->base, &c->qs, &client_cbs, c,
 	    c->tls_tcp, (struct sockaddr *)&c->server_tcp, c->server_tcplen,
 	    &cause);
@@ -673,6 +685,7 @@ transport_check(evutil_socket_t fd, short what, void *arg)
 		    (unsigned long long)(now - last));
 		c->quic_grace_until_ms = now + STALL_MS;
 	}
+	client_throttle_check(c, now);
 	if (c->qc == NULL || quic_conn_is_tcp(c->qc) || c->alt != NULL ||
 	    now < c->quic_grace_until_ms)
 		return;
@@ -735,7 +748,8 @@ probe_cb(evutil_socket_t fd, short what, void *arg)
 static void
 schedule_probe(struct client *c)
 {
-	uint64_t d = PROBE_MIN_MS;
+	uint64_t d = PROBE_MIN_MS, now = clock_now_ms();
+	uint64_t at = client_throttle_probe_at(c);
 	struct timeval tv;
 
 	if (c->cfg->transport != CFG_TRANSPORT_AUTO || c->stopping)
@@ -744,6 +758,9 @@ schedule_probe(struct client *c)
 		d *= 2;
 	if (d > PROBE_MAX_MS)
 		d = PROBE_MAX_MS;
+	/* On TCP because QUIC looked policed: not before the hold ends. */
+	if (at > now + d)
+		d = at - now;
 	c->probes++;
 	tv.tv_sec = (time_t)(d / 1000);
 	tv.tv_usec = (suseconds_t)(d % 1000) * 1000;

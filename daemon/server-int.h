@@ -277,6 +277,9 @@ int session_ctl_data(struct session *sess, struct quic_conn *qc,
 int session_ctl_send_config(struct session *);
 /* The peer now sends from a new address after `quiet_ms` of silence. */
 void session_ctl_path_notice(struct session *, uint64_t quiet_ms);
+/* The session's QUIC packets lost: tell the client (LOSS_REPORT), if it
+ * takes the report. */
+void session_ctl_loss_report(struct session *, uint64_t sent, uint64_t lost);
 /* Close the -R listeners of `sess` on ports (or bind addresses) that `cp`'s AllowRemoteForward
  * no longer lists, telling the client "denied" for each. */
 void session_ctl_close_remote(struct session *sess, const struct cfg_peer *cp);

@@ -86,6 +86,24 @@ session_ctl_path_notice(struct session *sess, uint64_t quiet_ms)
 		(void)quic_conn_stream_send(sess->qc, 0, buf, n, false);
 }
 
+/* Our packets to the peer are being lost: its auto transport weighs our
+ * loss with its own when it looks for a policer (PROTO_MSG_LOSS_REPORT).
+ * The transport calls this at most every QUIC_LOSS_NOTE_MS, and only
+ * while packets are lost. */
+void
+session_ctl_loss_report(struct session *sess, uint64_t sent, uint64_t lost)
+{
+	struct proto_loss_report lr = { .sent = sent, .lost = lost };
+	uint8_t buf[32];
+	size_t n;
+
+	if (!sess->configured || !(sess->features & PROTO_FEATURE_LOSS_REPORT) ||
+	    quic_conn_stream_unacked(sess->qc, 0) > CTL_MAX_UNACKED)
+		return;
+	if ((n = proto_encode_loss_report(buf, sizeof buf, &lr)) > 0)
+		(void)quic_conn_stream_send(sess->qc, 0, buf, n, false);
+}
+
 /* A -R request refused, for status: once per bind address and port (the
  * newest reason), the oldest forgotten when there are more than it keeps;
  * one granted since is taken off. */

@@ -492,6 +492,13 @@ input_done_cb(struct quic_conn *qc, void *arg)
 		tunnel_flush(&sess->srv->tun_out);
 }
 
+static void
+loss_cb(struct quic_conn *qc, uint64_t sent, uint64_t lost, void *arg)
+{
+	(void)qc;
+	session_ctl_loss_report(arg, sent, lost);
+}
+
 static const struct quic_conn_cbs session_cbs = {
 	.handshake_done = handshake_done_cb,
 	.datagram = datagram_cb,
@@ -504,6 +511,7 @@ static const struct quic_conn_cbs session_cbs = {
 	.closed = closed_cb,
 	.path_validated = path_validated_cb,
 	.input_done = input_done_cb,
+	.loss = loss_cb,
 };
 
 /* A session for a handshake admission let through, whichever transport

@@ -157,6 +157,7 @@ GETTER(get_0rtt_accepted, p->roam.zero_rtt_accepted)
 GETTER(get_0rtt_rejected, p->roam.zero_rtt_rejected)
 GETTER(get_fwd_open, p->fwd_open)
 GETTER(get_tcp_fallbacks, p->roam.tcp_fallbacks)
+GETTER(get_throttle_moves, p->roam.throttle_moves)
 GETTER(get_quic_returns, p->roam.quic_returns)
 GETTER(get_fwd_resumed, p->has_fwd ? p->fwd.resumed : 0)
 GETTER(get_fwd_resume_lost, p->has_fwd ? p->fwd.resume_lost : 0)
@@ -261,6 +262,9 @@ static const struct peer_family peer_families[] = {
 	    NULL, lines_transport },
 	{ "rove_peer_tcp_fallbacks_total", "counter",
 	    "Client: moves of the session to TLS over TCP.", get_tcp_fallbacks, NULL },
+	{ "rove_peer_throttle_moves_total", "counter",
+	    "Client: moves to TLS over TCP because QUIC looked policed.",
+	    get_throttle_moves, NULL },
 	{ "rove_peer_quic_returns_total", "counter",
 	    "Client: moves of the session back to QUIC.", get_quic_returns, NULL },
 	{ "rove_peer_migrations_total", "counter",

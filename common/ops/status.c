@@ -367,6 +367,8 @@ json_peer(struct json *j, const struct status_peer *p)
 	json_uint(j, p->roam.tcp_fallbacks);
 	json_key(j, "quic_returns");
 	json_uint(j, p->roam.quic_returns);
+	json_key(j, "throttle_moves");
+	json_uint(j, p->roam.throttle_moves);
 	json_key(j, "uplink_moves");
 	json_uint(j, p->roam.uplink_moves);
 	json_key(j, "keepalive_ms");
@@ -601,9 +603,10 @@ text_peer(struct evbuffer *out, const struct status_peer *p, bool server)
 		    addr_sockaddr_str(p->remote, buf));
 	if (p->has_quic)
 		evbuffer_add_printf(out, "  transport: %s (%llu moves to "
-		    "TCP, %llu back to QUIC)\n",
-		    p->quic.tcp ? "TLS over TCP" : "QUIC",
+		    "TCP, %llu of them from a throttled QUIC, %llu back to "
+		    "QUIC)\n", p->quic.tcp ? "TLS over TCP" : "QUIC",
 		    (unsigned long long)p->roam.tcp_fallbacks,
+		    (unsigned long long)p->roam.throttle_moves,
 		    (unsigned long long)p->roam.quic_returns);
 	if (p->local != NULL)
 		evbuffer_add_printf(out, "  local: %s\n",

@@ -26,6 +26,9 @@ struct status_roam {
 	/* client, Transport = auto: moves of the session to TLS over TCP
 	 * (UDP got no answer), and back to QUIC (UDP works again) */
 	uint64_t tcp_fallbacks, quic_returns;
+	/* client, auto: of the tcp_fallbacks, those because QUIC looked
+	 * policed (heavy loss at a steady round trip) */
+	uint64_t throttle_moves;
 	/* client: moves to another uplink because the one in use went
 	 * silent (its link and route still up) */
 	uint64_t uplink_moves;

@@ -1036,6 +1036,24 @@ expire_datagrams(struct quic_conn *qc, ngtcp2_tstamp now)
 	    QUIC_DGRAM_MAX_RTTS * max_age);
 }
 
+/* cbs->loss, before this loop's packets go out (what it sends goes with
+ * them): only when something was lost, at most every QUIC_LOSS_NOTE_MS. */
+static void
+note_loss(struct quic_conn *qc, ngtcp2_tstamp now)
+{
+	ngtcp2_conn_info ci;
+
+	if (qc->cbs->loss == NULL || now < qc->loss_next ||
+	    qc->state != QUIC_STATE_ESTABLISHED)
+		return;
+	qc->loss_next = now + QUIC_LOSS_NOTE_MS * NGTCP2_MILLISECONDS;
+	ngtcp2_conn_get_conn_info(qc->conn, &ci);
+	if (ci.pkt_lost == qc->loss_told)
+		return;
+	qc->loss_told = ci.pkt_lost;
+	qc->cbs->loss(qc, ci.pkt_sent, ci.pkt_lost, qc->arg);
+}
+
 static void
 timer_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -1199,6 +1217,7 @@ quic_udp_write(struct quic_conn *qc)
 	if (qc->state == QUIC_STATE_CLOSED)
 		return;
 	expire_datagrams(qc, ts);
+	note_loss(qc, ts);
 	/* Once per loop, not per packet: the path's size changes only when
 	 * packets are read. Until DATAGRAMs may go, none is judged. */
 	qc->dgram_fit = qc->state == QUIC_STATE_ESTABLISHED || qc->early_ready ?
@@ -1377,6 +1396,8 @@ quic_udp_get_stats(struct quic_conn *qc, struct quic_conn_stats *st)
 	    (double)cs.min_rtt / (double)NGTCP2_MILLISECONDS;
 	st->cwnd = cs.cwnd;
 	st->bytes_in_flight = cs.bytes_in_flight;
+	st->pkt_sent = cs.pkt_sent;
+	st->pkt_lost = cs.pkt_lost;
 }
 
 static const struct sockaddr *

@@ -110,7 +110,13 @@ struct quic_conn_cbs {
 	/* Over TCP: a burst of input has been handled (what its DATAGRAMs
 	 * brought may be flushed to the TUN, as after a burst of UDP). */
 	void (*input_done)(struct quic_conn *, void *arg);
+	/* QUIC: packets of ours were declared lost since the last call
+	 * (cumulative counts of our packets sent and lost), at most every
+	 * QUIC_LOSS_NOTE_MS: the server tells its client (LOSS_REPORT). */
+	void (*loss)(struct quic_conn *, uint64_t sent, uint64_t lost, void *arg);
 };
+
+#define QUIC_LOSS_NOTE_MS 500
 
 struct quic_settings {
 	enum quic_role role;
@@ -156,6 +162,8 @@ struct quic_conn_stats {
 	 * waited too long (stale); refused as larger than a packet; sent and
 	 * declared lost by ngtcp2 */
 	uint64_t dgram_queue_full, dgram_stale, dgram_too_big, dgram_lost;
+	/* QUIC packets sent and declared lost (not over TCP) */
+	uint64_t pkt_sent, pkt_lost;
 	uint64_t path_validated, path_failed, path_aborted;
 	/* packets received with ECT(0) or ECT(1), and with CE (congestion
 	 * experienced on the way) */

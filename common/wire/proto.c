@@ -27,6 +27,10 @@ enum {
 enum {
 	PATH_NOTICE_QUIET_MS = 1,
 };
+enum {
+	LOSS_REPORT_SENT = 1,
+	LOSS_REPORT_LOST = 2,
+};
 
 /* Wire family codes of an address or route field. */
 #define WIRE_FAMILY_INET 4
@@ -188,6 +192,18 @@ proto_encode_path_notice(uint8_t *out, size_t outlen,
 
 	tlv_put_field_varint(&w, PATH_NOTICE_QUIET_MS, pn->quiet_ms);
 	return tlv_put_message(out, outlen, PROTO_MSG_PATH_NOTICE, &w);
+}
+
+size_t
+proto_encode_loss_report(uint8_t *out, size_t outlen,
+    const struct proto_loss_report *lr)
+{
+	uint8_t buf[32];
+	struct tlv_writer w = TLV_WRITER(buf);
+
+	tlv_put_field_varint(&w, LOSS_REPORT_SENT, lr->sent);
+	tlv_put_field_varint(&w, LOSS_REPORT_LOST, lr->lost);
+	return tlv_put_message(out, outlen, PROTO_MSG_LOSS_REPORT, &w);
 }
 
 /* Decoding: each message takes its fields from tlv_decode. */
@@ -381,4 +397,27 @@ proto_decode_path_notice(const uint8_t *body, size_t len,
 {
 	memset(pn, 0, sizeof *pn);
 	return tlv_decode(body, len, take_path_notice, pn);
+}
+
+static int
+take_loss_report(const struct tlv_field *f, void *arg)
+{
+	struct proto_loss_report *lr = arg;
+
+	if (f->id == LOSS_REPORT_SENT)
+		return tlv_field_varint(f, &lr->sent);
+	if (f->id == LOSS_REPORT_LOST)
+		return tlv_field_varint(f, &lr->lost);
+	return 0;
+}
+
+int
+proto_decode_loss_report(const uint8_t *body, size_t len,
+    struct proto_loss_report *lr)
+{
+	memset(lr, 0, sizeof *lr);
+	if (tlv_decode(body, len, take_loss_report, lr) != 0 ||
+	    lr->lost > lr->sent)
+		return -1;
+	return 0;
 }

@@ -38,6 +38,7 @@ enum proto_msg_type {
 	PROTO_MSG_ERROR = 3,
 	/* 4-6: forwards (proto-fwd.h) */
 	PROTO_MSG_PATH_NOTICE = 7,
+	PROTO_MSG_LOSS_REPORT = 8,
 };
 
 #define PROTO_MAX_MSG 4096   /* longest control message body accepted */
@@ -57,10 +58,13 @@ enum proto_msg_type {
 /* takes a bind address in REMOTE_FORWARD (proto-fwd.h) and listens on
  * loopback when there is none */
 #define PROTO_FEATURE_REMOTE_BIND (UINT64_C(1) << 4)
+/* takes LOSS_REPORT */
+#define PROTO_FEATURE_LOSS_REPORT (UINT64_C(1) << 5)
 /* all this version has */
 #define PROTO_FEATURES (PROTO_FEATURE_CANCEL_REMOTE | \
 	PROTO_FEATURE_LOSS_RECOVERY | PROTO_FEATURE_PATH_NOTICE | \
-	PROTO_FEATURE_FWD_RESUME | PROTO_FEATURE_REMOTE_BIND)
+	PROTO_FEATURE_FWD_RESUME | PROTO_FEATURE_REMOTE_BIND | \
+	PROTO_FEATURE_LOSS_REPORT)
 
 /* Application close codes. A client that ends its connection because the
  * session moves to another (a transport switch) says so: the server keeps
@@ -106,6 +110,14 @@ struct proto_path_notice {
 	uint64_t quiet_ms;
 };
 
+/* Server to client: the server's QUIC packets to the client so far, and
+ * how many of them were declared lost (cumulative). Sent while it loses
+ * some, at most twice a second: the client's auto transport judges the
+ * path by the loss both ways (throttle.h), and sees only its own. */
+struct proto_loss_report {
+	uint64_t sent, lost;
+};
+
 /* Encoders append one whole message to `out` (capacity `outlen`) and return
  * its length, or 0 if it does not fit. */
 size_t proto_encode_client_hello(uint8_t *out, size_t outlen,
@@ -115,6 +127,8 @@ size_t proto_encode_server_config(uint8_t *out, size_t outlen,
 size_t proto_encode_error(uint8_t *out, size_t outlen, const struct proto_error *);
 size_t proto_encode_path_notice(uint8_t *out, size_t outlen,
     const struct proto_path_notice *);
+size_t proto_encode_loss_report(uint8_t *out, size_t outlen,
+    const struct proto_loss_report *);
 
 /* Frame parsing for a byte stream: if `in` starts with a whole message,
  * set *type, *body, *bodylen and return the total bytes it occupies; return
@@ -132,6 +146,9 @@ int proto_decode_server_config(const uint8_t *body, size_t len,
 int proto_decode_error(const uint8_t *body, size_t len, struct proto_error *);
 int proto_decode_path_notice(const uint8_t *body, size_t len,
     struct proto_path_notice *);
+/* Also -1 when lost > sent. */
+int proto_decode_loss_report(const uint8_t *body, size_t len,
+    struct proto_loss_report *);
 
 
 #endif

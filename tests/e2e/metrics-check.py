@@ -85,6 +85,9 @@ for p in status["peers"]:
         check("%s quic_returns" % name,
               peer_value("rove_peer_quic_returns_total", name),
               float(p["quic_returns"]))
+        check("%s throttle_moves" % name,
+              peer_value("rove_peer_throttle_moves_total", name),
+              float(p["throttle_moves"]))
     check("%s zero_rtt accepted" % name,
           peer_value("rove_peer_zero_rtt_accepted_total", name),
           float(p["zero_rtt"]["accepted"]))

@@ -39,6 +39,7 @@ check_body(const uint8_t *body, size_t len)
 	struct proto_client_hello h, h2;
 	struct proto_server_config c, c2;
 	struct proto_error e, e2;
+	struct proto_loss_report l, l2;
 	const uint8_t *b;
 	size_t n, blen;
 	uint64_t type;
@@ -74,6 +75,15 @@ check_body(const uint8_t *body, size_t len)
 		assert(type == PROTO_MSG_ERROR);
 		assert(proto_decode_error(b, blen, &e2) == 0);
 		assert(memcmp(&e, &e2, sizeof e) == 0);
+	}
+	if (proto_decode_loss_report(body, len, &l) == 0) {
+		assert(l.lost <= l.sent);
+		n = proto_encode_loss_report(enc, sizeof enc, &l);
+		assert(n > 0);
+		assert(proto_msg_next(enc, n, &type, &b, &blen) == (long)n);
+		assert(type == PROTO_MSG_LOSS_REPORT);
+		assert(proto_decode_loss_report(b, blen, &l2) == 0);
+		assert(memcmp(&l, &l2, sizeof l) == 0);
 	}
 }
 

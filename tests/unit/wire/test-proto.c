@@ -786,6 +786,45 @@ test_path_notice(void **state)
 }
 
 static void
+test_loss_report(void **state)
+{
+	/* type 8, length 9: field 1, length 4, varint 70000; field 2,
+	 * length 1, varint 9 */
+	static const uint8_t want[] = { 0x08, 0x09, 0x01, 0x04, 0x80, 0x01,
+		0x11, 0x70, 0x02, 0x01, 0x09 };
+	struct proto_loss_report lr = { .sent = 70000, .lost = 9 }, d;
+	uint8_t buf[64];
+	const uint8_t *body;
+	size_t n, bodylen;
+	uint64_t type;
+
+	(void)state;
+	n = proto_encode_loss_report(buf, sizeof buf, &lr);
+	assert_int_equal(n, sizeof want);
+	assert_memory_equal(buf, want, sizeof want);
+	assert_int_equal(proto_msg_next(buf, n, &type, &body, &bodylen), (long)n);
+	assert_true(type == PROTO_MSG_LOSS_REPORT);
+	assert_int_equal(proto_decode_loss_report(body, bodylen, &d), 0);
+	assert_true(d.sent == 70000 && d.lost == 9);
+	/* Truncations: whole fields decode (the missing one reads 0), cut
+	 * ones do not. */
+	for (size_t k = 0; k <= bodylen; k++)
+		assert_int_equal(proto_decode_loss_report(body, k, &d),
+		    k == 0 || k == 6 || k == bodylen ? 0 : -1);
+	/* More lost than sent is refused; an unknown field is skipped. */
+	{
+		static const uint8_t more[] = { 0x01, 0x01, 0x05, 0x02, 0x01, 0x06 };
+		static const uint8_t extra[] = { 0x09, 0x01, 0xaa, 0x01, 0x01,
+			0x06, 0x02, 0x01, 0x06 };
+
+		assert_int_equal(proto_decode_loss_report(more, sizeof more, &d), -1);
+		assert_int_equal(proto_decode_loss_report(extra, sizeof extra, &d), 0);
+		assert_true(d.sent == 6 && d.lost == 6);
+	}
+	assert_int_equal(proto_encode_loss_report(buf, sizeof want - 1, &lr), 0);
+}
+
+static void
 test_error(void **state)
 {
 	static const uint8_t want[] = { 0x03, 0x1b, 0x01, 0x01, 0x05, 0x02,
@@ -865,6 +904,7 @@ main(void)
 		cmocka_unit_test(test_client_hello),
 		cmocka_unit_test(test_error),
 		cmocka_unit_test(test_path_notice),
+		cmocka_unit_test(test_loss_report),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

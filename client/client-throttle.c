@@ -1,0 +1,142 @@
+/* Transport = auto against a UDP policer: a middlebox that lets QUIC
+ * through at a trickle while TCP runs free, so that the session "works"
+ * and is useless. throttle.h watches QUIC for the signature (heavy loss
+ * under load at a steady round trip, ours or the server's LOSS_REPORT);
+ * then TLS over TCP races and takes the session, for a trial: after
+ * THROTTLE_TRIAL_MS its rate is set against QUIC's in the window that
+ * raised the alarm, and the faster keeps the session. On TCP, QUIC is
+ * tried again only after a hold, which doubles each time the policer is
+ * found again soon after a return: a steady policer costs a switch or
+ * two per hold, not a flap. */
+#include <inttypes.h>
+#include <stdlib.h>
+
+#include "base/clock.h"
+#include "base/log.h"
+#include "client-int.h"
+
+/* TLS over TCP's trial: its rate over this long after the move. */
+#define THROTTLE_TRIAL_MS 4000
+/* On TCP because of a policer, QUIC is tried again after the hold:
+ * THROTTLE_HOLD_MIN_MS, doubling to THROTTLE_HOLD_MAX_MS while the
+ * policer is found again within THROTTLE_RETURN_WATCH_MS of a return. */
+#define THROTTLE_HOLD_MIN_MS 60000
+#define THROTTLE_HOLD_MAX_MS (16 * 60000)
+#define THROTTLE_RETURN_WATCH_MS 60000
+
+static void
+mbit(uint64_t bps, char *buf, size_t len)
+{
+	snprintf(buf, len, "%.2f Mbit/s", (double)bps / 1e6);
+}
+
+/* On QUIC: a tick of the watch; a verdict starts the race. */
+static void
+watch(struct client *c, uint64_t now)
+{
+	struct quic_conn_stats st;
+	char rate[32];
+
+	quic_conn_get_stats(c->qc, &st);
+	if (!throttle_tick(&c->throttle, now, st.pkt_sent, st.pkt_lost,
+	    st.rx_dgram_bytes + st.tx_dgram_bytes, st.rtt_ms, st.min_rtt_ms) ||
+	    now < c->throttle_watch_from_ms)
+		return;
+	if (c->throttle_back_ms != 0 &&
+	    now - c->throttle_back_ms < THROTTLE_RETURN_WATCH_MS)
+		c->throttle_hold_ms = c->throttle_hold_ms * 2 < THROTTLE_HOLD_MAX_MS ?
+		    c->throttle_hold_ms * 2 : THROTTLE_HOLD_MAX_MS;
+	else
+		c->throttle_hold_ms = THROTTLE_HOLD_MIN_MS;
+	c->throttle_quic_bps = throttle_rate_bps(&c->throttle);
+	mbit(c->throttle_quic_bps, rate, sizeof rate);
+	log_info("QUIC looks throttled: %.0f%% of %s packets lost at a steady "
+	    "round trip (%.1f ms), %s through it", c->throttle.loss * 100,
+	    c->throttle.peer_worse ? "the server's" : "our", st.rtt_ms, rate);
+	client_start_alt(c, "QUIC looks throttled");
+	c->alt_for_throttle = c->alt != NULL;
+}
+
+/* On TCP for a trial: when it is over, is TCP the faster? */
+static void
+judge(struct client *c, uint64_t now)
+{
+	struct quic_conn_stats st;
+	uint64_t bps;
+	char tcp[32], quic[32];
+
+	if (c->throttle_trial_end_ms == 0 || now < c->throttle_trial_end_ms)
+		return;
+	c->throttle_trial_end_ms = 0;
+	quic_conn_get_stats(c->qc, &st);
+	bps = (st.rx_dgram_bytes + st.tx_dgram_bytes) * 8 * 1000 /
+	    THROTTLE_TRIAL_MS;
+	mbit(bps, tcp, sizeof tcp);
+	mbit(c->throttle_quic_bps, quic, sizeof quic);
+	/* QUIC's figure counts what it sent, lost or not: the comparison
+	 * leans towards QUIC, which is what a doubtful case should get. */
+	if (bps >= c->throttle_quic_bps) {
+		log_info("TLS over TCP carries %s where QUIC carried %s: "
+		    "staying on TCP, QUIC is tried again in %" PRIu64 " s", tcp,
+		    quic, c->throttle_hold_ms / 1000);
+		return;
+	}
+	log_info("TLS over TCP carries %s, less than QUIC's %s: back to QUIC, "
+	    "which is not suspected again for %" PRIu64 " s", tcp, quic,
+	    c->throttle_hold_ms / 1000);
+	c->throttled = false;
+	c->throttle_watch_from_ms = now + c->throttle_hold_ms;
+	client_probe_now(c);
+}
+
+void
+client_throttle_check(struct client *c, uint64_t now)
+{
+	if (c->qc == NULL)
+		return;
+	if (quic_conn_is_tcp(c->qc)) {
+		if (c->throttled)
+			judge(c, now);
+	} else if (quic_conn_state(c->qc) == QUIC_STATE_ESTABLISHED &&
+	    c->alt == NULL) {
+		watch(c, now);
+	}
+}
+
+void
+client_throttle_moved(struct client *c, bool to_tcp, uint64_t now)
+{
+	throttle_init(&c->throttle);
+	if (to_tcp) {
+		c->throttled = c->alt_for_throttle;
+		c->alt_for_throttle = false;
+		if (!c->throttled)
+			return;
+		c->roam.throttle_moves++;
+		c->throttle_trial_end_ms = now + THROTTLE_TRIAL_MS;
+		c->throttle_hold_until_ms = now + c->throttle_hold_ms;
+		return;
+	}
+	if (c->throttled)
+		c->throttle_back_ms = now;
+	c->throttled = false;
+	c->throttle_trial_end_ms = 0;
+}
+
+uint64_t
+client_throttle_probe_at(const struct client *c)
+{
+	return c->throttled ? c->throttle_hold_until_ms : 0;
+}
+
+void
+client_throttle_report(struct client *c, const uint8_t *body, size_t len)
+{
+	struct proto_loss_report lr;
+
+	if (proto_decode_loss_report(body, len, &lr) != 0) {
+		log_debug("malformed LOSS_REPORT ignored");
+		return;
+	}
+	throttle_peer_report(&c->throttle, clock_now_ms(), lr.sent, lr.lost);
+}

@@ -1,0 +1,111 @@
+/* Transport = auto's watch for a UDP policer (throttle.h). */
+#include "throttle.h"
+
+#include <string.h>
+
+void
+throttle_init(struct throttle_watch *t)
+{
+	memset(t, 0, sizeof *t);
+}
+
+void
+throttle_peer_report(struct throttle_watch *t, uint64_t now_ms,
+    uint64_t sent, uint64_t lost)
+{
+	if (lost > sent)
+		return;
+	if (t->npeer > 0 && (sent < t->peer_sent[1] || lost < t->peer_lost[1]))
+		t->npeer = 0;
+	t->peer_sent[0] = t->peer_sent[1];
+	t->peer_lost[0] = t->peer_lost[1];
+	t->peer_at_ms[0] = t->peer_at_ms[1];
+	t->peer_sent[1] = sent;
+	t->peer_lost[1] = lost;
+	t->peer_at_ms[1] = now_ms;
+	if (t->npeer < 2)
+		t->npeer++;
+}
+
+/* Lost share of `sent` packets, or -1 when too few were sent to tell. */
+static double
+share(uint64_t sent, uint64_t lost, uint64_t min_sent)
+{
+	if (sent < min_sent || sent == 0)
+		return -1;
+	return (double)lost / (double)sent;
+}
+
+/* The peer's loss between its last two reports, if they are fresh and
+ * close enough together to describe the window. */
+static double
+peer_loss(const struct throttle_watch *t, uint64_t now_ms)
+{
+	uint64_t span;
+
+	if (t->npeer < 2 || now_ms < t->peer_at_ms[1] ||
+	    now_ms - t->peer_at_ms[1] > THROTTLE_REPORT_FRESH_MS)
+		return -1;
+	span = t->peer_at_ms[1] - t->peer_at_ms[0];
+	if (span > THROTTLE_REPORT_FRESH_MS)
+		return -1;
+	/* Scaled to the window: a report a second apart needs half the
+	 * packets of two seconds' window. */
+	return share(t->peer_sent[1] - t->peer_sent[0],
+	    t->peer_lost[1] - t->peer_lost[0],
+	    THROTTLE_MIN_PKTS * (span > 0 ? span : 1) /
+	    (THROTTLE_WINDOW * THROTTLE_TICK_MS));
+}
+
+bool
+throttle_tick(struct throttle_watch *t, uint64_t now_ms, uint64_t sent,
+    uint64_t lost, uint64_t bytes, double rtt_ms, double min_rtt_ms)
+{
+	unsigned oldest, last = (t->head + THROTTLE_WINDOW) % (THROTTLE_WINDOW + 1);
+	double own = -1, peer;
+	bool steady, fresh;
+
+	/* Counters only grow; a new connection starts them over. */
+	if (t->n > 0 && (sent < t->sent[last] || lost < t->lost[last]))
+		t->n = 0;
+	fresh = t->n > 0 && lost > t->lost[last];
+	if (t->npeer == 2 && t->peer_at_ms[1] != t->peer_seen_ms) {
+		fresh = fresh || t->peer_lost[1] > t->peer_lost[0];
+		t->peer_seen_ms = t->peer_at_ms[1];
+	}
+	t->sent[t->head] = sent;
+	t->lost[t->head] = lost;
+	t->bytes[t->head] = bytes;
+	t->head = (t->head + 1) % (THROTTLE_WINDOW + 1);
+	if (t->n < THROTTLE_WINDOW + 1)
+		t->n++;
+	if (t->n == THROTTLE_WINDOW + 1) {
+		oldest = t->head;   /* the slot written THROTTLE_WINDOW ticks ago */
+		own = share(sent - t->sent[oldest], lost - t->lost[oldest],
+		    THROTTLE_MIN_PKTS);
+	}
+	peer = peer_loss(t, now_ms);
+	t->peer_worse = peer > own;
+	t->loss = t->peer_worse ? peer : own;
+	steady = min_rtt_ms > 0 && rtt_ms <= min_rtt_ms *
+	    (1 + THROTTLE_QUEUE_SHARE) + THROTTLE_QUEUE_SLACK_MS;
+	if (!steady || t->loss < THROTTLE_LOSS)
+		t->streak = 0;
+	else if (fresh)
+		t->streak++;
+	if (t->streak < THROTTLE_SUSTAIN)
+		return false;
+	t->streak = 0;
+	return true;
+}
+
+uint64_t
+throttle_rate_bps(const struct throttle_watch *t)
+{
+	unsigned newest = (t->head + THROTTLE_WINDOW) % (THROTTLE_WINDOW + 1);
+
+	if (t->n < THROTTLE_WINDOW + 1 || t->bytes[newest] < t->bytes[t->head])
+		return 0;
+	return (t->bytes[newest] - t->bytes[t->head]) * 8 * 1000 /
+	    (THROTTLE_WINDOW * THROTTLE_TICK_MS);
+}

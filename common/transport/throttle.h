@@ -1,0 +1,71 @@
+/* Transport = auto's watch for a UDP policer: a middlebox that lets UDP
+ * through at a trickle while TCP runs free. Its signature is heavy loss
+ * under load at a round trip that does not grow (a policer drops at once,
+ * where a congested queue first delays). Fed counters every tick, in
+ * either direction (our own packets, and the peer's LOSS_REPORT of its
+ * own), it answers "does the path look policed"; no clock, no I/O, so its
+ * verdicts are unit-tested from loss histories. Whether TCP then does
+ * better is the client's trial to judge (client.c). */
+#ifndef ROVE_THROTTLE_H
+#define ROVE_THROTTLE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* The window a verdict looks at: this many ticks of THROTTLE_TICK_MS. */
+#define THROTTLE_TICK_MS 250
+#define THROTTLE_WINDOW 8
+/* Packets sent in the window (either direction) before its loss counts:
+ * a few lost of a trickle say nothing. */
+#define THROTTLE_MIN_PKTS 100
+/* Lost share that looks like a policer. Random loss on a poor radio link
+ * stays well below; TCP would suffer from such loss more than QUIC does. */
+#define THROTTLE_LOSS 0.15
+/* Ticks with fresh loss (ours, or a peer's report) the path must show
+ * while it keeps looking policed: one burst (a radio's hiccup, an inner
+ * TCP's slow start overshooting once) stays in the window for a while
+ * but is one tick of loss, not a policer. */
+#define THROTTLE_SUSTAIN 4
+/* The round trip is "steady" while the smoothed one stays below the
+ * minimum times (1 + share) plus slack: a queue that fills pushes it
+ * above, a policer does not. */
+#define THROTTLE_QUEUE_SHARE 0.5
+#define THROTTLE_QUEUE_SLACK_MS 10.0
+/* The peer's report is used for this long after it arrived; the peer
+ * reports about once a second while it loses packets. */
+#define THROTTLE_REPORT_FRESH_MS 2500
+
+struct throttle_watch {
+	/* Our counters at each of the last THROTTLE_WINDOW + 1 ticks. */
+	uint64_t sent[THROTTLE_WINDOW + 1], lost[THROTTLE_WINDOW + 1];
+	uint64_t bytes[THROTTLE_WINDOW + 1];
+	unsigned head, n;
+	/* The peer's last two reports (cumulative) and when they came. */
+	uint64_t peer_sent[2], peer_lost[2], peer_at_ms[2];
+	unsigned npeer;
+	uint64_t peer_seen_ms;  /* the peer's report seen at the last tick */
+	unsigned streak;   /* ticks with fresh loss since it looked policed */
+	double loss;       /* the worse direction's loss at the last tick */
+	bool peer_worse;   /* ... and it was the peer's sending */
+};
+
+void throttle_init(struct throttle_watch *);
+
+/* The peer's cumulative packets sent and declared lost, at now_ms. A
+ * report with counters that went back starts over (a new connection). */
+void throttle_peer_report(struct throttle_watch *, uint64_t now_ms,
+    uint64_t sent, uint64_t lost);
+
+/* A tick: our connection's cumulative packets sent and lost, bytes it
+ * carried (the rate throttle_rate_bps reports) and its smoothed and
+ * minimum round trip. True when the path has looked policed
+ * without a break through THROTTLE_SUSTAIN ticks of fresh loss (the
+ * streak then starts over). */
+bool throttle_tick(struct throttle_watch *, uint64_t now_ms, uint64_t sent,
+    uint64_t lost, uint64_t bytes, double rtt_ms, double min_rtt_ms);
+
+/* The bytes of the last window, in bits per second (0 until the window
+ * is full). */
+uint64_t throttle_rate_bps(const struct throttle_watch *);
+
+#endif

@@ -1,0 +1,205 @@
+/* Unit tests for common/transport/throttle.c: the policer verdicts after
+ * given loss and round-trip histories, in both directions. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "transport/throttle.h"
+
+/* Feed `ticks` ticks of `per_tick` packets sent and `lost_per_tick` lost
+ * at the given round trip, from *now and the cumulative *sent / *lost;
+ * returns the 1-based tick of the first true verdict, or 0. */
+static unsigned
+feed(struct throttle_watch *t, uint64_t *now, uint64_t *sent, uint64_t *lost,
+    unsigned ticks, uint64_t per_tick, uint64_t lost_per_tick, double rtt,
+    double min_rtt)
+{
+	unsigned first = 0;
+
+	for (unsigned i = 1; i <= ticks; i++) {
+		*now += THROTTLE_TICK_MS;
+		*sent += per_tick;
+		*lost += lost_per_tick;
+		if (throttle_tick(t, *now, *sent, *lost, *sent * 1000, rtt,
+		    min_rtt) && first == 0)
+			first = i;
+	}
+	return first;
+}
+
+static void
+test_clean_path(void **state)
+{
+	struct throttle_watch t;
+	uint64_t now = 0, sent = 0, lost = 0;
+
+	(void)state;
+	throttle_init(&t);
+	assert_int_equal(feed(&t, &now, &sent, &lost, 100, 500, 0, 1.0, 0.5), 0);
+	/* 2% random loss on a 50 ms path: not a policer. */
+	assert_int_equal(feed(&t, &now, &sent, &lost, 100, 500, 10, 51, 50), 0);
+	assert_true(t.loss > 0.0199 && t.loss < 0.0201);
+}
+
+static void
+test_policer(void **state)
+{
+	struct throttle_watch t;
+	uint64_t now = 0, sent = 0, lost = 0;
+
+	(void)state;
+	throttle_init(&t);
+	/* 40% lost at a steady round trip: the window fills at tick 9, and
+	 * the fourth policed tick in a row (12) is the verdict. */
+	assert_int_equal(t.n, 0);
+	assert_int_equal(throttle_rate_bps(&t), 0);
+	assert_int_equal(feed(&t, &now, &sent, &lost, 20, 50, 20, 0.4, 0.1), 12);
+	assert_false(t.peer_worse);
+	/* 50 packets of "1000 bytes" a 250 ms tick: 1.6 Mbit/s. */
+	assert_int_equal(throttle_rate_bps(&t), 1600000);
+	/* The streak starts over after a verdict: the next one 4 ticks on. */
+	assert_int_equal(t.streak, 0);
+	assert_int_equal(feed(&t, &now, &sent, &lost, 4, 50, 20, 0.4, 0.1), 4);
+}
+
+static void
+test_queue_is_not_policer(void **state)
+{
+	struct throttle_watch t;
+	uint64_t now = 0, sent = 0, lost = 0;
+
+	(void)state;
+	throttle_init(&t);
+	/* The same loss with the round trip up by a filling queue
+	 * (50 ms path, 120 ms smoothed): congestion, not a policer. */
+	assert_int_equal(feed(&t, &now, &sent, &lost, 40, 50, 20, 120, 50), 0);
+	/* At 84 ms (under 50 * 1.5 + 10) it is steady enough. */
+	assert_int_equal(feed(&t, &now, &sent, &lost, 4, 50, 20, 84, 50), 4);
+}
+
+static void
+test_too_few_packets(void **state)
+{
+	struct throttle_watch t;
+	uint64_t now = 0, sent = 0, lost = 0;
+
+	(void)state;
+	throttle_init(&t);
+	/* 12 a tick: 96 in the window, under THROTTLE_MIN_PKTS. */
+	assert_int_equal(feed(&t, &now, &sent, &lost, 40, 12, 6, 1, 1), 0);
+	/* 13 a tick: the window reaches 100 at the fourth tick (12 * 4 +
+	 * 13 * 4), the verdict three ticks of loss later. */
+	assert_int_equal(feed(&t, &now, &sent, &lost, 40, 13, 6, 1, 1), 7);
+}
+
+static void
+test_burst(void **state)
+{
+	struct throttle_watch t;
+	uint64_t now = 0, sent = 0, lost = 0;
+
+	(void)state;
+	throttle_init(&t);
+	assert_int_equal(feed(&t, &now, &sent, &lost, 9, 100, 0, 1, 1), 0);
+	/* One burst of loss (a 300 ms outage) lifts the window's share over
+	 * the line for 8 ticks, but it is one tick of loss. */
+	assert_int_equal(feed(&t, &now, &sent, &lost, 1, 100, 150, 1, 1), 0);
+	assert_true(t.loss >= THROTTLE_LOSS);
+	assert_int_equal(t.streak, 1);
+	assert_int_equal(feed(&t, &now, &sent, &lost, 7, 100, 0, 1, 1), 0);
+	assert_true(t.loss >= THROTTLE_LOSS);
+	assert_int_equal(t.streak, 1);
+	assert_int_equal(feed(&t, &now, &sent, &lost, 1, 100, 0, 1, 1), 0);
+	assert_true(t.loss < THROTTLE_LOSS);
+	assert_int_equal(t.streak, 0);
+	/* Three bursts, then the window clears: still no verdict. */
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(feed(&t, &now, &sent, &lost, 1, 100, 60, 1, 1), 0);
+	assert_int_equal(feed(&t, &now, &sent, &lost, 20, 100, 0, 1, 1), 0);
+	assert_int_equal(t.streak, 0);
+}
+
+static void
+test_peer_reports(void **state)
+{
+	struct throttle_watch t;
+	uint64_t now = 0, sent = 0, lost = 0;
+
+	(void)state;
+	throttle_init(&t);
+	/* We send little (ACKs of a download); the peer reports every
+	 * 500 ms that it loses 30%: a verdict at the fourth report with
+	 * fresh loss, the ticks between keeping the streak. */
+	throttle_peer_report(&t, 500, 1000, 100);
+	now = 500;
+	for (int i = 1; i <= 3; i++) {
+		throttle_peer_report(&t, now, 1000 + 50 * (uint64_t)i,
+		    100 + 15 * (uint64_t)i);
+		assert_int_equal(feed(&t, &now, &sent, &lost, 2, 10, 0, 1, 1), 0);
+		assert_int_equal(t.streak, i);
+		assert_true(t.peer_worse);
+		assert_true(t.loss > 0.2999 && t.loss < 0.3001);
+	}
+	throttle_peer_report(&t, now, 1200, 160);
+	assert_int_equal(feed(&t, &now, &sent, &lost, 1, 10, 0, 1, 1), 1);
+	/* No report since: it goes stale 2.5 s after the last. */
+	assert_int_equal(feed(&t, &now, &sent, &lost, 9, 10, 0, 1, 1), 0);
+	assert_true(t.peer_worse);
+	assert_int_equal(feed(&t, &now, &sent, &lost, 1, 10, 0, 1, 1), 0);
+	assert_false(t.peer_worse);
+	/* Reports far apart (a quiet spell between) do not make a window. */
+	now = 10000;
+	throttle_peer_report(&t, now, 1300, 190);
+	assert_int_equal(feed(&t, &now, &sent, &lost, 8, 10, 0, 1, 1), 0);
+	assert_false(t.peer_worse);
+	/* Too few packets between two reports two seconds apart (49 < 100). */
+	throttle_peer_report(&t, now, 1349, 240);
+	assert_int_equal(feed(&t, &now, &sent, &lost, 4, 10, 0, 1, 1), 0);
+	assert_false(t.peer_worse);
+}
+
+static void
+test_new_connection(void **state)
+{
+	struct throttle_watch t;
+	uint64_t now = 0, sent = 0, lost = 0;
+
+	(void)state;
+	throttle_init(&t);
+	assert_int_equal(feed(&t, &now, &sent, &lost, 11, 50, 20, 1, 1), 0);
+	assert_int_equal(t.streak, 3);
+	/* Counters that go back: a new connection, whose window starts
+	 * empty. */
+	sent = 0;
+	lost = 0;
+	assert_int_equal(feed(&t, &now, &sent, &lost, 8, 50, 20, 1, 1), 0);
+	assert_int_equal(t.streak, 0);
+	assert_int_equal(feed(&t, &now, &sent, &lost, 4, 50, 20, 1, 1), 4);
+	/* A peer report that goes back starts the peer's pair over. */
+	throttle_peer_report(&t, now, 500, 10);
+	throttle_peer_report(&t, now, 100, 10);
+	assert_int_equal(t.npeer, 1);
+	/* Impossible: more lost than sent. */
+	throttle_peer_report(&t, now, 100, 101);
+	assert_int_equal(t.npeer, 1);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_clean_path),
+		cmocka_unit_test(test_policer),
+		cmocka_unit_test(test_queue_is_not_policer),
+		cmocka_unit_test(test_too_few_packets),
+		cmocka_unit_test(test_burst),
+		cmocka_unit_test(test_peer_reports),
+		cmocka_unit_test(test_new_connection),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
