@@ -3,8 +3,9 @@
  * session's life: connecting, the control stream, the auto transport,
  * closing and reconnecting), client-tun.c (the TUN device the server's
  * configuration brings up, and the IP packets through it), client-path.c
- * (the UDP sockets of a path, and moving the session between them) and
- * client-status.c (status and metrics). Nothing else includes it: the
+ * (the UDP sockets of a path, and moving the session between them),
+ * client-throttle.c (auto's answer to a UDP policer) and client-status.c
+ * (status and metrics). Nothing else includes it: the
  * rest of rove sees client.h. */
 #ifndef ROVE_CLIENT_INT_H
 #define ROVE_CLIENT_INT_H
@@ -160,7 +161,7 @@ struct client {
 	bool alt_for_throttle;
 	bool throttled;
 	uint64_t throttle_quic_bps;
-	uint64_t throttle_trial_end_ms, throttle_hold_until_ms;
+	uint64_t throttle_moved_ms, throttle_trial_end_ms, throttle_hold_until_ms;
 	uint64_t throttle_hold_ms, throttle_back_ms;
 	uint64_t throttle_watch_from_ms; /* none before: TCP lost a trial */
 	/* Leaving a silent uplink (client-path.c): a check every

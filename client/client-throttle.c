@@ -113,6 +113,7 @@ client_throttle_moved(struct client *c, bool to_tcp, uint64_t now)
 		if (!c->throttled)
 			return;
 		c->roam.throttle_moves++;
+		c->throttle_moved_ms = now;
 		c->throttle_trial_end_ms = now + THROTTLE_TRIAL_MS;
 		c->throttle_hold_until_ms = now + c->throttle_hold_ms;
 		return;

@@ -92,8 +92,10 @@ take_session(struct client *c, struct quic_conn *qc)
 		struct csock *ps = c->probe_sock;
 
 		if (c->throttled)
-			log_info("trying QUIC again, %llu s after it looked "
-			    "throttled", (unsigned long long)c->throttle_hold_ms / 1000);
+			log_info("QUIC answers again: the session moves back to "
+			    "it, %llu s after it looked throttled",
+			    (unsigned long long)(clock_now_ms() -
+			    c->throttle_moved_ms) / 1000);
 		else
 			log_info("UDP gets through again: the session moves back to QUIC");
 		c->roam.quic_returns++;

@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# Transport = auto against a UDP policer: the router (the switch's bridge)
+# lets roved's UDP through at 1 Mbit/s each way (nftables "limit rate
+# over ... drop", as a carrier's traffic policer does) while TCP runs
+# free. A bulk transfer through the tunnel (iperf3, paced at 40 Mbit/s so
+# that the figures are the path's and not the CPU's):
+#  - clean path: the session stays on QUIC, also at full speed;
+#  - reference: UDP dropped, the session on TLS over TCP: its rate;
+#  - policer on, an upload: rove sees its own packets lost at a steady
+#    round trip, moves to TCP, and 10 s after the policer appeared the
+#    transfer gets at least 80% of the reference; it stays on TCP (one
+#    move, TCP's trial won, QUIC held off for 60 s);
+#  - policer off, a network change: QUIC is probed at once and is back;
+#  - policer on, a download: the server's LOSS_REPORT tells rove, which
+#    moves again; found again within a minute of the return, the hold
+#    doubles to 120 s.
+. "$(dirname "$0")/lib.sh"
+e2e_init "$@"
+command -v iperf3 >/dev/null || die "iperf3 is not installed (scripts/deps.sh installs it)"
+e2e_transport auto
+topo_up
+start_roved
+start_client laptop
+wait_established laptop || die "laptop's tunnel does not come up"
+
+RATE=40M
+now() { date +%s.%N; }
+elapsed() { "$PY" -c "import sys; print('%.2f' % (float(sys.argv[2]) - float(sys.argv[1])))" "$1" "$2"; }
+lap() { sget "$NS_LAP" "$LAP_SOCK" "peers[0].$1"; }
+transport_is() { [ "$(lap transport 2>/dev/null)" = "$1" ]; }
+
+# police on|off: 1 Mbit/s (125 kbytes/s) each way for roved's UDP port.
+police() {
+	if [ "$1" = on ]; then
+		nsx "$NS_SW" nft -f - <<-NFT || die "cannot load the policer"
+		table bridge rove_police {
+			chain through {
+				type filter hook forward priority -10; policy accept;
+				ip daddr $SRV_OUTER udp dport 4433 limit rate over 125 kbytes/second burst 16 kbytes drop
+				ip saddr $SRV_OUTER udp sport 4433 limit rate over 125 kbytes/second burst 16 kbytes drop
+			}
+		}
+		NFT
+	else
+		nsx "$NS_SW" nft delete table bridge rove_police
+	fi
+}
+
+iperf_listening() { nsx "$NS_LAN" ss -Hltn 'sport = :5201' | grep -q 5201; }
+bg iperf3-server "$NS_LAN" iperf3 -s -B "$LAN_HOST" -p 5201
+wait_for 10 "iperf3 listening on the LAN host" iperf_listening ||
+	die "iperf3 server does not start"
+
+# iperf_bg NAME SECONDS ARGS...: iperf3 through the tunnel, in the
+# background, its JSON in $WORK/NAME.json; iperf_wait waits for it.
+iperf_bg() {
+	local name=$1 secs=$2
+	shift 2
+	ip netns exec "$NS_LAP" timeout $((secs + 20)) iperf3 -c "$LAN_HOST" \
+		-p 5201 -t "$secs" -i 1 -J "$@" >"$WORK/$name.json" 2>"$WORK/$name.err" &
+	IPERF_PID=$!
+	E2E_PIDS+=("$IPERF_PID")
+}
+iperf_wait() {
+	local rc=0
+	wait "$IPERF_PID" || rc=$?
+	forget_pid "$IPERF_PID"
+	[ "$rc" -eq 0 ] || fail "iperf3 exited with $rc: $(tail -3 "$WORK/$1.err")"
+}
+# mbits NAME FROM TO: the mean rate (Mbit/s) of the 1 s intervals that
+# lie within [FROM, TO] s of the transfer's start.
+mbits() {
+	"$PY" - "$WORK/$1.json" "$2" "$3" <<-'PY'
+	import json, sys
+	d = json.load(open(sys.argv[1]))
+	lo, hi = float(sys.argv[2]), float(sys.argv[3])
+	v = [i["sum"]["bits_per_second"] for i in d["intervals"]
+	     if i["sum"]["start"] >= lo - 0.01 and i["sum"]["end"] <= hi + 0.05]
+	print("%.2f" % (sum(v) / len(v) / 1e6 if v else 0))
+	PY
+}
+ge() { "$PY" -c "import sys; sys.exit(0 if float(sys.argv[1]) >= float(sys.argv[2]) else 1)" "$1" "$2"; }
+
+# 1. Clean path: paced, then as fast as it goes. No move.
+iperf_bg clean 4 -b "$RATE"
+iperf_wait clean
+iperf_bg clean-full 4
+iperf_wait clean-full
+log "clean path on QUIC: $(mbits clean 1 4) Mbit/s paced, $(mbits clean-full 1 4) Mbit/s unpaced"
+expect_eq "clean path: transport" quic "$(lap transport)"
+expect_eq "clean path: moves to TCP" 0 "$(lap tcp_fallbacks)"
+
+# 2. The reference: TLS over TCP.
+udp_block on
+wait_for 10 "the session on TCP" transport_is tcp || fail "UDP blocked: the session did not move to TCP"
+iperf_bg reference 5 -b "$RATE"
+iperf_wait reference
+ref=$(mbits reference 1 5)
+log "reference (TLS over TCP): $ref Mbit/s"
+udp_block off
+ip -n "$NS_LAP" route add 198.18.98.0/24 dev eth0
+wait_for 10 "the session back on QUIC" transport_is quic || fail "the session did not return to QUIC"
+ip -n "$NS_LAP" route del 198.18.98.0/24 dev eth0
+expect_eq "reference: moves to TCP" 1 "$(lap tcp_fallbacks)"
+expect_eq "reference: none of them from a policer" 0 "$(lap throttle_moves)"
+
+# 3. The policer appears under an upload.
+police on
+t0=$(now)
+iperf_bg upload 16 -b "$RATE"
+wait_for 10 "the session on TCP" transport_is tcp || fail "policed upload: the session stayed on QUIC"
+log "policed upload: on TCP after $(elapsed "$t0" "$(now)") s"
+iperf_wait upload
+share=$("$PY" -c "import sys; print('%.2f' % (float(sys.argv[1]) / float(sys.argv[2])))" "$(mbits upload 10 16)" "$ref")
+log "policed upload: $(mbits upload 0 2) Mbit/s in its first 2 s, $(mbits upload 10 16) Mbit/s from 10 s on: $share of the reference"
+if ge "$share" 0.8; then ok "policed upload: $share of TLS over TCP's rate from 10 s on"
+else fail "policed upload: only $share of TLS over TCP's rate from 10 s on (target 0.8)"; fi
+expect_eq "policed upload: transport" tcp "$(lap transport)"
+expect_eq "policed upload: moves to TCP" 2 "$(lap tcp_fallbacks)"
+expect_eq "policed upload: moves from a throttled QUIC" 1 "$(lap throttle_moves)"
+expect_eq "policed upload: back to QUIC (the reference's only)" 1 "$(lap quic_returns)"
+check "policed upload: rove saw its own loss" grep -q "QUIC looks throttled: [0-9]*% of our packets lost at a steady round trip" "$WORK/laptop.log"
+check "policed upload: TCP won its trial and QUIC is held off 60 s" grep -q "staying on TCP, QUIC is tried again in 60 s" "$WORK/laptop.log"
+
+# 4. The policer goes; a network change probes QUIC at once.
+police off
+ip -n "$NS_LAP" route add 198.18.99.0/24 dev eth0
+wait_for 10 "the session back on QUIC" transport_is quic || fail "the session did not return to QUIC"
+ip -n "$NS_LAP" route del 198.18.99.0/24 dev eth0
+expect_eq "policer gone: back to QUIC" 2 "$(lap quic_returns)"
+
+# 5. The policer again, under a download: the server's loss.
+police on
+t0=$(now)
+iperf_bg download 8 -b "$RATE" -R
+wait_for 10 "the session on TCP" transport_is tcp || fail "policed download: the session stayed on QUIC"
+log "policed download: on TCP after $(elapsed "$t0" "$(now)") s"
+iperf_wait download
+log "policed download: $(mbits download 4 8) Mbit/s from 4 s on"
+expect_eq "policed download: moves from a throttled QUIC" 2 "$(lap throttle_moves)"
+check "policed download: the server's LOSS_REPORT told rove" grep -q "QUIC looks throttled: [0-9]*% of the server's packets lost" "$WORK/laptop.log"
+check "policed download: found again within a minute, the hold doubles" grep -q "QUIC is tried again in 120 s" "$WORK/laptop.log"
+grep "throttled\|trial\|TLS over TCP carries" "$WORK/laptop.log" | sed 's/^/    /'
+police off
+e2e_finish
