@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Transport = auto against a UDP policer: a router that lets roved's UDP
 # through at 1 Mbit/s each way (nftables "limit rate over ... drop") while
-# TCP runs free. For each path (clean veth through the switch namespace's
-# bridge, and 50 ms of round trip by netem on its ports) and each inner
-# congestion controller (the laptop's iperf3 socket: Cubic, BBR):
-#   clean     iperf3 for 10 s on QUIC, no policer: its rate, and the moves
-#             to TCP it caused (the target: none)
+# TCP runs free. The path is bench/lib-path.sh's router with the delay
+# relay (tests/e2e/delay-relay). For each path (no delay; 50 ms of round
+# trip with a 100 Mbit/s bottleneck; 50 ms without one) and each inner
+# congestion controller (the laptop's iperf3 socket: Cubic, BBR), iperf3
+# through the tunnel to roved's end of it:
+#   clean     10 s on QUIC, no policer: its rate, and the moves to TCP it
+#             caused (the target: none)
 #   TCP       the same with UDP dropped, the session on TLS over TCP: the
 #             reference rate ("what Transport = tcp reaches")
 #   policed   the policer appears as a 20 s transfer starts: the time to
@@ -13,53 +15,92 @@
 #             policed), and from 10 s to 20 s as a share of the reference
 #             (the target: 0.8 or more)
 # Then one steady policer under a transfer that runs BENCH_STABLE_SECONDS
-# (default 180) at 50 ms and Cubic: every transport switch with its time,
-# the most in any 60 s, and, once the policer goes (no network change to
-# help), how long until the session is back on QUIC.
+# (default 180) at 50 ms, 100 Mbit/s and Cubic: every transport switch with
+# its time, the most in any 60 s, and, once the policer goes (no network
+# change to help), how long until the session is back on QUIC.
 #
 # usage: bench/throttle.sh BUILD_DIR
-. "$(dirname "$0")/../tests/e2e/lib.sh"
+. "$(dirname "$0")/../tests/e2e/roam-lib.sh"
+. "$(dirname "$0")/lib-path.sh"
 TEST_NAME=bench-throttle
 e2e_init "$1"
 command -v iperf3 >/dev/null || die "iperf3 is not installed (scripts/deps.sh installs it)"
-e2e_transport auto
-topo_up
-. "$E2E_DIR/throttle-lib.sh"
-STABLE=${BENCH_STABLE_SECONDS:-180}
-RESULTS=$WORK/results
 for cc in cubic bbr; do
 	grep -qw "$cc" /proc/sys/net/ipv4/tcp_allowed_congestion_control ||
 		die "$cc is not allowed: sysctl -w net.ipv4.tcp_allowed_congestion_control=\"reno bbr cubic\""
 done
+roam_relay_bin
+NS_R=rove-$$-tr
+router_topo_up "$NS_R"
+conf_set "$WORK/configs/roved.conf" Listen "$S_ADDR:4433"
+conf_set "$WORK/configs/rove.conf" Server "$S_ADDR:4433"
+e2e_transport auto "$S_ADDR"
+POLICE_NS=$NS_R IPERF_NS=$NS_S IPERF_HOST=$SRV_TUN4
+. "$E2E_DIR/throttle-lib.sh"
+STABLE=${BENCH_STABLE_SECONDS:-180}
+RESULTS=$WORK/results
+
+# path MS [MBIT]: the delay relay with MS of round trip (MS/2 each way)
+# and, with MBIT, a bottleneck of that rate each way; the old one goes.
+RELAY_PID=
+path() {
+	local args=(-t 1800 -q 65536)
+	if [ -n "$RELAY_PID" ]; then
+		stop_pid "$RELAY_PID"
+		forget_pid "$RELAY_PID"
+	fi
+	[ -n "${2:-}" ] && args+=(-r "$2")
+	bg "relay-$1-${2:-0}" "$NS_R" "$RELAY" "${args[@]}" dA dB "$(($1 / 2))"
+	RELAY_PID=$BG_PID
+	wait_for 10 "the delay relay" ready_in "$WORK/relay-$1-${2:-0}.log" ||
+		die "delay-relay did not start"
+	relay_routes "$NS_R" || die "no routes into the relay"
+	wait_for 10 "the client reaching the server through the relay" \
+		quiet_ping "$NS_C" "$S_ADDR" || die "no way through the relay"
+}
+# UDP dropped at the router (the reference runs on TLS over TCP).
+router_udp_block() {
+	if [ "$1" = on ]; then
+		nsx "$NS_R" nft -f - <<-NFT || die "cannot block UDP"
+		table inet rove_block {
+			chain through {
+				type filter hook forward priority -20; policy accept;
+				udp dport 4433 drop
+				udp sport 4433 drop
+			}
+		}
+		NFT
+	else
+		nsx "$NS_R" nft delete table inet rove_block
+	fi
+}
+
+path 0
 start_roved
 start_client laptop
 wait_established laptop || die "laptop's tunnel does not come up"
 iperf_server
 
-# delay MS: MS/2 each way on the switch's ports to the laptop and roved.
-delay() {
-	local p
-	for p in p-lap p-srv; do
-		nsx "$NS_SW" tc qdisc replace dev "$p" root netem delay "$(($1 / 2))ms" limit 100000
-	done
-}
-
-for rtt in 0 50; do
-	delay "$rtt"
+for link in 0: 50:100 50:; do
+	rtt=${link%%:*}
+	rate=${link#*:}
+	path "$rtt" "${rate%mbit}"
+	wait_established laptop || die "the tunnel did not survive the new path"
 	for cc in cubic bbr; do
-		row="$rtt $cc"
+		label=${rate:+${rate}Mbit}
+		row="$rtt ${label:-free} $cc"
 		moves0=$(lap tcp_fallbacks)
 		iperf_bg "clean-$rtt-$cc" 10 -C "$cc"
 		iperf_wait "clean-$rtt-$cc"
 		clean=$(mbits "clean-$rtt-$cc" 2 10)
 		clean_moves=$(($(lap tcp_fallbacks) - moves0))
 
-		udp_block on
+		router_udp_block on
 		wait_for 10 "the session on TCP" transport_is tcp || die "UDP blocked: no move to TCP"
 		iperf_bg "tcp-$rtt-$cc" 10 -C "$cc"
 		iperf_wait "tcp-$rtt-$cc"
 		ref=$(mbits "tcp-$rtt-$cc" 2 10)
-		udp_block off
+		router_udp_block off
 		nudge
 
 		police on
@@ -82,7 +123,7 @@ for rtt in 0 50; do
 done
 
 # The steady policer.
-delay 50
+path 50 100
 police on
 t0=$(now)
 iperf_bg stable "$((STABLE + 5))" -C cubic
@@ -107,17 +148,17 @@ fi
 iperf_wait stable
 
 printf '\nrove (Transport = auto) under a 1 Mbit/s UDP policer, TCP free; iperf3 through the tunnel\n\n'
-printf '%-4s %-6s %9s %6s %9s %8s %10s %10s %6s\n' RTT inner clean moves "TCP ref" detect "policed" "10-20 s" share
-printf '%-4s %-6s %9s %6s %9s %8s %10s %10s %6s\n' ms CC Mbit/s "" Mbit/s s "0-2 s" Mbit/s ""
-while read -r r c cl mv rf dt q lt sh; do
-	printf '%-4s %-6s %9s %6s %9s %8s %10s %10s %6s\n' "$r" "$c" "$cl" "$mv" "$rf" "$dt" "$q" "$lt" "$sh"
+printf '%-4s %-8s %-6s %9s %6s %9s %8s %10s %10s %6s\n' RTT link inner clean moves "TCP ref" detect "policed" "10-20 s" share
+printf '%-4s %-8s %-6s %9s %6s %9s %8s %10s %10s %6s\n' ms "" CC Mbit/s "" Mbit/s s "0-2 s" Mbit/s ""
+while read -r r l c cl mv rf dt q lt sh; do
+	printf '%-4s %-8s %-6s %9s %6s %9s %8s %10s %10s %6s\n' "$r" "$l" "$c" "$cl" "$mv" "$rf" "$dt" "$q" "$lt" "$sh"
 done <"$RESULTS"
 "$PY" - "$STABLE" "$back" "${switches[@]}" <<'PY'
 import sys
 stable, back, sw = float(sys.argv[1]), sys.argv[2], [float(x) for x in sys.argv[3:]]
 most = max((sum(1 for y in sw if x <= y < x + 60) for x in sw), default=0)
 print()
-print("steady policer, %d s at 50 ms, Cubic: %d switches (at %s s), %.2f a minute, at most %d in any 60 s"
+print("steady policer, %d s at 50 ms and 100 Mbit/s, Cubic: %d switches (at %s s), %.2f a minute, at most %d in any 60 s"
       % (stable, len(sw), ", ".join("%.1f" % x for x in sw) or "-", len(sw) / (stable / 60), most))
 print("policer removed: back on QUIC after %s s (no network change; at most the hold then running)" % back)
 PY

@@ -164,6 +164,7 @@ struct client {
 	uint64_t throttle_moved_ms, throttle_trial_end_ms, throttle_hold_until_ms;
 	uint64_t throttle_hold_ms, throttle_back_ms;
 	uint64_t throttle_watch_from_ms; /* none before: TCP lost a trial */
+	bool throttle_hold_kept;  /* ... and the hold it doubled stands */
 	/* Leaving a silent uplink (client-path.c): a check every
 	 * UPLINK_CHECK_MS, the uplinks tried in this silence, when the next
 	 * may be, and when (and how long after) to try the preferred

@@ -4,7 +4,8 @@
  * under load at a steady round trip, ours or the server's LOSS_REPORT);
  * then TLS over TCP races and takes the session, for a trial: after
  * THROTTLE_TRIAL_MS its rate is set against QUIC's in the window that
- * raised the alarm, and the faster keeps the session. On TCP, QUIC is
+ * raised the alarm, and the session goes back to QUIC unless TCP did
+ * clearly better or was never pushed to its limit. On TCP, QUIC is
  * tried again only after a hold, which doubles each time the policer is
  * found again soon after a return: a steady policer costs a switch or
  * two per hold, not a flap. */
@@ -15,8 +16,10 @@
 #include "base/log.h"
 #include "client-int.h"
 
-/* TLS over TCP's trial: its rate over this long after the move. */
+/* TLS over TCP's trial: its rate over this long after the move, which
+ * keeps the session if it is THROTTLE_TCP_GAIN times QUIC's. */
 #define THROTTLE_TRIAL_MS 4000
+#define THROTTLE_TCP_GAIN 2
 /* On TCP because of a policer, QUIC is tried again after the hold:
  * THROTTLE_HOLD_MIN_MS, doubling to THROTTLE_HOLD_MAX_MS while the
  * policer is found again within THROTTLE_RETURN_WATCH_MS of a return. */
@@ -42,7 +45,9 @@ watch(struct client *c, uint64_t now)
 	    st.rx_dgram_bytes + st.tx_dgram_bytes, st.rtt_ms, st.min_rtt_ms) ||
 	    now < c->throttle_watch_from_ms)
 		return;
-	if (c->throttle_back_ms != 0 &&
+	if (c->throttle_hold_kept)
+		c->throttle_hold_kept = false;   /* doubled by a lost trial */
+	else if (c->throttle_back_ms != 0 &&
 	    now - c->throttle_back_ms < THROTTLE_RETURN_WATCH_MS)
 		c->throttle_hold_ms = c->throttle_hold_ms * 2 < THROTTLE_HOLD_MAX_MS ?
 		    c->throttle_hold_ms * 2 : THROTTLE_HOLD_MAX_MS;
@@ -64,6 +69,7 @@ judge(struct client *c, uint64_t now)
 	struct quic_conn_stats st;
 	uint64_t bps;
 	char tcp[32], quic[32];
+	bool pushed;
 
 	if (c->throttle_trial_end_ms == 0 || now < c->throttle_trial_end_ms)
 		return;
@@ -71,21 +77,35 @@ judge(struct client *c, uint64_t now)
 	quic_conn_get_stats(c->qc, &st);
 	bps = (st.rx_dgram_bytes + st.tx_dgram_bytes) * 8 * 1000 /
 	    THROTTLE_TRIAL_MS;
+	/* The connection is the trial's own: any IP packet it dropped in
+	 * front of TCP means TCP was the limit. */
+	pushed = st.dgram_queue_full + st.dgram_stale > 0;
 	mbit(bps, tcp, sizeof tcp);
 	mbit(c->throttle_quic_bps, quic, sizeof quic);
-	/* QUIC's figure counts what it sent, lost or not: the comparison
-	 * leans towards QUIC, which is what a doubtful case should get. */
-	if (bps >= c->throttle_quic_bps) {
-		log_info("TLS over TCP carries %s where QUIC carried %s: "
+	/* QUIC's figure counts what it sent, lost or not, and TCP must do
+	 * twice as well: a doubtful case stays with QUIC, which loses no
+	 * packet to head-of-line blocking. But a host's TCP inside the
+	 * tunnel that the policer drove into retransmission back-off may
+	 * send next to nothing for seconds: a TCP that was never full
+	 * has shown no limit, and keeps the session. */
+	if (bps >= THROTTLE_TCP_GAIN * c->throttle_quic_bps || !pushed) {
+		log_info("TLS over TCP carries %s%s where QUIC carried %s: "
 		    "staying on TCP, QUIC is tried again in %" PRIu64 " s", tcp,
-		    quic, c->throttle_hold_ms / 1000);
+		    pushed ? "" : " (not its limit)", quic,
+		    c->throttle_hold_ms / 1000);
 		return;
 	}
-	log_info("TLS over TCP carries %s, less than QUIC's %s: back to QUIC, "
-	    "which is not suspected again for %" PRIu64 " s", tcp, quic,
-	    c->throttle_hold_ms / 1000);
+	log_info("TLS over TCP carries %s at its limit, not twice QUIC's %s: "
+	    "back to QUIC, which is not suspected again for %" PRIu64 " s",
+	    tcp, quic, c->throttle_hold_ms / 1000);
 	c->throttled = false;
 	c->throttle_watch_from_ms = now + c->throttle_hold_ms;
+	/* A path that looks policed and is not (a slow server dropping at
+	 * its socket, a shallow buffer at a bottleneck) costs two moves per
+	 * hold, each hold twice as long. */
+	c->throttle_hold_ms = c->throttle_hold_ms * 2 < THROTTLE_HOLD_MAX_MS ?
+	    c->throttle_hold_ms * 2 : THROTTLE_HOLD_MAX_MS;
+	c->throttle_hold_kept = true;
 	client_probe_now(c);
 }
 

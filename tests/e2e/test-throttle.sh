@@ -64,7 +64,8 @@ expect_eq "policed upload: moves to TCP" 2 "$(lap tcp_fallbacks)"
 expect_eq "policed upload: moves from a throttled QUIC" 1 "$(lap throttle_moves)"
 expect_eq "policed upload: back to QUIC (the reference's only)" 1 "$(lap quic_returns)"
 check "policed upload: rove saw its own loss" grep -q "QUIC looks throttled: [0-9]*% of our packets lost at a steady round trip" "$WORK/laptop.log"
-check "policed upload: TCP won its trial and QUIC is held off 60 s" grep -q "staying on TCP, QUIC is tried again in 60 s" "$WORK/laptop.log"
+check "policed upload: TCP won its trial and QUIC is held off 60 s" \
+	wait_for 10 "the trial's verdict" grep -q "staying on TCP, QUIC is tried again in 60 s" "$WORK/laptop.log"
 
 # 4. The policer goes; a network change probes QUIC at once.
 police off
@@ -81,7 +82,9 @@ iperf_wait download
 log "policed download: $(mbits download 4 8) Mbit/s from 4 s on"
 expect_eq "policed download: moves from a throttled QUIC" 2 "$(lap throttle_moves)"
 check "policed download: the server's LOSS_REPORT told rove" grep -q "QUIC looks throttled: [0-9]*% of the server's packets lost" "$WORK/laptop.log"
-check "policed download: found again within a minute, the hold doubles" grep -q "QUIC is tried again in 120 s" "$WORK/laptop.log"
+# The trial's verdict comes 4 s after the move.
+check "policed download: found again within a minute, the hold doubles" \
+	wait_for 10 "the trial's verdict" grep -q "QUIC is tried again in 120 s" "$WORK/laptop.log"
 grep "throttled\|trial\|TLS over TCP carries" "$WORK/laptop.log" | sed 's/^/    /'
 police off
 e2e_finish

@@ -5,9 +5,12 @@
 # their rates. Sourced after lib.sh, with the topology up.
 #
 #   police on|off [KBYTES]   roved's UDP port policed each way to KBYTES/s
-#                            (default 125: 1 Mbit/s); TCP untouched
-#   iperf_bg NAME SECONDS ARGS...
-#                            iperf3 from the laptop to the LAN host in the
+#                            (default 125: 1 Mbit/s); TCP untouched. At
+#                            the switch's bridge, or with POLICE_NS set at
+#                            that router (lib-path.sh's: its rc and rs)
+#   iperf_server, iperf_bg NAME SECONDS ARGS...
+#                            iperf3 from the laptop to IPERF_HOST in
+#                            IPERF_NS (default: the LAN host) in the
 #                            background, 1 s intervals, JSON in
 #                            $WORK/NAME.json; iperf_wait NAME waits for it
 #   mbits NAME FROM TO       the mean Mbit/s of its intervals in [FROM, TO] s
@@ -19,9 +22,14 @@ elapsed() { "$PY" -c "import sys; print('%.2f' % (float(sys.argv[2]) - float(sys
 lap() { sget "$NS_LAP" "$LAP_SOCK" "peers[0].$1"; }
 transport_is() { [ "$(lap transport 2>/dev/null)" = "$1" ]; }
 
+IPERF_NS=${IPERF_NS:-$NS_LAN}
+IPERF_HOST=${IPERF_HOST:-$LAN_HOST}
+
 police() {
 	local kbytes=${2:-125}
-	if [ "$1" = on ]; then
+	if [ -n "${POLICE_NS:-}" ]; then
+		router_police "$@"
+	elif [ "$1" = on ]; then
 		nsx "$NS_SW" nft -f - <<-NFT || die "cannot load the policer"
 		table bridge rove_police {
 			chain through {
@@ -36,10 +44,29 @@ police() {
 	fi
 }
 
-iperf_listening() { nsx "$NS_LAN" ss -Hltn 'sport = :5201' | grep -q 5201; }
-# iperf_server: iperf3's server on the LAN host, for every iperf_bg.
+# The same at lib-path.sh's router, on the packets' way in from either
+# end (the delay relay hands them to the kernel a second time).
+router_police() {
+	local kbytes=${2:-125}
+	if [ "$1" = on ]; then
+		nsx "$POLICE_NS" nft -f - <<-NFT || die "cannot load the policer"
+		table inet rove_police {
+			chain through {
+				type filter hook forward priority -10; policy accept;
+				iifname "rc" udp dport 4433 limit rate over $kbytes kbytes/second burst 16 kbytes drop
+				iifname "rs" udp sport 4433 limit rate over $kbytes kbytes/second burst 16 kbytes drop
+			}
+		}
+		NFT
+	else
+		nsx "$POLICE_NS" nft delete table inet rove_police
+	fi
+}
+
+iperf_listening() { nsx "$IPERF_NS" ss -Hltn 'sport = :5201' | grep -q 5201; }
+# iperf_server: iperf3's server for every iperf_bg.
 iperf_server() {
-	bg iperf3-server "$NS_LAN" iperf3 -s -B "$LAN_HOST" -p 5201
+	bg iperf3-server "$IPERF_NS" iperf3 -s -B "$IPERF_HOST" -p 5201
 	wait_for 10 "iperf3 listening on the LAN host" iperf_listening ||
 		die "iperf3 server does not start"
 }
@@ -49,7 +76,7 @@ iperf_server() {
 iperf_bg() {
 	local name=$1 secs=$2
 	shift 2
-	ip netns exec "$NS_LAP" timeout $((secs + 20)) iperf3 -c "$LAN_HOST" \
+	ip netns exec "$NS_LAP" timeout $((secs + 20)) iperf3 -c "$IPERF_HOST" \
 		-p 5201 -t "$secs" -i 1 -J "$@" >"$WORK/$name.json" 2>"$WORK/$name.err" &
 	IPERF_PID=$!
 	E2E_PIDS+=("$IPERF_PID")
