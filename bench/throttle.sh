@@ -75,17 +75,27 @@ router_udp_block() {
 	fi
 }
 
+# fresh_client: rove started again, so that each path's figures come
+# from a connection that knew no other path, and the steady policer's
+# from a client whose holds start at the shortest.
+fresh_client() {
+	if [ -n "${LAP_PID:-}" ]; then
+		stop_pid "$LAP_PID"
+		forget_pid "$LAP_PID"
+	fi
+	start_client laptop
+	wait_established laptop || die "laptop's tunnel does not come up"
+}
+
 path 0
 start_roved
-start_client laptop
-wait_established laptop || die "laptop's tunnel does not come up"
 iperf_server
 
 for link in 0: 50:100 50:; do
 	rtt=${link%%:*}
 	rate=${link#*:}
 	path "$rtt" "${rate%mbit}"
-	wait_established laptop || die "the tunnel did not survive the new path"
+	fresh_client
 	for cc in cubic bbr; do
 		label=${rate:+${rate}Mbit}
 		row="$rtt ${label:-free} $cc"
@@ -124,6 +134,7 @@ done
 
 # The steady policer.
 path 50 100
+fresh_client
 police on
 t0=$(now)
 iperf_bg stable "$((STABLE + 5))" -C cubic
