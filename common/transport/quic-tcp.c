@@ -61,12 +61,14 @@
 #define LINGER_MAX 256
 /* A dead path, noticed in seconds rather than at IdleTimeout. Bytes
  * sent and followed by PROBE_MS of silence bring a PING, which a peer
- * that announced answers_ping answers at once; when neither a byte nor a
- * TCP acknowledgement has come back DEAD_MS after that PING, the path is
- * dead. The acknowledgement counts: a peer whose kernel still takes our
- * bytes is alive, only slow (a PING stuck behind a long queue on a slow
- * link, a peer busy elsewhere). Idle sessions ask only with their
- * keepalive PINGs, so an idle dead path shows within KeepAlive + DEAD_MS.
+ * that announced answers_ping answers at once, and another every
+ * PROBE_MS while none is answered; when no byte has come back DEAD_MS
+ * after the first and the kernel has taken no TCP acknowledgement for
+ * DEAD_MS either, the path is dead. The acknowledgements count: a peer
+ * whose kernel still takes our bytes (each PING draws one) is alive, only
+ * slow (a PING stuck behind a long queue on a slow link, a peer busy
+ * elsewhere). Idle sessions ask only with their keepalive PINGs, so an
+ * idle dead path shows within KeepAlive + DEAD_MS.
  * The kernel's TCP_USER_TIMEOUT backs this up (and is all there is with
  * a peer that does not answer PINGs): data left unacknowledged this long
  * errors the socket. It is longer than PROBE_MS + DEAD_MS so that the
@@ -97,11 +99,11 @@ struct quic_tcp {
 	uint64_t last_tx;
 	uint64_t idle_ns, keepalive_ns;
 	/* The dead-path rule (DEAD_MS): the peer answers PINGs; we owe it
-	 * an answer; our PING waiting for any byte back went at ping_at
-	 * (0: none); something other than an answer went since the last
-	 * byte came in. */
+	 * an answer; the first of our PINGs waiting for any byte back went
+	 * at ping_at (0: none), the last at probe_at; something other than
+	 * an answer went since the last byte came in. */
 	bool peer_answers, answer_due, sent_since_rx, sent_real;
-	uint64_t ping_at;
+	uint64_t ping_at, probe_at;
 
 	uint8_t *rbuf;
 	size_t rlen;
@@ -903,15 +905,19 @@ fill(struct quic_conn *qc)
 	}
 	if (t->olen == 0 && t->keepalive_ns != 0 && now - t->last_tx >= t->keepalive_ns) {
 		t->olen += qmux_encode_ping(t->obuf, OBUF_SIZE);
+		t->probe_at = now;
 		if (t->ping_at == 0)
 			t->ping_at = now;
 	}
-	/* Sent, and silence since: ask. */
-	if (t->peer_answers && t->ping_at == 0 && t->sent_since_rx &&
+	/* Sent, and silence since: ask, and again each PROBE_MS. */
+	if (t->peer_answers && t->sent_since_rx &&
 	    now - qc->last_rx >= PROBE_MS * 1000000ull &&
+	    now - t->probe_at >= PROBE_MS * 1000000ull &&
 	    OBUF_SIZE - t->olen >= QMUX_MAX_HEADER) {
 		t->olen += qmux_encode_ping(t->obuf + t->olen, OBUF_SIZE - t->olen);
-		t->ping_at = now;
+		t->probe_at = now;
+		if (t->ping_at == 0)
+			t->ping_at = now;
 	}
 	t->sent_real = t->sent_real || t->olen > answer;
 }
@@ -934,17 +940,17 @@ static bool
 path_dead(struct quic_conn *qc, uint64_t now)
 {
 	struct quic_tcp *t = qc->tcp;
-	uint64_t waited_ms;
+	uint64_t silence_ms;
 
 	if (!t->peer_answers || t->ping_at == 0 ||
 	    now - t->ping_at < DEAD_MS * 1000000ull)
 		return false;
-	/* An acknowledgement since the PING went: alive, just slow. */
-	waited_ms = (now - t->ping_at) / 1000000u;
-	if (ack_silence_ms(t) < waited_ms)
+	/* An acknowledgement lately: alive, just slow. */
+	if ((silence_ms = ack_silence_ms(t)) < DEAD_MS)
 		return false;
-	lost(qc, "no answer to a PING and no TCP acknowledgement for %llu ms",
-	    (unsigned long long)waited_ms);
+	lost(qc, "no answer to a PING for %llu ms and no TCP acknowledgement "
+	    "for %llu ms", (unsigned long long)((now - t->ping_at) / 1000000u),
+	    (unsigned long long)silence_ms);
 	return true;
 }
 
@@ -963,9 +969,15 @@ rearm(struct quic_conn *qc)
 		at = qc->last_rx + t->idle_ns;
 		if (t->keepalive_ns != 0 && t->last_tx + t->keepalive_ns < at)
 			at = t->last_tx + t->keepalive_ns;
-		if (t->peer_answers && t->ping_at == 0 && t->sent_since_rx &&
-		    qc->last_rx + PROBE_MS * 1000000ull < at)
-			at = qc->last_rx + PROBE_MS * 1000000ull;
+		if (t->peer_answers && t->sent_since_rx) {
+			d = qc->last_rx > t->probe_at ? qc->last_rx : t->probe_at;
+			d += PROBE_MS * 1000000ull;
+			/* Due, but not sent (the socket is full): soon. */
+			if (d <= now)
+				d = now + PROBE_MS * 1000000ull / 4;
+			if (d < at)
+				at = d;
+		}
 		/* Past DEAD_MS with acknowledgements still coming: look
 		 * again now and then. */
 		if (t->peer_answers && t->ping_at != 0) {

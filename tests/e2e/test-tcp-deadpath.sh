@@ -5,7 +5,7 @@
 # reset, no ICMP) while a ping and an echo conversation through a
 # LocalForward run.
 #  1. Transport = tcp (laptop): rove reports the dead path within 7 s
-#     (no answer to its PING and no TCP acknowledgement for 4 s), and once
+#     (no answer to its PINGs and no TCP acknowledgement for 4 s), and once
 #     the router lets the flow through again, reconnects over TCP; the
 #     tunnel carries pings again and the forward's conversation carries on
 #     (resumed on the new session), byte for byte.
@@ -13,7 +13,9 @@
 #     dead path is reported within 7 s; with UDP let through again (the
 #     TCP flow still dropped) rove races QUIC and TCP as at connect and
 #     comes back on QUIC.
-# The times to detect and to recover are logged.
+# Before that, an idle session on a live path stays up through several
+# KeepAlive rounds (2 s here, both sides), with no reconnect on either
+# side. The times to detect and to recover are logged.
 # e2e: light
 . "$(dirname "$0")/fwd-lib.sh"
 fwd_init "$@"
@@ -26,6 +28,8 @@ DETECT_MAX=7
 peer_set laptop AllowForward "$LAN_HOST/32:$T_PORT"
 client_add "$WORK/configs/rove.conf" "LocalForward = $L_PORT = $LAN_HOST:$T_PORT"
 sed -i 's/^Transport = .*/Transport = auto/' "$WORK/configs/rove2.conf"
+server_set KeepAlive 2
+conf_set "$WORK/configs/rove.conf" KeepAlive 2
 # The old behaviour: nothing noticed before IdleTimeout.
 expect_eq "rove: IdleTimeout" 120 "$(sed -n 's/^IdleTimeout = //p' "$WORK/configs/rove.conf")"
 expect_eq "roved: IdleTimeout" 120 "$(sed -n 's/^IdleTimeout = //p' "$WORK/configs/roved.conf")"
@@ -51,7 +55,7 @@ tcp_dead() {
 		nsx "$NS_SW" nft delete table bridge rove_tcpdead
 	fi
 }
-DEAD_LINE="(TLS over TCP) lost: no answer to a PING and no TCP acknowledgement for"
+DEAD_LINE="(TLS over TCP) lost: no answer to a PING for"
 # detect LOG ADDR WHO: the flow dropped; waits for rove's report of it and
 # sets DETECT (seconds).
 detect() {
@@ -83,9 +87,19 @@ wait_listen "$NS_LAN" "$T_PORT" "the -L target"
 wait_listen "$NS_LAP" "$L_PORT" "rove's LocalForward"
 expect_eq "rove: transport" tcp "$(transport_of "$NS_LAP" "$LAP_SOCK")"
 
+# 0. Idle on a live path: each side's keepalive PINGs are answered.
+sleep 5
+expect_eq "idle: rove's reconnects" 0 "$(sget "$NS_LAP" "$LAP_SOCK" 'peers[0].reconnects')"
+expect_eq "idle: roved's handshakes of the laptop" 1 "$(srv_get 'peers[name=laptop].handshakes')"
+if grep -q "peer laptop disconnected" "$WORK/roved.log"; then
+	fail "idle: roved dropped the idle laptop"
+else
+	ok "idle: roved kept the idle laptop"
+fi
+
 # 1. Transport = tcp.
 peer_bg chat "$NS_LAP" chat "127.0.0.1:$L_PORT" --size 4K --interval 0.1 \
-	--duration 20 --timeout 60
+	--duration 12 --timeout 60
 CHAT_PID=$BG_PID
 bg ping-lap "$NS_LAP" ping -n -i 0.2 -W 1 -c 100 "$SRV_TUN4"
 PING_PID=$BG_PID
