@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/addr.h"
 #include "base/clock.h"
 #include "base/key.h"
 #include "base/log.h"
@@ -370,6 +371,12 @@ connect_hint(const struct quic_close_info *ci, bool tcp)
 	if (tcp && !ci->remote)
 		return ": no answer; is ListenTCP set in roved.conf, and TCP let "
 		    "through?";
+	/* An alert from a TLS server that is not roved, most often a web
+	 * server that a proxy sharing port 443 chose without our SNI. */
+	if (tcp && ci->remote && ci->transport && ci->code >= 0x100 &&
+	    ci->code < 0x200)
+		return ": is it roved that answers there? A proxy that routes by "
+		    "SNI may send rove to a website: see ServerName";
 	return "";
 }
 
@@ -907,12 +914,27 @@ session_id(struct client *c, const uint8_t own[static KEY_LEN])
 		snprintf(c->session_id + 2 * i, 3, "%02x", h[i]);
 }
 
+/* The server name the TLS-over-TCP ClientHello carries (SNI), for a
+ * proxy in front of roved that routes by it: ServerName, else ServerTCP's
+ * host when it is a name. An address is never sent (RFC 6066 section 3
+ * allows only host names), and roved itself ignores the name. */
+static const char *
+client_sni(const struct cfg *cfg)
+{
+	if (cfg->server_name != NULL)
+		return cfg->server_name;
+	if (cfg->server_tcp_host != NULL && addr_dns_name_valid(cfg->server_tcp_host))
+		return cfg->server_tcp_host;
+	return NULL;
+}
+
 struct client *
 client_create(struct event_base *base, const struct cfg *cfg, int verbose,
     char **cause)
 {
 	struct client *c = xcalloc(1, sizeof *c);
 	uint8_t priv[KEY_LEN], pub[KEY_LEN];
+	const char *sni;
 
 	c->base = base;
 	c->cfg = cfg;
@@ -969,6 +991,12 @@ client_create(struct event_base *base, const struct cfg *cfg, int verbose,
 	if (c->tls == NULL || (cfg->transport != CFG_TRANSPORT_QUIC &&
 	    c->tls_tcp == NULL) || client_resolve_init(c, cause) != 0)
 		goto fail;
+	if (c->tls_tcp != NULL && (sni = client_sni(cfg)) != NULL &&
+	    wolfSSL_CTX_UseSNI(c->tls_tcp, WOLFSSL_SNI_HOST_NAME, sni,
+	    (unsigned short)strlen(sni)) != WOLFSSL_SUCCESS) {
+		xasprintf(cause, "ServerName: cannot send %s as SNI", sni);
+		goto fail;
+	}
 	tls_ctx_enable_resumption(c->tls, TLS_ROLE_CLIENT, cfg->zero_rtt);
 	if (cfg->keylog_file != NULL &&
 	    (tls_ctx_set_keylog(c->tls, cfg->keylog_file, cause) != 0 ||

@@ -42,6 +42,7 @@ print_key(const struct cfg_key *k, const void *obj, FILE *f)
 	switch (k->type) {
 	case CFG_T_PATH:
 	case CFG_T_NAME:
+	case CFG_T_HOSTNAME:
 	case CFG_T_USER:
 	case CFG_T_GROUP: {
 		const char *v = *(char *const *)p;

@@ -36,6 +36,12 @@ const struct cfg_key cfg_table[CFG_KEY_COUNT] = {
 		"the server's ListenTCP: host[:port] (port 443 if none); "
 		"default: Server's host on port 443",
 	},
+	[CFG_KEY_SERVER_NAME] = {
+		"ServerName", CFG_SEC_CLIENT, CFG_T_HOSTNAME, 0, 0, 0,
+		CFG(server_name), 0, NULL,
+		"the name sent as SNI over TLS on TCP (for a proxy that routes "
+		"by it); default: ServerTCP's host, when a name",
+	},
 	[CFG_KEY_TRANSPORT] = {
 		"Transport", CFG_SEC_CLIENT, CFG_T_TRANSPORT, 0, 0, 0,
 		CFG(transport), 0, "auto",

@@ -49,6 +49,7 @@ enum cfg_type {
 	CFG_T_DNSADDRS,   /* struct ipaddr[CFG_MAX_DNS] + size_t */
 	CFG_T_DOMAINS,    /* char *[CFG_MAX_DNS_SEARCH] + size_t */
 	CFG_T_SERVER_ID,  /* struct cid_server_id */
+	CFG_T_HOSTNAME,   /* char *: a DNS name, not an address */
 };
 
 #define CFG_F_REPEAT (1u << 0)   /* may appear more than once; entries add up */
@@ -63,6 +64,7 @@ enum cfg_key_id {
 	CFG_KEY_LISTEN_TCP,
 	CFG_KEY_SERVER,
 	CFG_KEY_SERVER_TCP,
+	CFG_KEY_SERVER_NAME,
 	CFG_KEY_TRANSPORT,
 	CFG_KEY_SERVER_PUBLIC_KEY,
 	CFG_KEY_PRIVATE_KEY_FILE,

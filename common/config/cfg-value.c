@@ -451,6 +451,28 @@ parse_name(struct cfg_parse *cp, const struct cfg_key *k, char **dst,
 	return 0;
 }
 
+/* A DNS name, kept in lower case; an address is refused (TLS sends
+ * none as a server name, RFC 6066 section 3). */
+static int
+parse_hostname(struct cfg_parse *cp, const struct cfg_key *k, char **dst,
+    char *v)
+{
+	char e[ESC_LEN];
+
+	if (!addr_dns_name_valid(v)) {
+		parse_error(cp, "%s: '%s' is not a DNS name", k->name,
+		    quote(e, v));
+		return -1;
+	}
+	for (char *c = v; *c != '\0'; c++) {
+		if (*c >= 'A' && *c <= 'Z')
+			*c = (char)(*c - 'A' + 'a');
+	}
+	free(*dst);
+	*dst = xstrdup(v);
+	return 0;
+}
+
 static int
 parse_server_id(struct cfg_parse *cp, const struct cfg_key *k,
     struct cid_server_id *dst, const char *v)
@@ -914,6 +936,8 @@ cfg_value_parse(struct cfg_parse *cp, const struct cfg_key *k, void *obj,
 		return parse_domains(cp, k, f, field(obj, k->off_n), v);
 	case CFG_T_SERVER_ID:
 		return parse_server_id(cp, k, f, v);
+	case CFG_T_HOSTNAME:
+		return parse_hostname(cp, k, f, v);
 	}
 	return -1;
 }

@@ -185,6 +185,7 @@ struct cfg {
 	uint16_t server_port;
 	char *server_tcp_host; /* ServerTCP; default: server_host */
 	uint16_t server_tcp_port;
+	char *server_name; /* ServerName: SNI over TCP; NULL: none set */
 	enum cfg_transport transport;
 	uint8_t server_pubkey[32];
 	struct cfg_prefix_list routes;

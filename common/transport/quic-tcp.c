@@ -59,6 +59,23 @@
  * sockets wait so at once; beyond that they close at once. */
 #define LINGER_MS 2000
 #define LINGER_MAX 256
+/* A dead path, noticed in seconds rather than at IdleTimeout. Bytes
+ * sent and followed by PROBE_MS of silence bring a PING, which a peer
+ * that announced answers_ping answers at once, and another every
+ * PROBE_MS while none is answered; when no byte has come back DEAD_MS
+ * after the first and the kernel has taken no TCP acknowledgement for
+ * DEAD_MS either, the path is dead. The acknowledgements count: a peer
+ * whose kernel still takes our bytes (each PING draws one) is alive, only
+ * slow (a PING stuck behind a long queue on a slow link, a peer busy
+ * elsewhere). Idle sessions ask only with their keepalive PINGs, so an
+ * idle dead path shows within KeepAlive + DEAD_MS.
+ * The kernel's TCP_USER_TIMEOUT backs this up (and is all there is with
+ * a peer that does not answer PINGs): data left unacknowledged this long
+ * errors the socket. It is longer than PROBE_MS + DEAD_MS so that the
+ * rule above, with its clearer report, comes first. */
+#define PROBE_MS 1000
+#define DEAD_MS 4000
+#define USER_TIMEOUT_MS 8000
 
 struct lingering {
 	LIST_ENTRY(lingering) entry;
@@ -81,6 +98,12 @@ struct quic_tcp {
 	uint64_t deadline;     /* the handshake's (clock_now) */
 	uint64_t last_tx;
 	uint64_t idle_ns, keepalive_ns;
+	/* The dead-path rule (DEAD_MS): the peer answers PINGs; we owe it
+	 * an answer; the first of our PINGs waiting for any byte back went
+	 * at ping_at (0: none), the last at probe_at; something other than
+	 * an answer went since the last byte came in. */
+	bool peer_answers, answer_due, sent_since_rx, sent_real;
+	uint64_t ping_at, probe_at;
 
 	uint8_t *rbuf;
 	size_t rlen;
@@ -272,6 +295,7 @@ send_params(struct quic_conn *qc)
 		/* A relay resumes reading at 3/4 of its cap, its cap being
 		 * this window: reports this frequent always get it there. */
 		.consumed_step = t->stream_window / 8,
+		.answers_ping = 1,
 	};
 	uint8_t buf[160];
 
@@ -310,6 +334,7 @@ got_params(struct quic_conn *qc, const struct qmux_frame *f)
 	    p.max_datagram_frame_size : 65535);
 	t->idle_ns = quic_tcp_idle_ns(t->idle_ns, p.max_idle_timeout_ms);
 	t->consumed_step = p.consumed_step;
+	t->peer_answers = p.answers_ping != 0;
 	established(qc);
 	return 0;
 }
@@ -526,7 +551,11 @@ frame(struct quic_conn *qc, const struct qmux_frame *f)
 	}
 	switch (f->type) {
 	case QMUX_PADDING:
+		return 0;
 	case QMUX_PING:
+		/* One PADDING byte back: any byte proves the path. */
+		t->answer_due = true;
+		quic_mark_dirty(qc);
 		return 0;
 	case QMUX_TRANSPORT_PARAMETERS:
 		if (t->params_rcvd) {
@@ -602,14 +631,18 @@ static void
 tls_read(struct quic_conn *qc)
 {
 	struct quic_tcp *t = qc->tcp;
-	int n, err, rounds;
+	int n, err, rounds, sock_err;
 
 	for (rounds = 0; rounds < READ_ROUNDS; rounds++) {
+		errno = 0;
 		n = wolfSSL_read(qc->ssl, t->rbuf + t->rlen,
 		    (int)(RBUF_SIZE - t->rlen));
+		sock_err = errno;
 		if (n > 0) {
 			t->rlen += (size_t)n;
 			qc->last_rx = clock_now();
+			t->ping_at = 0;
+			t->sent_since_rx = false;
 			parse(qc);
 			if (qc->state == QUIC_STATE_CLOSED)
 				return;
@@ -622,7 +655,10 @@ tls_read(struct quic_conn *qc)
 			want_write(qc);
 			return;
 		}
-		if (!peer_alert(qc))
+		if (!peer_alert(qc) && sock_err == ETIMEDOUT)
+			lost(qc, "TCP connection lost: data unacknowledged for "
+			    "%u ms", (unsigned)USER_TIMEOUT_MS);
+		else if (!peer_alert(qc))
 			lost(qc, "%s", err == WOLFSSL_ERROR_ZERO_RETURN ||
 			    n == 0 ? "TCP connection closed" : "TCP connection lost");
 		end(qc);
@@ -824,7 +860,7 @@ fill(struct quic_conn *qc)
 	struct quic_stream *s;
 	uint64_t now = clock_now();
 	uint8_t buf[32];
-	size_t n;
+	size_t n, answer;
 
 	if (t->send_max_data) {
 		t->send_max_data = false;
@@ -836,8 +872,14 @@ fill(struct quic_conn *qc)
 		ctl_add(qc, buf, qmux_encode_max(buf, sizeof buf,
 		    QMUX_MAX_STREAMS_BIDI, 0, t->peer_max));
 	}
+	if (t->answer_due) {
+		t->answer_due = false;
+		t->obuf[t->olen++] = QMUX_PADDING;
+	}
+	answer = t->olen;
 	n = (size_t)evbuffer_remove(t->ctl, t->obuf + t->olen, OBUF_SIZE - t->olen);
 	t->olen += n;
+	t->sent_real = t->olen > answer;
 	if (qc->state != QUIC_STATE_ESTABLISHED)
 		return;
 	qc->stats.dgram_stale += dgramq_expire(&qc->dq, now, DGRAM_MAX_AGE);
@@ -861,8 +903,55 @@ fill(struct quic_conn *qc)
 		if (!fill_stream(qc, s) || qc->state == QUIC_STATE_CLOSED)
 			break;
 	}
-	if (t->olen == 0 && t->keepalive_ns != 0 && now - t->last_tx >= t->keepalive_ns)
+	if (t->olen == 0 && t->keepalive_ns != 0 && now - t->last_tx >= t->keepalive_ns) {
 		t->olen += qmux_encode_ping(t->obuf, OBUF_SIZE);
+		t->probe_at = now;
+		if (t->ping_at == 0)
+			t->ping_at = now;
+	}
+	/* Sent, and silence since: ask, and again each PROBE_MS. */
+	if (t->peer_answers && t->sent_since_rx &&
+	    now - qc->last_rx >= PROBE_MS * 1000000ull &&
+	    now - t->probe_at >= PROBE_MS * 1000000ull &&
+	    OBUF_SIZE - t->olen >= QMUX_MAX_HEADER) {
+		t->olen += qmux_encode_ping(t->obuf + t->olen, OBUF_SIZE - t->olen);
+		t->probe_at = now;
+		if (t->ping_at == 0)
+			t->ping_at = now;
+	}
+	t->sent_real = t->sent_real || t->olen > answer;
+}
+
+/* Milliseconds since the kernel last took an acknowledgement from the
+ * peer; 0 if it cannot tell. */
+static uint64_t
+ack_silence_ms(const struct quic_tcp *t)
+{
+	struct tcp_info ti;
+	socklen_t len = sizeof ti;
+
+	if (getsockopt(t->fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0)
+		return 0;
+	return ti.tcpi_last_ack_recv;
+}
+
+/* The dead-path rule (DEAD_MS): true once the session is over. */
+static bool
+path_dead(struct quic_conn *qc, uint64_t now)
+{
+	struct quic_tcp *t = qc->tcp;
+	uint64_t silence_ms;
+
+	if (!t->peer_answers || t->ping_at == 0 ||
+	    now - t->ping_at < DEAD_MS * 1000000ull)
+		return false;
+	/* An acknowledgement lately: alive, just slow. */
+	if ((silence_ms = ack_silence_ms(t)) < DEAD_MS)
+		return false;
+	lost(qc, "no answer to a PING for %llu ms and no TCP acknowledgement "
+	    "for %llu ms", (unsigned long long)((now - t->ping_at) / 1000000u),
+	    (unsigned long long)silence_ms);
+	return true;
 }
 
 static void
@@ -880,6 +969,24 @@ rearm(struct quic_conn *qc)
 		at = qc->last_rx + t->idle_ns;
 		if (t->keepalive_ns != 0 && t->last_tx + t->keepalive_ns < at)
 			at = t->last_tx + t->keepalive_ns;
+		if (t->peer_answers && t->sent_since_rx) {
+			d = qc->last_rx > t->probe_at ? qc->last_rx : t->probe_at;
+			d += PROBE_MS * 1000000ull;
+			/* Due, but not sent (the socket is full): soon. */
+			if (d <= now)
+				d = now + PROBE_MS * 1000000ull / 4;
+			if (d < at)
+				at = d;
+		}
+		/* Past DEAD_MS with acknowledgements still coming: look
+		 * again now and then. */
+		if (t->peer_answers && t->ping_at != 0) {
+			d = t->ping_at + DEAD_MS * 1000000ull;
+			if (d <= now)
+				d = now + PROBE_MS * 1000000ull / 4;
+			if (d < at)
+				at = d;
+		}
 	}
 	d = at > now ? (at - now + 999) / 1000 : 0;
 	tv.tv_sec = (time_t)(d / 1000000);
@@ -902,6 +1009,8 @@ flush(struct quic_conn *qc)
 		if (n > 0) {
 			t->olen = 0;
 			t->last_tx = clock_now();
+			if (t->sent_real)
+				t->sent_since_rx = true;
 			continue;
 		}
 		err = wolfSSL_get_error(qc->ssl, n);
@@ -968,6 +1077,8 @@ timer_cb(evutil_socket_t fd, short what, void *arg)
 		lost(qc, "idle timeout");
 		return;
 	}
+	if (qc->state == QUIC_STATE_ESTABLISHED && path_dead(qc, now))
+		return;
 	quic_mark_dirty(qc);
 	quic_write_dirty();
 }
@@ -977,11 +1088,15 @@ set_sockopts(int fd, ngtcp2_cc_algo cc)
 {
 	const char *ca = cc == NGTCP2_CC_ALGO_BBR ? "bbr" : "cubic";
 	int one = 1, lowat = NOTSENT_LOWAT;
+	unsigned user_timeout = USER_TIMEOUT_MS;
 
 	/* Frames are gathered into records already; Nagle would only add
 	 * a round trip's delay to a lone DATAGRAM or acknowledgement. */
 	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 	(void)setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &lowat, sizeof lowat);
+	/* Bytes unacknowledged this long: the path is dead (PROBE_MS). */
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout,
+	    sizeof user_timeout);
 	/* Congestion applies to the kernel's TCP here. BBR keeps the queue
 	 * it builds near one round trip's worth, where loss-based control
 	 * fills every buffer on the path, and the IP packets inside wait in

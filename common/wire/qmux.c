@@ -263,6 +263,7 @@ qmux_encode_close(uint8_t *out, size_t outlen, bool app, uint64_t code,
 #define TP_STREAMS_BIDI 0x08
 #define TP_DATAGRAM 0x20
 #define TP_CONSUMED_STEP 0x7276
+#define TP_ANSWERS_PING 0x7277
 
 static void
 put_param(struct wr *w, uint64_t id, uint64_t v)
@@ -287,6 +288,8 @@ qmux_encode_params(uint8_t *out, size_t outlen, const struct qmux_params *p)
 	put_param(&b, TP_DATAGRAM, p->max_datagram_frame_size);
 	if (p->consumed_step != 0)
 		put_param(&b, TP_CONSUMED_STEP, p->consumed_step);
+	if (p->answers_ping != 0)
+		put_param(&b, TP_ANSWERS_PING, p->answers_ping);
 	if (b.bad)
 		return 0;
 	put_varint(&w, QMUX_TRANSPORT_PARAMETERS);
@@ -299,7 +302,7 @@ int
 qmux_decode_params(const uint8_t *in, size_t len, struct qmux_params *p)
 {
 	struct rd r = { in, len, false };
-	bool seen[TP_DATAGRAM + 1] = { false }, seen_step = false;
+	bool seen[TP_DATAGRAM + 1] = { false }, seen_step = false, seen_answers = false;
 
 	memset(p, 0, sizeof *p);
 	while (r.left > 0) {
@@ -320,14 +323,17 @@ qmux_decode_params(const uint8_t *in, size_t len, struct qmux_params *p)
 		case TP_STREAMS_BIDI: dst = &p->initial_max_streams_bidi; break;
 		case TP_DATAGRAM: dst = &p->max_datagram_frame_size; break;
 		case TP_CONSUMED_STEP: dst = &p->consumed_step; break;
+		case TP_ANSWERS_PING: dst = &p->answers_ping; break;
 		default: continue; /* unknown: skipped, as in QUIC */
 		}
 		/* RFC 9000 7.4: a parameter given twice is an error. */
-		if ((id == TP_CONSUMED_STEP ? seen_step : seen[id]) ||
-		    !get_varint(&v, &val) || v.left != 0)
+		if ((id == TP_CONSUMED_STEP ? seen_step : id == TP_ANSWERS_PING ?
+		    seen_answers : seen[id]) || !get_varint(&v, &val) || v.left != 0)
 			return -1;
 		if (id == TP_CONSUMED_STEP)
 			seen_step = true;
+		else if (id == TP_ANSWERS_PING)
+			seen_answers = true;
 		else
 			seen[id] = true;
 		*dst = val;

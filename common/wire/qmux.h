@@ -106,6 +106,10 @@ struct qmux_params {
 	 * as a QUIC ACK would, so that a forward can move to another
 	 * connection without losing what was in flight (docs/PROTOCOL.md). */
 	uint64_t consumed_step;
+	/* rove's own (0x7277; 0: absent, 1: present): "I answer each PING
+	 * with a PADDING frame". A sender whose peer said so may take a
+	 * PING left without any byte back as a sign of a dead path. */
+	uint64_t answers_ping;
 };
 
 /* A whole TRANSPORT_PARAMETERS frame. */

@@ -288,12 +288,14 @@ static const char client_full[] =
     "DynamicForward = localhost:1082\n"
     "Offload = OFF\n"
     "ServerTCP = tcp.example\n"
+    "ServerName = Rove.Example\n"
     "transport = TCP\n";
 
 static const char client_full_printed[] =
     "[Client]\n"
     "Server = [2001:db8::1]:4433\n"
     "ServerTCP = tcp.example:443\n"
+    "ServerName = rove.example\n"
     "Transport = tcp\n"
     "ServerPublicKey = " PK_SERVER "\n"
     "PrivateKeyFile = /etc/rove/client.key\n"
@@ -859,6 +861,13 @@ static const struct bad_case bad_cases[] = {
 	    { "t.conf:5: Transport: 'udp' is not auto, quic or tcp" } },
 	{ C, CLI "ServerTCP = bad/host:443\n", 0,
 	    { "t.conf:5: ServerTCP: 'bad/host:443' is not host[:port]" } },
+	{ C, CLI "ServerName = 198.18.1.1\n", 0,
+	    { "t.conf:5: ServerName: '198.18.1.1' is not a DNS name" } },
+	{ C, CLI "ServerName = [fd00::1]\n", 0,
+	    { "t.conf:5: ServerName: '[fd00::1]' is not a DNS name" } },
+	{ S, SRV "ServerName = rove.example\n" PEER_A, 0,
+	    { "t.conf:4: ServerName: is a [Client] key, not valid in a server "
+	      "config" } },
 	{ S, SRV "ListenTCP = vpn.example:443\n" PEER_A, 0,
 	    { "t.conf:4: ListenTCP: 'vpn.example:443' is not a numeric "
 	      "address[:port]" } },

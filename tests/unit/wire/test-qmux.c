@@ -215,6 +215,8 @@ test_params(void **state)
 		.max_stream_data_bidi_remote = 4u << 20,
 		.initial_max_streams_bidi = 256,
 		.max_datagram_frame_size = 65535,
+		.consumed_step = 1u << 17,
+		.answers_ping = 1,
 	}, q;
 	uint8_t buf[200];
 	struct qmux_frame f;
@@ -250,6 +252,16 @@ test_params(void **state)
 		assert_int_equal(qmux_decode_params(overrun, sizeof overrun, &q), -1);
 		assert_int_equal(qmux_decode_params(longer, sizeof longer, &q), -1);
 		assert_int_equal(qmux_decode_params(cut, sizeof cut, &q), -1);
+	}
+	/* rove's answers_ping (0x7277, a four-byte varint ID): once only. */
+	{
+		static const uint8_t once[] = { 0x80, 0x00, 0x72, 0x77, 0x01, 0x01 };
+		static const uint8_t twice[] = { 0x80, 0x00, 0x72, 0x77, 0x01, 0x01,
+		    0x80, 0x00, 0x72, 0x77, 0x01, 0x01 };
+
+		assert_int_equal(qmux_decode_params(once, sizeof once, &q), 0);
+		assert_int_equal(q.answers_ping, 1);
+		assert_int_equal(qmux_decode_params(twice, sizeof twice, &q), -1);
 	}
 	assert_int_equal(qmux_encode_params(buf, 10, &p), 0);
 }
