@@ -159,6 +159,7 @@ cfg_clear(struct cfg *cfg)
 		free(cfg->dns_search[i]);
 	free(cfg->server_host);
 	free(cfg->server_tcp_host);
+	explicit_bzero(&cfg->proxy, sizeof cfg->proxy);
 	free(cfg->routes.v);
 	free_forwards(cfg->local_forward, cfg->nlocal_forward);
 	free_forwards(cfg->remote_forward, cfg->nremote_forward);

@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# e2e: light
+# TLS over TCP through an HTTP proxy (Proxy = http://user:password@...):
+# squid, configured as a corporate proxy (CONNECT to port 443 only, Basic
+# authentication from a generated password file), is the laptop's only way
+# out; nftables drops everything else it sends. The session comes up
+# through it, carries pings and a 4 MiB forward each way with matching
+# sha256; a wrong password gives the 407 line and the long back-off; the
+# password appears in no log, status or -T output; Proxy = env with
+# https_proxy set; Transport = auto falls to the proxy after direct UDP and
+# TCP fail.
+. "$(dirname "$0")/fwd-lib.sh"
+. "$(dirname "$0")/proxy-lib.sh"
+fwd_init "$@"
+command -v squid >/dev/null || die "squid is not installed (scripts/deps.sh)"
+e2e_transport tcp
+topo_up
+proxy_ns_up
+
+PX_USER=alice
+PX_PASS='s3cret-Pw'
+L_PORT=7001
+T_PORT=7101
+squid_start "$PX_USER" "$PX_PASS"
+log "$(squid -v | head -n1)"
+peer_set laptop AllowForward "$LAN_HOST/32:$T_PORT"
+conf=$WORK/configs/rove.conf
+cp "$conf" "$WORK/configs/base.conf"
+client_add "$conf" "LocalForward = $L_PORT = $LAN_HOST:$T_PORT" \
+	"Proxy = http://$PX_USER:$PX_PASS@$PX_ADDR:$SQUID_PORT"
+laptop_lockdown
+
+# -T writes the password masked.
+t=$(nsx "$NS_LAP" "$BUILD/rove" up -T -c "$conf" | grep '^Proxy')
+expect_eq "rove -T: Proxy" "Proxy = http://$PX_USER:***@$PX_ADDR:$SQUID_PORT" "$t"
+
+start_roved
+start_client laptop
+wait_established laptop || die "the tunnel does not come up through squid"
+expect_eq "rove: transport" tcp "$(sget "$NS_LAP" "$LAP_SOCK" 'peers[0].transport')"
+expect_eq "rove: proxy" "http://$PX_ADDR:$SQUID_PORT" "$(sget "$NS_LAP" "$LAP_SOCK" 'peers[0].proxy')"
+expect_eq "rove: via_proxy" true "$(sget "$NS_LAP" "$LAP_SOCK" 'peers[0].via_proxy')"
+expect_eq "roved: the laptop comes from the proxy" "$PX_ADDR" \
+	"$(srv_get 'peers[name=laptop].remote' | sed 's/:[0-9]*$//')"
+check "laptop -> server $SRV_TUN4 through the tunnel" ping_ok "$NS_LAP" -c 20 -i 0.05 "$SRV_TUN4"
+check "laptop -> LAN host $LAN_HOST" ping_ok "$NS_LAP" -c 10 -i 0.05 "$LAN_HOST"
+forward_4m http
+check "the laptop sent nothing straight to the server" [ "$(to_server_dropped)" = 0 ]
+txt=$(nsx "$NS_LAP" "$BUILD/rove" status -s "$LAP_SOCK")
+check "status: proxy line" grep -qF "proxy: http://$PX_ADDR:$SQUID_PORT (the session goes through it)" <<<"$txt"
+check "no password in the status" bash -c '! grep -qF -- "$1" <<<"$2"' - "$PX_PASS" "$txt$(status "$NS_LAP" "$LAP_SOCK")"
+stop_checked "$LAP_PID" laptop
+cp "$WORK/laptop.log" "$WORK/laptop-http.log"
+# squid logs a tunnel once it is closed.
+wait_for 5 "squid's log of the CONNECT to $SRV_OUTER:443" \
+	grep -q "CONNECT $SRV_OUTER:443 $PX_USER" "$WORK/squid/access.log" ||
+	fail "squid did not log the CONNECT"
+
+# A wrong password: squid answers 407; rove says so and waits the longest
+# back-off rather than asking again at once.
+cp "$WORK/configs/base.conf" "$WORK/configs/wrong.conf"
+client_add "$WORK/configs/wrong.conf" "Proxy = http://$PX_USER:wrong-Pw@$PX_ADDR:$SQUID_PORT"
+start_client laptop "$WORK/configs/wrong.conf"
+line="cannot connect to $SRV_OUTER:443 (TLS over TCP): proxy $PX_ADDR:$SQUID_PORT refused CONNECT: HTTP/1.1 407 Proxy Authentication Required (wrong user name or password?)"
+wait_for 15 "the 407 line" log_has "$WORK/laptop.log" "$line" ||
+	fail "no 407 line in rove's log"
+wait_for 5 "the back-off line" grep -q 'reconnecting in' "$WORK/laptop.log"
+ms=$(grep -o 'reconnecting in [0-9]* ms' "$WORK/laptop.log" | head -n1 | grep -o '[0-9]*')
+check "a 407 backs off at least 15 s (got ${ms:-none} ms)" [ "${ms:-0}" -ge 15000 ]
+stop_checked "$LAP_PID" laptop
+cp "$WORK/laptop.log" "$WORK/laptop-wrong.log"
+
+# Proxy = env, https_proxy set (no_proxy naming other hosts).
+cp "$WORK/configs/base.conf" "$WORK/configs/env.conf"
+client_add "$WORK/configs/env.conf" "LocalForward = $L_PORT = $LAN_HOST:$T_PORT" "Proxy = env"
+bg laptop "$NS_LAP" env https_proxy="http://$PX_USER:$PX_PASS@$PX_ADDR:$SQUID_PORT/" \
+	no_proxy="localhost,.example.com,10.0.0.0/8" "$BUILD/rove" up -f -c "$WORK/configs/env.conf"
+LAP_PID=$BG_PID
+wait_established laptop || fail "Proxy = env: no tunnel through squid"
+check "Proxy = env: the choice logged" log_has "$WORK/laptop.log" \
+	"Proxy = env: http://$PX_ADDR:$SQUID_PORT from https_proxy"
+expect_eq "Proxy = env: via_proxy" true "$(sget "$NS_LAP" "$LAP_SOCK" 'peers[0].via_proxy')"
+check "Proxy = env: ping through the tunnel" ping_ok "$NS_LAP" -c 10 -i 0.05 "$SRV_TUN4"
+stop_checked "$LAP_PID" laptop
+cp "$WORK/laptop.log" "$WORK/laptop-env.log"
+
+# Transport = auto: UDP and direct TCP are dropped, so the proxy is used.
+cp "$WORK/configs/base.conf" "$WORK/configs/auto.conf"
+sed -i 's/^Transport = .*/Transport = auto/' "$WORK/configs/auto.conf"
+client_add "$WORK/configs/auto.conf" "Proxy = http://$PX_USER:$PX_PASS@$PX_ADDR:$SQUID_PORT"
+t0=$(date +%s%N)
+start_client laptop "$WORK/configs/auto.conf"
+wait_for 20 "auto: established through the proxy" \
+	state_is "$NS_LAP" "$LAP_SOCK" 'peers[0].via_proxy' true ||
+	fail "Transport = auto does not fall to the proxy"
+log "auto: through the proxy after $((($(date +%s%N) - t0) / 1000000)) ms"
+expect_eq "auto: transport" tcp "$(sget "$NS_LAP" "$LAP_SOCK" 'peers[0].transport')"
+check "auto: direct TCP tried first" log_has "$WORK/laptop.log" \
+	"TCP to $SRV_OUTER:443: "
+check "auto: ping through the tunnel" ping_ok "$NS_LAP" -c 10 -i 0.05 "$SRV_TUN4"
+
+for f in "$WORK"/laptop*.log "$WORK/roved.log"; do
+	check "no password in $(basename "$f")" bash -c '! grep -qE -- "s3cret-Pw|wrong-Pw" "$1"' - "$f"
+done
+fwd_finish
