@@ -105,8 +105,23 @@ dante_start() {
 		die "danted does not start (see dante.log)"
 }
 
-# proxy_log_has FILE TEXT: the exact TEXT is in rove's log FILE.
+# log_has FILE TEXT: the exact TEXT is in the log FILE.
 log_has() { grep -qF -- "$2" "$1"; }
+
+# lap_start NAME CONFIG [VAR=VALUE...]: rove up in the laptop's namespace
+# with those environment variables, its log $WORK/NAME.log (a log of its
+# own per run, so no process can write into another's); LAP_PID and
+# LAP_SOCK as start_client sets them. The previous one must be gone.
+lap_start() {
+	local name=$1 conf=$2
+	shift 2
+	LAP_SOCK=$(conf_path "$conf" ControlSocket)
+	wait_for 5 "the previous rove's control socket to go" \
+		bash -c '! ip netns exec "$1" "$2" status -s "$3" >/dev/null 2>&1' - \
+		"$NS_LAP" "$BUILD/rove" "$LAP_SOCK" || die "a previous rove still answers"
+	bg "$name" "$NS_LAP" env "$@" "$BUILD/rove" up -f -c "$conf" ${ROVE_VERBOSE:+-v}
+	LAP_PID=$BG_PID
+}
 
 # forward_4m NAME: 4 MiB each way through the laptop's LocalForward
 # $L_PORT to $LAN_HOST:$T_PORT, with matching sha256 both ways.

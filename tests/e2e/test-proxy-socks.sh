@@ -27,7 +27,7 @@ client_add "$conf" "LocalForward = $L_PORT = $LAN_HOST:$T_PORT" \
 laptop_lockdown
 
 start_roved
-start_client laptop
+lap_start laptop-socks "$conf"
 wait_established laptop || die "the tunnel does not come up through dante"
 expect_eq "rove: transport" tcp "$(sget "$NS_LAP" "$LAP_SOCK" 'peers[0].transport')"
 expect_eq "rove: proxy" "socks5://$PX_ADDR:$DANTE_PORT" "$(sget "$NS_LAP" "$LAP_SOCK" 'peers[0].proxy')"
@@ -38,29 +38,27 @@ check "laptop -> server $SRV_TUN4 through the tunnel" ping_ok "$NS_LAP" -c 20 -i
 check "laptop -> LAN host $LAN_HOST" ping_ok "$NS_LAP" -c 10 -i 0.05 "$LAN_HOST"
 forward_4m socks
 check "the laptop sent nothing straight to the server" [ "$(to_server_dropped)" = 0 ]
-stop_checked "$LAP_PID" laptop
-cp "$WORK/laptop.log" "$WORK/laptop-socks.log"
+stop_checked "$LAP_PID" laptop-socks
 
 # dante's rules refuse the server's port: reply 2, and the long back-off.
 cp "$WORK/configs/base.conf" "$WORK/configs/blocked.conf"
 sed -i "s/^ServerTCP = .*/ServerTCP = $SRV_OUTER:$BLOCKED_PORT/" "$WORK/configs/blocked.conf"
 client_add "$WORK/configs/blocked.conf" "Proxy = socks5://$PX_ADDR:$DANTE_PORT"
-start_client laptop "$WORK/configs/blocked.conf"
+lap_start laptop-blocked "$WORK/configs/blocked.conf"
 line="cannot connect to $SRV_OUTER:$BLOCKED_PORT (TLS over TCP): proxy $PX_ADDR:$DANTE_PORT (SOCKS5) refused CONNECT: connection not allowed by ruleset (reply 2)"
-wait_for 15 "the refusal line" log_has "$WORK/laptop.log" "$line" ||
+wait_for 15 "the refusal line" log_has "$WORK/laptop-blocked.log" "$line" ||
 	fail "no refusal line in rove's log"
-wait_for 5 "the back-off line" grep -q 'reconnecting in' "$WORK/laptop.log"
-ms=$(grep -o 'reconnecting in [0-9]* ms' "$WORK/laptop.log" | head -n1 | grep -o '[0-9]*')
+wait_for 5 "the back-off line" grep -q 'reconnecting in' "$WORK/laptop-blocked.log"
+ms=$(grep -o 'reconnecting in [0-9]* ms' "$WORK/laptop-blocked.log" | head -n1 | grep -o '[0-9]*')
 check "a refusal by rules backs off at least 15 s (got ${ms:-none} ms)" [ "${ms:-0}" -ge 15000 ]
-stop_checked "$LAP_PID" laptop
-cp "$WORK/laptop.log" "$WORK/laptop-blocked.log"
+stop_checked "$LAP_PID" laptop-blocked
 
 # Nothing listens on the port: dante says so (reply 5), a passing fault.
 cp "$WORK/configs/base.conf" "$WORK/configs/closed.conf"
 sed -i "s/^ServerTCP = .*/ServerTCP = $SRV_OUTER:$CLOSED_PORT/" "$WORK/configs/closed.conf"
 client_add "$WORK/configs/closed.conf" "Proxy = socks5://$PX_ADDR:$DANTE_PORT"
-start_client laptop "$WORK/configs/closed.conf"
+lap_start laptop-closed "$WORK/configs/closed.conf"
 line="cannot connect to $SRV_OUTER:$CLOSED_PORT (TLS over TCP): proxy $PX_ADDR:$DANTE_PORT (SOCKS5) refused CONNECT: connection refused by destination host (reply 5)"
-wait_for 15 "the refused line" log_has "$WORK/laptop.log" "$line" ||
+wait_for 15 "the refused line" log_has "$WORK/laptop-closed.log" "$line" ||
 	fail "no 'connection refused by destination host' line in rove's log"
-fwd_finish
+fwd_finish laptop-closed="$LAP_PID"
