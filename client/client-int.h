@@ -68,14 +68,16 @@ struct client {
 	socklen_t server_tcplen;
 	/* Proxy, with env resolved at start (PROXY_NONE: none), its address
 	 * (looked up at start, else before a TCP attempt until it is), its
-	 * URL without credentials for logs and status; and whether it has
-	 * carried a session since the last network change (Transport =
-	 * auto: TLS over TCP then goes through it at once). */
+	 * URL without credentials for logs and status. Transport = auto:
+	 * `proxy_worked` while the last attempt through it came up (TLS over
+	 * TCP then goes through it at once), `proxy_next` after an attempt
+	 * that went direct failed (the next one tries the proxy alone). */
 	struct proxy_url proxy;
 	struct sockaddr_storage proxy_addr;
 	socklen_t proxy_addrlen;
 	char proxy_str[PROXY_URL_STRLEN];
 	bool proxy_worked;
+	bool proxy_next;
 
 	struct csock *sock;      /* the socket of the current path */
 	struct csock *old_sock;  /* the previous one, while migrating */

@@ -231,8 +231,8 @@ handshake_done_cb(struct quic_conn *qc, void *arg)
 	if (quic_conn_is_tcp(qc) && quic_tcp_via_proxy(qc) && !c->proxy_worked &&
 	    c->cfg->transport == CFG_TRANSPORT_AUTO) {
 		c->proxy_worked = true;
-		log_info("through %s: TLS over TCP goes through it at once from "
-		    "now on, until the network changes", c->proxy_str);
+		log_info("through %s: TLS over TCP goes through it at once "
+		    "while it works", c->proxy_str);
 	}
 	c->latest_handshake = clock_wall();
 	/* Every session after the first is a reconnect, whichever way the
@@ -430,8 +430,9 @@ other_closed(struct client *c, struct quic_conn *qc,
 {
 	bool alt = qc == c->alt, probe = qc == c->probe;
 	bool tcp = quic_conn_is_tcp(qc);
+	bool proxied = tcp && quic_tcp_via_proxy(qc);
 	/* A proxy's own failure names it in the reason. */
-	bool via = tcp && quic_tcp_via_proxy(qc) && !ci->proxy;
+	bool via = proxied && !ci->proxy;
 
 	if (alt)
 		c->alt = NULL;
@@ -459,6 +460,12 @@ other_closed(struct client *c, struct quic_conn *qc,
 	}
 	if (ci->pin_mismatch || refused(ci))
 		return false;
+	/* The proxy failed us: another network, perhaps, where TCP goes out
+	 * directly; or direct TCP failed: the proxy's turn. */
+	if (alt && c->proxy.kind != PROXY_NONE) {
+		c->proxy_worked = false;
+		c->proxy_next = !proxied;
+	}
 	if (probe) {
 		log_info("QUIC probe failed: %s",
 		    ci->reason[0] ? ci->reason : "unknown reason");
@@ -679,15 +686,18 @@ tunnel_fwmark(const char *tun)
 }
 
 /* How TLS over TCP goes this time: Transport = tcp always through the
- * proxy; auto tries direct TCP first, unless the proxy has carried a
- * session since the last network change, for then direct TCP is known
- * to be blocked and each attempt would wait for it in vain. */
+ * proxy. Auto tries direct TCP first, unless the proxy carried the last
+ * session, for then direct TCP is known to be blocked here and each
+ * attempt would wait for it in vain; or unless the last attempt went
+ * direct and failed after all (connected, then cut, as by a firewall
+ * that inspects TLS), for it would fail the same way again. */
 static enum quic_tcp_route
 tcp_route(const struct client *c)
 {
 	if (c->proxy.kind == PROXY_NONE)
 		return QUIC_TCP_DIRECT;
-	if (c->cfg->transport == CFG_TRANSPORT_TCP || c->proxy_worked)
+	if (c->cfg->transport == CFG_TRANSPORT_TCP || c->proxy_worked ||
+	    c->proxy_next)
 		return QUIC_TCP_PROXY;
 	return QUIC_TCP_DIRECT_THEN_PROXY;
 }
@@ -732,6 +742,7 @@ client_start_alt(struct client *c, const char *why)
 	    QUIC_TCP_DIRECT_THEN_PROXY ? " (then through the proxy)" : "");
 	c->alt_waited = false;
 	c->alt_for_throttle = false;
+	c->proxy_next = false;
 	c->alt = tcp_connect(c, route, &cause);
 	if (c->alt == NULL) {
 		log_warn("TLS over TCP: %s", cause);
@@ -856,8 +867,6 @@ client_probe_now(struct client *c)
 	    now < c->probe_now_ms + 1000)
 		return;
 	c->probe_now_ms = now;
-	/* Another network may let TCP out directly. */
-	c->proxy_worked = false;
 	probe_drop(c);
 	c->probes = 0;
 	log_debug("the network changed: probing QUIC now");

@@ -8,7 +8,7 @@
 # sha256; a wrong password gives the 407 line and the long back-off; the
 # password appears in no log, status or -T output; Proxy = env with
 # https_proxy set; Transport = auto falls to the proxy after direct UDP and
-# TCP fail.
+# TCP fail, and goes through it at once on the next reconnect.
 . "$(dirname "$0")/fwd-lib.sh"
 . "$(dirname "$0")/proxy-lib.sh"
 fwd_init "$@"
@@ -99,6 +99,19 @@ expect_eq "auto: transport" tcp "$(sget "$NS_LAP" "$LAP_SOCK" 'peers[0].transpor
 check "auto: direct TCP tried first" log_has "$WORK/laptop-auto.log" \
 	"TCP to $SRV_OUTER:443: "
 check "auto: ping through the tunnel" ping_ok "$NS_LAP" -c 10 -i 0.05 "$SRV_TUN4"
+
+# The proxy worked: after roved restarts, the reconnect's TLS over TCP
+# goes through it at once, without waiting for direct TCP again.
+stop_checked "$ROVED_PID" roved
+start_roved
+t0=$(date +%s%N)
+wait_established laptop || fail "auto: no session after roved restarted"
+log "auto: back through the proxy $((($(date +%s%N) - t0) / 1000000)) ms after roved restarted"
+check "auto: the reconnect goes through the proxy at once" log_has "$WORK/laptop-auto.log" \
+	"no answer over UDP: trying $SRV_OUTER:443 (TLS over TCP through http://$PX_ADDR:$SQUID_PORT) too"
+expect_eq "auto: direct TCP tried once in all" 1 "$(grep -c "TCP to $SRV_OUTER:443: " "$WORK/laptop-auto.log")"
+expect_eq "auto: via_proxy after the reconnect" true "$(sget "$NS_LAP" "$LAP_SOCK" 'peers[0].via_proxy')"
+check "auto: ping after the reconnect" ping_ok "$NS_LAP" -c 10 -i 0.05 "$SRV_TUN4"
 
 for f in "$WORK"/laptop*.log "$WORK/roved.log"; do
 	check "no password in $(basename "$f")" bash -c '! grep -qE -- "s3cret-Pw|wrong-Pw" "$1"' - "$f"
