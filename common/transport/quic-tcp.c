@@ -1079,9 +1079,9 @@ timer_cb(evutil_socket_t fd, short what, void *arg)
 		if (t->px != NULL) {
 			qc->close_info.proxy = true;
 			lost(qc, "%s: %s within %llu s", tcp_proxy_hs_name(t->px),
-			    t->connected ? "no answer to CONNECT" :
-			    "TCP connect timed out", (unsigned long long)
-			    (CLIENT_HANDSHAKE_TIMEOUT / 1000000000u));
+			    t->connected ? "no answer" : "no TCP connection",
+			    (unsigned long long)(CLIENT_HANDSHAKE_TIMEOUT /
+			    1000000000u));
 		} else
 			lost(qc, "handshake timeout");
 		return;

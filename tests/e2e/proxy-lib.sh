@@ -8,6 +8,7 @@ NS_PX=rove-$$-px
 PX_ADDR=198.18.1.5
 SQUID_PORT=3128
 DANTE_PORT=1080
+SILENT_PORT=3129
 
 # proxy_ns_up: $NS_PX on the switch.
 proxy_ns_up() {
@@ -29,7 +30,7 @@ laptop_lockdown() {
 		chain out {
 			type filter hook output priority 0; policy drop;
 			oifname { "lo", "rove0" } accept
-			ip daddr $PX_ADDR tcp dport { $SQUID_PORT, $DANTE_PORT } accept
+			ip daddr $PX_ADDR tcp dport { $SQUID_PORT, $DANTE_PORT, $SILENT_PORT } accept
 			ip daddr $SRV_OUTER counter name to_server drop
 		}
 	}
@@ -103,6 +104,24 @@ dante_start() {
 	DANTE_PID=$BG_PID
 	wait_for 15 "danted listening on $DANTE_PORT" tcp_listening "$NS_PX" "$DANTE_PORT" ||
 		die "danted does not start (see dante.log)"
+}
+
+# silent_start: a "proxy" on $PX_ADDR:$SILENT_PORT that takes connections
+# and never answers.
+silent_start() {
+	bg silent "$NS_PX" "$PY" -c '
+import socket, sys, time
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind((sys.argv[1], int(sys.argv[2])))
+s.listen(8)
+held = []
+end = time.time() + 120
+while time.time() < end:
+	held.append(s.accept()[0])
+' "$PX_ADDR" "$SILENT_PORT"
+	wait_for 10 "the silent proxy listening" tcp_listening "$NS_PX" "$SILENT_PORT" ||
+		die "the silent proxy does not start"
 }
 
 # log_has FILE TEXT: the exact TEXT is in the log FILE.

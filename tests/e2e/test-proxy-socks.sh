@@ -4,7 +4,8 @@
 # laptop's only way out; nftables drops everything else it sends. The
 # session comes up through it and carries pings and a 4 MiB forward each
 # way with matching sha256; a request dante's rules refuse, and one to a
-# port where nothing listens, give the documented lines, naming the reply.
+# port where nothing listens, give the documented lines, naming the reply;
+# a proxy that never answers is given up at the 10 s deadline.
 . "$(dirname "$0")/fwd-lib.sh"
 . "$(dirname "$0")/proxy-lib.sh"
 fwd_init "$@"
@@ -61,4 +62,20 @@ lap_start laptop-closed "$WORK/configs/closed.conf"
 line="cannot connect to $SRV_OUTER:$CLOSED_PORT (TLS over TCP): proxy $PX_ADDR:$DANTE_PORT (SOCKS5) refused CONNECT: connection refused by destination host (reply 5)"
 wait_for 15 "the refused line" log_has "$WORK/laptop-closed.log" "$line" ||
 	fail "no 'connection refused by destination host' line in rove's log"
-fwd_finish laptop-closed="$LAP_PID"
+stop_checked "$LAP_PID" laptop-closed
+
+# A proxy that takes the connection and never answers: the attempt ends
+# with the TCP handshake's deadline, 10 s, saying so.
+silent_start
+cp "$WORK/configs/base.conf" "$WORK/configs/silent.conf"
+client_add "$WORK/configs/silent.conf" "Proxy = socks5://$PX_ADDR:$SILENT_PORT"
+t0=$(date +%s%N)
+lap_start laptop-silent "$WORK/configs/silent.conf"
+line="cannot connect to $SRV_OUTER:443 (TLS over TCP): proxy $PX_ADDR:$SILENT_PORT: no answer within 10 s"
+wait_for 15 "the timeout line" log_has "$WORK/laptop-silent.log" "$line" ||
+	fail "no timeout line in rove's log"
+ms=$((($(date +%s%N) - t0) / 1000000))
+log "silent proxy: given up after $ms ms"
+check "the silent proxy is given up after 9.5 to 13 s (took $ms ms)" \
+	bash -c '[ "$1" -ge 9500 ] && [ "$1" -le 13000 ]' - "$ms"
+fwd_finish laptop-silent="$LAP_PID"
