@@ -69,9 +69,10 @@ struct client {
 	/* Proxy, with env resolved at start (PROXY_NONE: none), its address
 	 * (looked up at start, else before a TCP attempt until it is), its
 	 * URL without credentials for logs and status. Transport = auto:
-	 * `proxy_worked` while the last attempt through it came up (TLS over
-	 * TCP then goes through it at once), `proxy_next` after an attempt
-	 * that went direct failed (the next one tries the proxy alone). */
+	 * `proxy_worked` from a session through it until an attempt cannot
+	 * reach it (TLS over TCP goes through it at once meanwhile),
+	 * `proxy_next` after an attempt that went direct failed (the next
+	 * one tries the proxy alone). */
 	struct proxy_url proxy;
 	struct sockaddr_storage proxy_addr;
 	socklen_t proxy_addrlen;

@@ -431,6 +431,7 @@ other_closed(struct client *c, struct quic_conn *qc,
 	bool alt = qc == c->alt, probe = qc == c->probe;
 	bool tcp = quic_conn_is_tcp(qc);
 	bool proxied = tcp && quic_tcp_via_proxy(qc);
+	bool reached = proxied && quic_tcp_proxy_reached(qc);
 	/* A proxy's own failure names it in the reason. */
 	bool via = proxied && !ci->proxy;
 
@@ -460,10 +461,13 @@ other_closed(struct client *c, struct quic_conn *qc,
 	}
 	if (ci->pin_mismatch || refused(ci))
 		return false;
-	/* The proxy failed us: another network, perhaps, where TCP goes out
-	 * directly; or direct TCP failed: the proxy's turn. */
+	/* No way to the proxy: another network, perhaps, where TCP goes out
+	 * directly. A proxy that answered is there, even if the server was
+	 * not (a 503 while roved restarts): it stays the way. Direct TCP
+	 * failed: the proxy's turn. */
 	if (alt && c->proxy.kind != PROXY_NONE) {
-		c->proxy_worked = false;
+		if (proxied && !reached)
+			c->proxy_worked = false;
 		c->proxy_next = !proxied;
 	}
 	if (probe) {

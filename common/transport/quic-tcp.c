@@ -1220,6 +1220,12 @@ quic_tcp_via_proxy(const struct quic_conn *qc)
 	return qc->tcp != NULL && qc->tcp->via_proxy;
 }
 
+bool
+quic_tcp_proxy_reached(const struct quic_conn *qc)
+{
+	return quic_tcp_via_proxy(qc) && qc->tcp->connected;
+}
+
 struct quic_conn *
 quic_tcp_server_create(struct event_base *base, const struct quic_settings *qs,
     const struct quic_conn_cbs *cbs, void *arg, WOLFSSL_CTX *ctx, int fd,

@@ -245,6 +245,9 @@ struct quic_conn *quic_tcp_client_create(struct event_base *,
 /* Client: whether a TCP-transport connection goes through its proxy
  * (from the moment it connects to it). */
 bool quic_tcp_via_proxy(const struct quic_conn *);
+/* ... and whether its TCP connection to the proxy was made (so the proxy
+ * is there, whatever it answered). */
+bool quic_tcp_proxy_reached(const struct quic_conn *);
 struct quic_conn *quic_tcp_server_create(struct event_base *,
     const struct quic_settings *, const struct quic_conn_cbs *, void *arg,
     WOLFSSL_CTX *, int fd, const struct sockaddr *remote, socklen_t remotelen);

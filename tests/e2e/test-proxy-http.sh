@@ -101,8 +101,12 @@ check "auto: direct TCP tried first" log_has "$WORK/laptop-auto.log" \
 check "auto: ping through the tunnel" ping_ok "$NS_LAP" -c 10 -i 0.05 "$SRV_TUN4"
 
 # The proxy worked: after roved restarts, the reconnect's TLS over TCP
-# goes through it at once, without waiting for direct TCP again.
+# goes through it at once, without waiting for direct TCP again; squid's
+# 503 while roved is down does not make rove give up on it.
 stop_checked "$ROVED_PID" roved
+wait_for 15 "squid's 503 while roved is down" log_has "$WORK/laptop-auto.log" \
+	"proxy $PX_ADDR:$SQUID_PORT refused CONNECT: HTTP/1.1 503 Service Unavailable" ||
+	fail "no 503 while roved was down"
 start_roved
 t0=$(date +%s%N)
 wait_established laptop || fail "auto: no session after roved restarted"
