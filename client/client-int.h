@@ -66,6 +66,19 @@ struct client {
 	struct ipaddr server_ip;
 	struct sockaddr_storage server_tcp;  /* ServerTCP, resolved */
 	socklen_t server_tcplen;
+	/* Proxy, with env resolved at start (PROXY_NONE: none), its address
+	 * (looked up at start, else before a TCP attempt until it is), its
+	 * URL without credentials for logs and status. Transport = auto:
+	 * `proxy_worked` from a session through it until an attempt cannot
+	 * reach it (TLS over TCP goes through it at once meanwhile),
+	 * `proxy_next` after an attempt that went direct failed (the next
+	 * one tries the proxy alone). */
+	struct proxy_url proxy;
+	struct sockaddr_storage proxy_addr;
+	socklen_t proxy_addrlen;
+	char proxy_str[PROXY_URL_STRLEN];
+	bool proxy_worked;
+	bool proxy_next;
 
 	struct csock *sock;      /* the socket of the current path */
 	struct csock *old_sock;  /* the previous one, while migrating */
@@ -205,6 +218,11 @@ int client_resolve_init(struct client *, char **cause);
  * client_connect, or client_connect_failed, when done). */
 bool client_resolve_again(struct client *);
 void client_resolve_free(struct client *);
+/* At start: Proxy (env chosen now) and the proxy's address. -1 (*cause)
+ * for a proxy variable that does not parse. */
+int client_proxy_init(struct client *, char **cause);
+/* The proxy's address is known (looked up now if it was not). */
+bool client_proxy_resolved(struct client *);
 /* The service manager learns we are up (READY, the first time) and over
  * which path; `what` says how far the session is. */
 void client_notify(struct client *, const char *what);

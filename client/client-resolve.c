@@ -218,6 +218,68 @@ client_resolve_again(struct client *c)
 	return true;
 }
 
+/* The proxy's name, looked up in the loop's thread: a proxy is named in
+ * the local network's own resolver (or /etc/hosts, or is an address),
+ * which answers at once, and a failed lookup is tried again before the
+ * next attempt over TCP. */
+bool
+client_proxy_resolved(struct client *c)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM };
+	struct addrinfo *res;
+	char pbuf[8];
+	int gai;
+
+	if (c->proxy_addrlen != 0)
+		return true;
+	snprintf(pbuf, sizeof pbuf, "%u", (unsigned)c->proxy.port);
+	if ((gai = getaddrinfo(c->proxy.host, pbuf, &hints, &res)) != 0) {
+		log_warn("proxy %s: %s", c->proxy.host, gai_strerror(gai));
+		return false;
+	}
+	memcpy(&c->proxy_addr, res->ai_addr, res->ai_addrlen);
+	c->proxy_addrlen = res->ai_addrlen;
+	freeaddrinfo(res);
+	return true;
+}
+
+int
+client_proxy_init(struct client *c, char **cause)
+{
+	const struct cfg *cfg = c->cfg;
+
+	c->proxy = cfg->proxy;
+	if (cfg->proxy.kind == PROXY_ENV) {
+		const struct proxy_env env = {
+			getenv("https_proxy"), getenv("HTTPS_PROXY"),
+			getenv("all_proxy"), getenv("ALL_PROXY"),
+			getenv("no_proxy"), getenv("NO_PROXY"),
+		};
+		const char *var = NULL, *why = NULL;
+
+		if (proxy_env_resolve(&env, cfg->server_tcp_host, &c->proxy,
+		    &var, &why) != 0) {
+			xasprintf(cause, "Proxy = env: %s: %s", var, why);
+			return -1;
+		}
+		if (c->proxy.kind != PROXY_NONE)
+			log_info("Proxy = env: %s from %s", proxy_url_str(&c->proxy,
+			    c->proxy_str), var);
+		else if (var != NULL)
+			log_info("Proxy = env: %s exempts %s", var,
+			    cfg->server_tcp_host);
+		else
+			log_info("Proxy = env: none set (https_proxy, "
+			    "HTTPS_PROXY, all_proxy, ALL_PROXY)");
+	}
+	if (cfg->transport == CFG_TRANSPORT_QUIC)
+		c->proxy.kind = PROXY_NONE;
+	proxy_url_str(&c->proxy, c->proxy_str);
+	if (c->proxy.kind != PROXY_NONE)
+		(void)client_proxy_resolved(c);
+	return 0;
+}
+
 void
 client_resolve_free(struct client *c)
 {

@@ -42,6 +42,8 @@ client_status(struct client *c, struct client_status *cs)
 		.roam = c->roam,
 		.fwds = forward_set(c->fwd),
 	};
+	if (c->proxy.kind != PROXY_NONE)
+		cs->sp.proxy = c->proxy_str;
 	cs->sp.listeners = cs->listeners;
 	cs->sp.nlisteners = forward_listeners(c->fwd, c->configured,
 	    cs->listeners, STATUS_LISTENERS_MAX);
@@ -81,6 +83,8 @@ client_status(struct client *c, struct client_status *cs)
 			cs->sp.rx_idle_ms = quic_conn_rx_idle_ms(c->qc);
 		}
 		cs->sp.has_quic = true;
+		cs->sp.via_proxy = quic_conn_is_tcp(c->qc) &&
+		    quic_tcp_via_proxy(c->qc);
 		quic_conn_get_stats(c->qc, &cs->sp.quic);
 		if (c->rec != NULL) {
 			cs->sp.has_recovery = true;

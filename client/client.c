@@ -45,20 +45,29 @@
 #define PROBE_WAIT_MS 3000
 #define PROBE_MIN_MS 2000
 #define PROBE_MAX_MS 16000
+/* With a Proxy, direct TCP to the server gets this long to connect
+ * before the proxy is asked instead (Transport = auto). */
+#define DIRECT_TCP_WAIT_MS 1500
+/* The proxy refused us (a 407, a 403, SOCKS5 rules): that will not
+ * change soon, so the next attempt waits the longest back-off. */
+#define PROXY_REFUSED_FAILURES 16
 
 /* Application close codes of the protocol (docs/PROTOCOL.md). */
 #define APP_ERR_NOT_ALLOWED 3
 
-/* "198.18.3.2:4433 (QUIC)", "[fd00:3::2]:443 (TLS over TCP)": where a
- * session goes, for the log. */
+/* "198.18.3.2:4433 (QUIC)", "[fd00:3::2]:443 (TLS over TCP)",
+ * "198.18.3.2:443 (TLS over TCP through http://198.18.1.1:3128)": where
+ * a session goes, for the log (`via`: through the proxy). */
+#define EP_STRLEN (ADDR_STRLEN + PROXY_URL_STRLEN + 48)
 static const char *
-endpoint_str(const struct client *c, bool tcp, char *buf, size_t len)
+endpoint_str(const struct client *c, bool tcp, bool via, char *buf, size_t len)
 {
 	char a[ADDR_STRLEN];
 
 	addr_sockaddr_str((const struct sockaddr *)(tcp ? &c->server_tcp :
 	    &c->server), a);
-	snprintf(buf, len, "%s (%s)", a, tcp ? "TLS over TCP" : "QUIC");
+	snprintf(buf, len, "%s (%s%s%s)", a, tcp ? "TLS over TCP" : "QUIC",
+	    tcp && via ? " through " : "", tcp && via ? c->proxy_str : "");
 	return buf;
 }
 
@@ -142,10 +151,10 @@ take_session(struct client *c, struct quic_conn *qc)
 		}
 		c->alt = NULL;
 		c->alt_waited = false;
-		char ep[ADDR_STRLEN + 32];
+		char ep[EP_STRLEN];
 
-		log_info("the session moves to %s", endpoint_str(c, true, ep,
-		    sizeof ep));
+		log_info("the session moves to %s", endpoint_str(c, true,
+		    quic_tcp_via_proxy(qc), ep, sizeof ep));
 		c->roam.tcp_fallbacks++;
 		c->alt_failures = 0;
 		client_throttle_moved(c, true, clock_now_ms());
@@ -220,6 +229,12 @@ handshake_done_cb(struct quic_conn *qc, void *arg)
 	if (!take_session(c, qc))
 		return;
 	c->session_up = true;
+	if (quic_conn_is_tcp(qc) && quic_tcp_via_proxy(qc) && !c->proxy_worked &&
+	    c->cfg->transport == CFG_TRANSPORT_AUTO) {
+		c->proxy_worked = true;
+		log_info("through %s: TLS over TCP goes through it at once "
+		    "while it works", c->proxy_str);
+	}
 	c->latest_handshake = clock_wall();
 	/* Every session after the first is a reconnect, whichever way the
 	 * last one went: lost, given up for TLS over TCP, or replaced by a
@@ -361,6 +376,8 @@ schedule_reconnect(struct client *c)
 static const char *
 connect_hint(const struct quic_close_info *ci, bool tcp)
 {
+	if (ci->proxy)
+		return "";
 	if (tcp && strstr(ci->reason, "refused") != NULL)
 		return ": nothing listens there; is ListenTCP set in roved.conf?";
 	if (!tcp && strstr(ci->reason, "refused") != NULL)
@@ -420,6 +437,10 @@ other_closed(struct client *c, struct quic_conn *qc,
 {
 	bool alt = qc == c->alt, probe = qc == c->probe;
 	bool tcp = quic_conn_is_tcp(qc);
+	bool proxied = tcp && quic_tcp_via_proxy(qc);
+	bool reached = proxied && quic_tcp_proxy_reached(qc);
+	/* A proxy's own failure names it in the reason. */
+	bool via = proxied && !ci->proxy;
 
 	if (alt)
 		c->alt = NULL;
@@ -447,21 +468,36 @@ other_closed(struct client *c, struct quic_conn *qc,
 	}
 	if (ci->pin_mismatch || refused(ci))
 		return false;
+	/* No way to the proxy: another network, perhaps, where TCP goes out
+	 * directly. A proxy that answered is there, even if the server was
+	 * not (a 503 while roved restarts): it stays the way. Direct TCP
+	 * failed: the proxy's turn. */
+	if (alt && c->proxy.kind != PROXY_NONE) {
+		if (proxied && !reached)
+			c->proxy_worked = false;
+		c->proxy_next = !proxied;
+	}
 	if (probe) {
 		log_info("QUIC probe failed: %s",
 		    ci->reason[0] ? ci->reason : "unknown reason");
 	} else {
-		char ep[ADDR_STRLEN + 32];
+		char ep[EP_STRLEN];
 
-		log_warn("cannot connect to %s: %s%s", endpoint_str(c, true, ep,
-		    sizeof ep), ci->reason[0] ? ci->reason : "unknown reason",
-		    connect_hint(ci, true));
+		if (ci->proxy_refused)
+			log_error("cannot connect to %s: %s", endpoint_str(c,
+			    true, via, ep, sizeof ep), ci->reason);
+		else
+			log_warn("cannot connect to %s: %s%s", endpoint_str(c,
+			    true, via, ep, sizeof ep), ci->reason[0] ?
+			    ci->reason : "unknown reason", connect_hint(ci, true));
 	}
 	/* A server without ListenTCP refuses at once: do not ask again
 	 * every TRANSPORT_CHECK_MS, but after 2 s, doubling to a minute. */
 	if (alt) {
 		uint64_t d = 2000;
 
+		if (ci->proxy_refused && c->alt_failures < PROXY_REFUSED_FAILURES)
+			c->alt_failures = PROXY_REFUSED_FAILURES;
 		for (unsigned i = 0; i < c->alt_failures && d < 60000; i++)
 			d *= 2;
 		c->alt_failures++;
@@ -495,7 +531,8 @@ closed_cb(struct quic_conn *qc, const struct quic_close_info *info, void *arg)
 	struct quic_close_info copy = *info; /* it lives in the connection */
 	const struct quic_close_info *ci = &copy;
 	bool was_up = c->session_up, was_tcp = quic_conn_is_tcp(qc);
-	char ep[ADDR_STRLEN + 32];
+	bool was_via = was_tcp && quic_tcp_via_proxy(qc) && !info->proxy;
+	char ep[EP_STRLEN];
 
 	if (qc != c->qc) {
 		if (other_closed(c, qc, ci))
@@ -551,14 +588,20 @@ closed_cb(struct quic_conn *qc, const struct quic_close_info *info, void *arg)
 		    ci->reason[0] ? ci->reason : "unknown reason");
 		return;
 	}
-	if (!was_up)
-		log_warn("cannot connect to %s: %s%s", endpoint_str(c, was_tcp, ep,
-		    sizeof ep), ci->reason[0] ? ci->reason : "unknown reason",
-		    connect_hint(ci, was_tcp));
+	if (!was_up && ci->proxy_refused) {
+		log_error("cannot connect to %s: %s", endpoint_str(c, was_tcp,
+		    was_via, ep, sizeof ep), ci->reason);
+		if (c->failures < PROXY_REFUSED_FAILURES)
+			c->failures = PROXY_REFUSED_FAILURES;
+	} else if (!was_up)
+		log_warn("cannot connect to %s: %s%s", endpoint_str(c, was_tcp,
+		    was_via, ep, sizeof ep), ci->reason[0] ? ci->reason :
+		    "unknown reason", connect_hint(ci, was_tcp));
 	else
 		log_warn("connection to %s lost: %s%s", endpoint_str(c, was_tcp,
-		    ep, sizeof ep), ci->remote ? "closed by the server: " : "",
-		    ci->reason[0] ? ci->reason : "unknown reason");
+		    was_via, ep, sizeof ep), ci->remote ?
+		    "closed by the server: " : "", ci->reason[0] ? ci->reason :
+		    "unknown reason");
 	if (ci->stateless_reset) {
 		/* The server restarted and told us so: come back at once
 		 * (with 0-RTT); back off only if it is not there yet. */
@@ -653,20 +696,65 @@ tunnel_fwmark(const char *tun)
 	return 0x72000000u | (h & 0x00ffffffu);
 }
 
+/* How TLS over TCP goes this time: Transport = tcp always through the
+ * proxy. Auto tries direct TCP first, unless the proxy carried the last
+ * session, for then direct TCP is known to be blocked here and each
+ * attempt would wait for it in vain; or unless the last attempt went
+ * direct and failed after all (connected, then cut, as by a firewall
+ * that inspects TLS), for it would fail the same way again. */
+static enum quic_tcp_route
+tcp_route(const struct client *c)
+{
+	if (c->proxy.kind == PROXY_NONE)
+		return QUIC_TCP_DIRECT;
+	if (c->cfg->transport == CFG_TRANSPORT_TCP || c->proxy_worked ||
+	    c->proxy_next)
+		return QUIC_TCP_PROXY;
+	return QUIC_TCP_DIRECT_THEN_PROXY;
+}
+
+/* A TLS-over-TCP connection to the server, by `route`. */
+static struct quic_conn *
+tcp_connect(struct client *c, enum quic_tcp_route route, char **cause)
+{
+	struct quic_tcp_proxy px = {
+		.url = &c->proxy,
+		.addr = (struct sockaddr *)&c->proxy_addr,
+		.target_host = c->cfg->server_tcp_host,
+		.target_port = c->cfg->server_tcp_port,
+		.direct_wait_ns = DIRECT_TCP_WAIT_MS * 1000000ull,
+	};
+
+	if (route != QUIC_TCP_DIRECT && !client_proxy_resolved(c)) {
+		if (route == QUIC_TCP_PROXY) {
+			xasprintf(cause, "proxy %s: its name does not resolve",
+			    c->proxy.host);
+			return NULL;
+		}
+		route = QUIC_TCP_DIRECT;
+	}
+	px.addrlen = c->proxy_addrlen;
+	return quic_tcp_client_create(c->base, &c->qs, &client_cbs, c,
+	    c->tls_tcp, (struct sockaddr *)&c->server_tcp, c->server_tcplen,
+	    route, &px, cause);
+}
+
 /* Transport = auto: TLS over TCP next to QUIC. */
 void
 client_start_alt(struct client *c, const char *why)
 {
-	char *cause = NULL, ep[ADDR_STRLEN + 32];
+	char *cause = NULL, ep[EP_STRLEN];
+	enum quic_tcp_route route = tcp_route(c);
 
 	if (c->alt != NULL || c->stopping || clock_now_ms() < c->alt_not_before)
 		return;
-	log_info("%s: trying %s too", why, endpoint_str(c, true, ep, sizeof ep));
+	log_info("%s: trying %s too%s", why, endpoint_str(c, true,
+	    route == QUIC_TCP_PROXY, ep, sizeof ep), route ==
+	    QUIC_TCP_DIRECT_THEN_PROXY ? " (then through the proxy)" : "");
 	c->alt_waited = false;
 	c->alt_for_throttle = false;
-	c->alt = quic_tcp_client_create(c->base, &c->qs, &client_cbs, c,
-	    c->tls_tcp, (struct sockaddr *)&c->server_tcp, c->server_tcplen,
-	    &cause);
+	c->proxy_next = false;
+	c->alt = tcp_connect(c, route, &cause);
 	if (c->alt == NULL) {
 		log_warn("TLS over TCP: %s", cause);
 		free(cause);
@@ -801,13 +889,15 @@ client_probe_now(struct client *c)
 static void
 log_connecting(const struct client *c, bool tcp)
 {
-	char ep[ADDR_STRLEN + 32];
+	char ep[EP_STRLEN];
+	bool via = tcp && tcp_route(c) == QUIC_TCP_PROXY;
 
 	if (c->failures == 0)
-		log_info("connecting to %s", endpoint_str(c, tcp, ep, sizeof ep));
+		log_info("connecting to %s", endpoint_str(c, tcp, via, ep,
+		    sizeof ep));
 	else
 		log_info("connecting to %s, attempt %u", endpoint_str(c, tcp,
-		    ep, sizeof ep), c->failures + 1);
+		    via, ep, sizeof ep), c->failures + 1);
 }
 
 /* Transport = tcp: the session over TLS on TCP. */
@@ -821,9 +911,7 @@ connect_tcp(struct client *c)
 	client_path_sock_free(c->sock);
 	c->sock = NULL;
 	log_connecting(c, true);
-	c->qc = quic_tcp_client_create(c->base, &c->qs, &client_cbs, c,
-	    c->tls_tcp, (struct sockaddr *)&c->server_tcp, c->server_tcplen,
-	    &cause);
+	c->qc = tcp_connect(c, tcp_route(c), &cause);
 	if (c->qc == NULL) {
 		log_warn("cannot reach the server over TCP: %s", cause);
 		free(cause);
@@ -989,7 +1077,8 @@ client_create(struct event_base *base, const struct cfg *cfg, int verbose,
 		    cause);
 	explicit_bzero(priv, sizeof priv);
 	if (c->tls == NULL || (cfg->transport != CFG_TRANSPORT_QUIC &&
-	    c->tls_tcp == NULL) || client_resolve_init(c, cause) != 0)
+	    c->tls_tcp == NULL) || client_resolve_init(c, cause) != 0 ||
+	    client_proxy_init(c, cause) != 0)
 		goto fail;
 	if (c->tls_tcp != NULL && (sni = client_sni(cfg)) != NULL &&
 	    wolfSSL_CTX_UseSNI(c->tls_tcp, WOLFSSL_SNI_HOST_NAME, sni,
@@ -1069,6 +1158,7 @@ client_free(struct client *c)
 
 	if (c == NULL)
 		return;
+	explicit_bzero(&c->proxy, sizeof c->proxy);
 	client_tun_session_gone(c);
 	if (c->qc != NULL)
 		quic_conn_free(c->qc);

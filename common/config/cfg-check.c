@@ -471,6 +471,11 @@ check_client(struct cfg_parse *cp)
 		cp->cfg->server_tcp_host = xstrdup(cfg->server_host);
 		cp->cfg->server_tcp_port = CFG_DEFAULT_TCP_PORT;
 	}
+	/* Only TLS over TCP can go through a proxy. */
+	if (cfg->proxy.kind != PROXY_NONE && cfg->transport == CFG_TRANSPORT_QUIC &&
+	    good(&cp->main, CFG_KEY_PROXY))
+		error_at(cp, cp->main.line[CFG_KEY_PROXY], "Proxy: has no effect "
+		    "with Transport = quic (only TLS over TCP goes through a proxy)");
 	if (cfg->nremote_forward > CFG_MAX_REMOTE_FORWARDS)
 		error_at(cp, cfg->remote_forward[CFG_MAX_REMOTE_FORWARDS].line,
 		    "RemoteForward: more than %d", CFG_MAX_REMOTE_FORWARDS);

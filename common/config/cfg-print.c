@@ -80,6 +80,12 @@ print_key(const struct cfg_key *k, const void *obj, FILE *f)
 		    t == CFG_TRANSPORT_TCP ? "tcp" : "auto");
 		break;
 	}
+	case CFG_T_PROXY: {
+		char u[PROXY_URL_MASKED_STRLEN];
+
+		fprintf(f, "%s = %s\n", k->name, proxy_url_masked(p, u));
+		break;
+	}
 	case CFG_T_LISTEN: {
 		struct listen_set l = cfg_value_listen_set(k,
 		    (struct cfg *)(uintptr_t)obj);

@@ -47,6 +47,13 @@ const struct cfg_key cfg_table[CFG_KEY_COUNT] = {
 		CFG(transport), 0, "auto",
 		"auto (QUIC, TLS over TCP while UDP is blocked), quic or tcp",
 	},
+	[CFG_KEY_PROXY] = {
+		"Proxy", CFG_SEC_CLIENT, CFG_T_PROXY, 0, 0, 0,
+		CFG(proxy), 0, "none",
+		"TLS over TCP through a proxy: http://[user:password@]host:port, "
+		"socks5://[user:password@]host:port, none, or env (https_proxy, "
+		"all_proxy and no_proxy as curl reads them)",
+	},
 	[CFG_KEY_SERVER_PUBLIC_KEY] = {
 		"ServerPublicKey", CFG_SEC_CLIENT, CFG_T_PUBKEY, CFG_F_REQUIRED,
 		0, 0, CFG(server_pubkey), 0, NULL,

@@ -30,6 +30,7 @@ enum cfg_type {
 	CFG_T_CONGESTION, /* enum cfg_congestion */
 	CFG_T_AUTO_OFF,    /* enum cfg_auto_off */
 	CFG_T_TRANSPORT,  /* enum cfg_transport */
+	CFG_T_PROXY,      /* struct proxy_url */
 	CFG_T_BOOL,       /* bool: yes/no, true/false, on/off, 1/0 */
 	CFG_T_LISTEN,     /* struct cfg listen[], listen_len[], nlisten (or
 	                   * the listen_tcp ones for ListenTCP) */
@@ -66,6 +67,7 @@ enum cfg_key_id {
 	CFG_KEY_SERVER_TCP,
 	CFG_KEY_SERVER_NAME,
 	CFG_KEY_TRANSPORT,
+	CFG_KEY_PROXY,
 	CFG_KEY_SERVER_PUBLIC_KEY,
 	CFG_KEY_PRIVATE_KEY_FILE,
 	CFG_KEY_TUN,

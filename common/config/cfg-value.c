@@ -216,6 +216,23 @@ parse_transport(struct cfg_parse *cp, const struct cfg_key *k,
 	return 0;
 }
 
+/* The value holds a password perhaps: a message never quotes it. */
+static int
+parse_proxy(struct cfg_parse *cp, const struct cfg_key *k,
+    struct proxy_url *dst, const char *v)
+{
+	const char *why = NULL;
+
+	if (proxy_url_parse(v, dst, &why) != 0) {
+		explicit_bzero(dst, sizeof *dst);
+		parse_error(cp, "%s: not http://[user:password@]host[:port], "
+		    "socks5://[user:password@]host[:port], none or env: %s",
+		    k->name, why);
+		return -1;
+	}
+	return 0;
+}
+
 struct listen_set
 cfg_value_listen_set(const struct cfg_key *k, struct cfg *cfg)
 {
@@ -901,6 +918,8 @@ cfg_value_parse(struct cfg_parse *cp, const struct cfg_key *k, void *obj,
 		return parse_auto_off(cp, k, f, v);
 	case CFG_T_TRANSPORT:
 		return parse_transport(cp, k, f, v);
+	case CFG_T_PROXY:
+		return parse_proxy(cp, k, f, v);
 	case CFG_T_BOOL:
 		return parse_bool(cp, k, f, v);
 	case CFG_T_LISTEN:

@@ -160,6 +160,7 @@ cfg_clear(struct cfg *cfg)
 	free(cfg->server_host);
 	free(cfg->server_tcp_host);
 	free(cfg->server_name);
+	explicit_bzero(&cfg->proxy, sizeof cfg->proxy);
 	free(cfg->routes.v);
 	free_forwards(cfg->local_forward, cfg->nlocal_forward);
 	free_forwards(cfg->remote_forward, cfg->nremote_forward);

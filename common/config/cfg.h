@@ -14,6 +14,7 @@
 #include "base/addr.h"
 #include "wire/cid.h"
 #include "wire/proto-fwd.h"
+#include "wire/proxy.h"
 
 enum cfg_role { CFG_ROLE_SERVER, CFG_ROLE_CLIENT };
 enum cfg_congestion { CFG_CC_CUBIC, CFG_CC_BBR };
@@ -187,6 +188,9 @@ struct cfg {
 	uint16_t server_tcp_port;
 	char *server_name; /* ServerName: SNI over TCP; NULL: none set */
 	enum cfg_transport transport;
+	/* Proxy: how TLS over TCP goes out (PROXY_ENV: chosen at start). The
+	 * password is only ever printed masked (proxy_url_masked). */
+	struct proxy_url proxy;
 	uint8_t server_pubkey[32];
 	struct cfg_prefix_list routes;
 	struct cfg_forward *local_forward;

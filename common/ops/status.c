@@ -332,6 +332,11 @@ json_peer(struct json *j, const struct status_peer *p)
 	/* quic or tcp (TLS over TCP); null without a session */
 	json_key(j, "transport");
 	json_string(j, !p->has_quic ? NULL : p->quic.tcp ? "tcp" : "quic");
+	/* the client's Proxy without credentials; null: none */
+	json_key(j, "proxy");
+	json_string(j, p->proxy);
+	json_key(j, "via_proxy");
+	json_bool(j, p->via_proxy);
 	json_key(j, "connection_id");
 	json_string(j, p->connection_id);
 	json_prefixes(j, "addresses", p->addrs, p->naddrs);
@@ -608,6 +613,10 @@ text_peer(struct evbuffer *out, const struct status_peer *p, bool server)
 		    (unsigned long long)p->roam.tcp_fallbacks,
 		    (unsigned long long)p->roam.throttle_moves,
 		    (unsigned long long)p->roam.quic_returns);
+	if (p->proxy != NULL)
+		evbuffer_add_printf(out, "  proxy: %s (%s)\n", p->proxy,
+		    p->via_proxy ? "the session goes through it" :
+		    "not in use");
 	if (p->local != NULL)
 		evbuffer_add_printf(out, "  local: %s\n",
 		    addr_sockaddr_str(p->local, buf));

@@ -57,6 +57,10 @@ struct status_peer {
 	size_t nallowed;
 	const struct sockaddr *remote; /* NULL when not connected */
 	const struct sockaddr *local;  /* our end of the current path */
+	/* A client's Proxy as "http://host:port", never its credentials
+	 * (NULL: none), and whether the session goes through it. */
+	const char *proxy;
+	bool via_proxy;
 	struct status_roam roam;
 	const struct tunnel_counters *counters;
 	bool has_quic;

@@ -22,6 +22,7 @@
 #include "base/log.h"
 #include "base/xmalloc.h"
 #include "quic-int.h"
+#include "tcp-proxy.h"
 #include "wire/proto.h"
 #include "wire/qmux.h"
 
@@ -93,6 +94,17 @@ struct quic_tcp {
 	struct event *wev;     /* writable, armed when something waits */
 	struct event *again;   /* more input may be buffered in wolfSSL */
 	bool connected;        /* the TCP connect finished */
+	/* Client through a proxy: the exchange that makes the connection a
+	 * tunnel (NULL once done, or without a proxy). Direct first: until
+	 * `direct_until` (0 when not, or no longer, direct) the socket goes
+	 * to the server, and the proxy is the way if that fails. */
+	struct tcp_proxy_hs *px;
+	bool via_proxy;
+	uint64_t direct_until;
+	struct sockaddr_storage proxy_addr;
+	socklen_t proxy_addrlen;
+	uint32_t fwmark;
+	ngtcp2_cc_algo cc;
 	bool tls_done;         /* TLS handshake complete */
 	bool params_rcvd;      /* the peer's TRANSPORT_PARAMETERS */
 	uint64_t deadline;     /* the handshake's (clock_now) */
@@ -135,6 +147,8 @@ static void io_cb(evutil_socket_t, short, void *);
 static void again_cb(evutil_socket_t, short, void *);
 static void timer_cb(evutil_socket_t, short, void *);
 static void flush(struct quic_conn *);
+static void rearm(struct quic_conn *);
+static void set_sockopts(int, ngtcp2_cc_algo);
 static const struct quic_transport tcp_transport;
 
 static bool
@@ -704,6 +718,93 @@ tls_handshake(struct quic_conn *qc)
 	send_params(qc);
 }
 
+static int
+open_socket(const struct sockaddr *to, socklen_t tolen, uint32_t fwmark,
+    char **cause)
+{
+	int fd;
+
+	fd = socket(to->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+	    IPPROTO_TCP);
+	if (fd == -1) {
+		xasprintf(cause, "socket: %s", strerror(errno));
+		return -1;
+	}
+	if (fwmark != 0 && setsockopt(fd, SOL_SOCKET, SO_MARK, &fwmark,
+	    sizeof fwmark) == -1)
+		log_warn("TCP socket: cannot set its mark: %s", strerror(errno));
+	if (connect(fd, to, tolen) == -1 && errno != EINPROGRESS) {
+		xasprintf(cause, "connect: %s", strerror(errno));
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Direct TCP to the server failed (`why`): the same connection starts
+ * again on a socket to the proxy, with a handshake deadline of its own. */
+static void
+to_proxy(struct quic_conn *qc, const char *why)
+{
+	struct quic_tcp *t = qc->tcp;
+	char a[ADDR_STRLEN], *cause = NULL;
+	int fd;
+
+	addr_sockaddr_str((const struct sockaddr *)&qc->remote, a);
+	log_info("TCP to %s: %s; trying through %s", a, why,
+	    tcp_proxy_hs_name(t->px));
+	t->direct_until = 0;
+	t->via_proxy = true;
+	fd = open_socket((const struct sockaddr *)&t->proxy_addr,
+	    t->proxy_addrlen, t->fwmark, &cause);
+	if (fd == -1) {
+		qc->close_info.proxy = true;
+		lost(qc, "%s: %s", tcp_proxy_hs_name(t->px), cause);
+		free(cause);
+		return;
+	}
+	event_free(t->ev);
+	event_free(t->wev);
+	close(t->fd);
+	t->fd = fd;
+	set_sockopts(fd, t->cc);
+	wolfSSL_set_fd(qc->ssl, fd);
+	t->ev = event_new(qc->base, fd, EV_READ | EV_PERSIST, io_cb, qc);
+	t->wev = event_new(qc->base, fd, EV_WRITE, io_cb, qc);
+	event_add(t->ev, NULL);
+	event_add(t->wev, NULL);
+	t->deadline = clock_now() + CLIENT_HANDSHAKE_TIMEOUT;
+	rearm(qc);
+}
+
+/* The proxy's part, as far as the socket allows: true once the tunnel is
+ * up (TLS may start), false to wait or when it failed (and closed). */
+static bool
+proxy_step(struct quic_conn *qc)
+{
+	struct quic_tcp *t = qc->tcp;
+	char reason[sizeof qc->close_info.reason];
+	bool ww, refused;
+	int r;
+
+	r = tcp_proxy_hs_step(t->px, t->fd, &ww, reason, sizeof reason, &refused);
+	if (r == 0) {
+		if (ww)
+			want_write(qc);
+		return false;
+	}
+	if (r < 0) {
+		qc->close_info.proxy = true;
+		qc->close_info.proxy_refused = refused;
+		lost(qc, "%s", reason);
+		return false;
+	}
+	log_debug("%s: the tunnel to the server is up", tcp_proxy_hs_name(t->px));
+	tcp_proxy_hs_free(t->px);
+	t->px = NULL;
+	return true;
+}
+
 static void
 io(struct quic_conn *qc, short what)
 {
@@ -718,15 +819,32 @@ io(struct quic_conn *qc, short what)
 			return;
 		if (getsockopt(t->fd, SOL_SOCKET, SO_ERROR, &err, &len) == -1)
 			err = errno;
+		if (err != 0 && t->direct_until != 0) {
+			to_proxy(qc, strerror(err));
+			return;
+		}
 		if (err != 0) {
-			lost(qc, "connect: %s", strerror(err));
+			qc->close_info.proxy = t->via_proxy;
+			if (t->via_proxy)
+				lost(qc, "cannot connect to %s: %s",
+				    tcp_proxy_hs_name(t->px), strerror(err));
+			else
+				lost(qc, "connect: %s", strerror(err));
 			return;
 		}
 		t->connected = true;
 		len = sizeof qc->local;
 		if (getsockname(t->fd, (struct sockaddr *)&qc->local, &len) == 0)
 			qc->path.local.addrlen = len;
+		if (t->direct_until != 0) {
+			/* Direct works: the proxy is not needed. */
+			t->direct_until = 0;
+			tcp_proxy_hs_free(t->px);
+			t->px = NULL;
+		}
 	}
+	if (t->px != NULL && !proxy_step(qc))
+		return;
 	if (!t->tls_done)
 		tls_handshake(qc);
 	if (t->tls_done && qc->state != QUIC_STATE_CLOSED)
@@ -963,9 +1081,11 @@ rearm(struct quic_conn *qc)
 
 	if (qc->state == QUIC_STATE_CLOSED)
 		return;
-	if (qc->state != QUIC_STATE_ESTABLISHED)
+	if (qc->state != QUIC_STATE_ESTABLISHED) {
 		at = t->deadline;
-	else {
+		if (t->direct_until != 0 && t->direct_until < at)
+			at = t->direct_until;
+	} else {
 		at = qc->last_rx + t->idle_ns;
 		if (t->keepalive_ns != 0 && t->last_tx + t->keepalive_ns < at)
 			at = t->last_tx + t->keepalive_ns;
@@ -1058,9 +1178,21 @@ timer_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
+	if (qc->state == QUIC_STATE_HANDSHAKING && t->direct_until != 0 &&
+	    now >= t->direct_until && !t->connected) {
+		to_proxy(qc, "no answer");
+		return;
+	}
 	if (qc->state == QUIC_STATE_HANDSHAKING && now >= t->deadline) {
 		qc->close_info.idle = true;
-		lost(qc, "handshake timeout");
+		if (t->px != NULL) {
+			qc->close_info.proxy = true;
+			lost(qc, "%s: %s within %llu s", tcp_proxy_hs_name(t->px),
+			    t->connected ? "no answer" : "no TCP connection",
+			    (unsigned long long)(CLIENT_HANDSHAKE_TIMEOUT /
+			    1000000000u));
+		} else
+			lost(qc, "handshake timeout");
 		return;
 	}
 	/* Early: libevent counts a timeout from the time it cached when
@@ -1118,6 +1250,8 @@ tcp_create(struct event_base *base, const struct quic_settings *qs,
 
 	qc->tcp = t;
 	t->fd = fd;
+	t->fwmark = qs->fwmark;
+	t->cc = qs->cc;
 	t->connected = connected;
 	t->ctl = evbuffer_new();
 	t->idle_ns = (uint64_t)qs->idle_timeout_s * 1000000000u;
@@ -1156,25 +1290,55 @@ tcp_create(struct event_base *base, const struct quic_settings *qs,
 struct quic_conn *
 quic_tcp_client_create(struct event_base *base, const struct quic_settings *qs,
     const struct quic_conn_cbs *cbs, void *arg, WOLFSSL_CTX *ctx,
-    const struct sockaddr *remote, socklen_t remotelen, char **cause)
+    const struct sockaddr *remote, socklen_t remotelen,
+    enum quic_tcp_route route, const struct quic_tcp_proxy *proxy,
+    char **cause)
 {
+	struct quic_conn *qc;
+	struct quic_tcp *t;
 	int fd;
 
-	fd = socket(remote->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
-	    IPPROTO_TCP);
+	if (route == QUIC_TCP_PROXY)
+		fd = open_socket(proxy->addr, proxy->addrlen, qs->fwmark, cause);
+	else
+		fd = open_socket(remote, remotelen, qs->fwmark, cause);
 	if (fd == -1) {
-		xasprintf(cause, "socket: %s", strerror(errno));
-		return NULL;
+		if (route != QUIC_TCP_DIRECT_THEN_PROXY)
+			return NULL;
+		/* Not even a socket for the server (no route to it, say):
+		 * the proxy may yet reach it. */
+		free(*cause);
+		*cause = NULL;
+		if ((fd = open_socket(proxy->addr, proxy->addrlen, qs->fwmark,
+		    cause)) == -1)
+			return NULL;
+		route = QUIC_TCP_PROXY;
 	}
-	if (qs->fwmark != 0 && setsockopt(fd, SOL_SOCKET, SO_MARK, &qs->fwmark,
-	    sizeof qs->fwmark) == -1)
-		log_warn("TCP socket: cannot set its mark: %s", strerror(errno));
-	if (connect(fd, remote, remotelen) == -1 && errno != EINPROGRESS) {
-		xasprintf(cause, "connect: %s", strerror(errno));
-		close(fd);
-		return NULL;
+	qc = tcp_create(base, qs, cbs, arg, ctx, fd, remote, remotelen, false);
+	t = qc->tcp;
+	if (route == QUIC_TCP_DIRECT)
+		return qc;
+	t->px = tcp_proxy_hs_new(proxy);
+	memcpy(&t->proxy_addr, proxy->addr, proxy->addrlen);
+	t->proxy_addrlen = proxy->addrlen;
+	t->via_proxy = route == QUIC_TCP_PROXY;
+	if (route == QUIC_TCP_DIRECT_THEN_PROXY) {
+		t->direct_until = clock_now() + proxy->direct_wait_ns;
+		rearm(qc);
 	}
-	return tcp_create(base, qs, cbs, arg, ctx, fd, remote, remotelen, false);
+	return qc;
+}
+
+bool
+quic_tcp_via_proxy(const struct quic_conn *qc)
+{
+	return qc->tcp != NULL && qc->tcp->via_proxy;
+}
+
+bool
+quic_tcp_proxy_reached(const struct quic_conn *qc)
+{
+	return quic_tcp_via_proxy(qc) && qc->tcp->connected;
 }
 
 struct quic_conn *
@@ -1268,6 +1432,7 @@ quic_tcp_free(struct quic_conn *qc)
 	event_free(t->wev);
 	event_free(t->again);
 	evbuffer_free(t->ctl);
+	tcp_proxy_hs_free(t->px);
 	free(t->rbuf);
 	free(t->obuf);
 	linger_close(qc->base, t->fd);

@@ -15,6 +15,7 @@
 #include "tls.h"
 #include "udp.h"
 #include "wire/cid.h"
+#include "wire/proxy.h"
 
 struct evbuffer;
 
@@ -50,7 +51,12 @@ struct quic_close_info {
 	uint64_t code;        /* error code as on the wire */
 	bool pin_mismatch;    /* our pin check refused the peer's key */
 	bool stateless_reset; /* the peer had forgotten us (a restart) */
-	char reason[128];     /* escaped reason phrase */
+	/* TLS over TCP through a proxy: the proxy ended the attempt (the
+	 * reason names it); `proxy_refused` when its answer will not change
+	 * soon (HTTP 403 or 407, SOCKS5 credentials or rules). */
+	bool proxy;
+	bool proxy_refused;
+	char reason[256];     /* escaped reason phrase */
 };
 
 struct quic_conn;
@@ -214,10 +220,34 @@ struct quic_conn *quic_conn_server_create(struct event_base *,
  * tls_ctx_create_tcp. Client: connects to `remote` itself, without
  * blocking. Server: takes over `fd`, a connection accept(2) returned
  * (closed with the session). */
+/* Client: how the TCP connection reaches the server. */
+enum quic_tcp_route {
+	QUIC_TCP_DIRECT,
+	QUIC_TCP_PROXY,             /* through the proxy */
+	QUIC_TCP_DIRECT_THEN_PROXY, /* direct; through the proxy if TCP to
+	                             * the server fails or has not connected
+	                             * within `direct_wait_ns` */
+};
+struct quic_tcp_proxy {
+	const struct proxy_url *url;     /* HTTP or SOCKS5 (wire/proxy.h) */
+	const struct sockaddr *addr;     /* the proxy, resolved */
+	socklen_t addrlen;
+	const char *target_host;         /* what the proxy connects to */
+	uint16_t target_port;
+	uint64_t direct_wait_ns;
+};
+/* `proxy` is read during the call only, and ignored with QUIC_TCP_DIRECT
+ * (it may then be NULL). */
 struct quic_conn *quic_tcp_client_create(struct event_base *,
     const struct quic_settings *, const struct quic_conn_cbs *, void *arg,
     WOLFSSL_CTX *, const struct sockaddr *remote, socklen_t remotelen,
-    char **cause);
+    enum quic_tcp_route, const struct quic_tcp_proxy *proxy, char **cause);
+/* Client: whether a TCP-transport connection goes through its proxy
+ * (from the moment it connects to it). */
+bool quic_tcp_via_proxy(const struct quic_conn *);
+/* ... and whether its TCP connection to the proxy was made (so the proxy
+ * is there, whatever it answered). */
+bool quic_tcp_proxy_reached(const struct quic_conn *);
 struct quic_conn *quic_tcp_server_create(struct event_base *,
     const struct quic_settings *, const struct quic_conn_cbs *, void *arg,
     WOLFSSL_CTX *, int fd, const struct sockaddr *remote, socklen_t remotelen);

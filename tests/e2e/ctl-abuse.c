@@ -41,7 +41,7 @@ struct abuser {
 	int64_t ctl;
 	bool closed, by_server;
 	uint64_t code;
-	char reason[128];
+	char reason[sizeof ((struct quic_close_info *)0)->reason];
 };
 
 static struct abuser ab;

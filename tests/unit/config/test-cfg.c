@@ -297,6 +297,7 @@ static const char client_full_printed[] =
     "ServerTCP = tcp.example:443\n"
     "ServerName = rove.example\n"
     "Transport = tcp\n"
+    "Proxy = none\n"
     "ServerPublicKey = " PK_SERVER "\n"
     "PrivateKeyFile = /etc/rove/client.key\n"
     "Tun = none\n"
@@ -572,6 +573,65 @@ test_print_roundtrip(void **state)
 	roundtrip("/c.conf", CLI "User = nobody\n", CFG_ROLE_CLIENT, NULL);
 	roundtrip("/etc/rove/roved.conf", SRV "user = root\ngroup = nogroup\n"
 	    PEER_A, CFG_ROLE_SERVER, NULL);
+}
+
+/* Proxy: the URL's parts, a password that no print and no error shows,
+ * and no proxy for QUIC alone. */
+static void
+test_proxy(void **state)
+{
+	struct cfg cfg;
+	struct cfg_errors errs = { 0 };
+	char *out;
+	static const char bad[] = CLI "Proxy = ftp://u:top%secret@px:1\n";
+	static const char quic[] = CLI "Transport = quic\n"
+	    "Proxy = socks5://px.example\n";
+
+	(void)state;
+	load_ok("/c.conf", CLI "Proxy = http://al%40ice:pa%3Ass@Proxy.example:3128/\n",
+	    CFG_ROLE_CLIENT, &cfg);
+	assert_int_equal(cfg.proxy.kind, PROXY_HTTP);
+	assert_string_equal(cfg.proxy.host, "Proxy.example");
+	assert_int_equal(cfg.proxy.port, 3128);
+	assert_true(cfg.proxy.has_cred);
+	assert_string_equal(cfg.proxy.user, "al@ice");
+	assert_string_equal(cfg.proxy.pass, "pa:ss");
+	out = print_to_string(&cfg);
+	cfg_clear(&cfg);
+	assert_non_null(strstr(out, "\nProxy = http://al%40ice:***@Proxy.example:3128\n"));
+	assert_null(strstr(out, "pa:ss"));
+	assert_null(strstr(out, "pa%3Ass"));
+	free(out);
+
+	load_ok("/c.conf", CLI "Proxy = socks5://[fd00::5]\n", CFG_ROLE_CLIENT, &cfg);
+	assert_int_equal(cfg.proxy.kind, PROXY_SOCKS5);
+	assert_int_equal(cfg.proxy.port, 1080);
+	out = print_to_string(&cfg);
+	cfg_clear(&cfg);
+	assert_non_null(strstr(out, "\nProxy = socks5://[fd00::5]:1080\n"));
+	free(out);
+
+	load_ok("/c.conf", CLI "Proxy = env\n", CFG_ROLE_CLIENT, &cfg);
+	assert_int_equal(cfg.proxy.kind, PROXY_ENV);
+	cfg_clear(&cfg);
+
+	assert_int_equal(cfg_load_buffer("t.conf", bad, strlen(bad),
+	    CFG_ROLE_CLIENT, &cfg, &errs), -1);
+	assert_int_equal(errs.n, 1);
+	assert_string_equal(errs.msg[0], "t.conf:5: Proxy: not "
+	    "http://[user:password@]host[:port], socks5://[user:password@]"
+	    "host[:port], none or env: the scheme is not http:// or socks5://");
+	assert_null(strstr(errs.msg[0], "secret"));
+	cfg_clear(&cfg);
+	cfg_errors_clear(&errs);
+
+	assert_int_equal(cfg_load_buffer("t.conf", quic, strlen(quic),
+	    CFG_ROLE_CLIENT, &cfg, &errs), -1);
+	assert_int_equal(errs.n, 1);
+	assert_string_equal(errs.msg[0], "t.conf:6: Proxy: has no effect with "
+	    "Transport = quic (only TLS over TCP goes through a proxy)");
+	cfg_clear(&cfg);
+	cfg_errors_clear(&errs);
 }
 
 /* DNS and DNSSearch (server), DNS (client): lists that add up over
@@ -1820,6 +1880,7 @@ main(void)
 		cmocka_unit_test(test_default_socket_user),
 		cmocka_unit_test(test_relative_paths),
 		cmocka_unit_test(test_print_roundtrip),
+		cmocka_unit_test(test_proxy),
 		cmocka_unit_test(test_dns),
 		cmocka_unit_test(test_remote_bind),
 		cmocka_unit_test(test_allow_remote_forward),

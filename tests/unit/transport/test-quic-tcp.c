@@ -209,7 +209,7 @@ connect_pair(const uint8_t *server_accepts)
 	assert_int_equal(getsockname(lfd, (struct sockaddr *)&sin, &len), 0);
 	qs.role = QUIC_ROLE_CLIENT;
 	cl.qc = quic_tcp_client_create(base, &qs, &cbs, &cl, cctx,
-	    (struct sockaddr *)&sin, sizeof sin, &cause);
+	    (struct sockaddr *)&sin, sizeof sin, QUIC_TCP_DIRECT, NULL, &cause);
 	assert_non_null(cl.qc);
 	assert_true(quic_conn_is_tcp(cl.qc));
 	fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
