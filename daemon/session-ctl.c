@@ -72,6 +72,16 @@ session_ctl_send_config(struct session *sess)
  * and shorten its keepalive (PROTO_MSG_PATH_NOTICE). A notice per move,
  * and moves cost the peer a path validation each: no bound needed beyond
  * the unacknowledged-bytes one. */
+/* A notice the peer takes only with `feature`, and can do without: it is
+ * skipped, not queued, while the control stream has CTL_MAX_UNACKED bytes
+ * unacknowledged (a peer that does not read). */
+static bool
+ctl_notice_wanted(const struct session *sess, uint64_t feature)
+{
+	return sess->configured && (sess->features & feature) &&
+	    quic_conn_stream_unacked(sess->qc, 0) <= CTL_MAX_UNACKED;
+}
+
 void
 session_ctl_path_notice(struct session *sess, uint64_t quiet_ms)
 {
@@ -79,10 +89,8 @@ session_ctl_path_notice(struct session *sess, uint64_t quiet_ms)
 	uint8_t buf[32];
 	size_t n;
 
-	if (!sess->configured || !(sess->features & PROTO_FEATURE_PATH_NOTICE) ||
-	    quic_conn_stream_unacked(sess->qc, 0) > CTL_MAX_UNACKED)
-		return;
-	if ((n = proto_encode_path_notice(buf, sizeof buf, &pn)) > 0)
+	if (ctl_notice_wanted(sess, PROTO_FEATURE_PATH_NOTICE) &&
+	    (n = proto_encode_path_notice(buf, sizeof buf, &pn)) > 0)
 		(void)quic_conn_stream_send(sess->qc, 0, buf, n, false);
 }
 
@@ -97,10 +105,8 @@ session_ctl_loss_report(struct session *sess, uint64_t sent, uint64_t lost)
 	uint8_t buf[32];
 	size_t n;
 
-	if (!sess->configured || !(sess->features & PROTO_FEATURE_LOSS_REPORT) ||
-	    quic_conn_stream_unacked(sess->qc, 0) > CTL_MAX_UNACKED)
-		return;
-	if ((n = proto_encode_loss_report(buf, sizeof buf, &lr)) > 0)
+	if (ctl_notice_wanted(sess, PROTO_FEATURE_LOSS_REPORT) &&
+	    (n = proto_encode_loss_report(buf, sizeof buf, &lr)) > 0)
 		(void)quic_conn_stream_send(sess->qc, 0, buf, n, false);
 }
 

@@ -1,6 +1,6 @@
 /* Big-endian fields of packet headers, read and written byte by byte:
  * packets sit at any offset in our buffers, and unaligned loads are
- * undefined behaviour (UBSan says so). */
+ * undefined behaviour (UBSan says so); and the value of a hex digit. */
 #ifndef ROVE_BYTES_H
 #define ROVE_BYTES_H
 
@@ -33,6 +33,19 @@ be32_put(uint8_t *p, uint32_t v)
 	p[1] = (uint8_t)(v >> 16);
 	p[2] = (uint8_t)(v >> 8);
 	p[3] = (uint8_t)v;
+}
+
+/* 0-15, or -1 for a character that is no hex digit. */
+static inline int
+hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
 }
 
 #endif

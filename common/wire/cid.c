@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/bytes.h"
 #include "base/random.h"
 #include "cid.h"
 
@@ -60,18 +61,6 @@ cid_server_id(const uint8_t *cid, size_t len,
 	out->workers = layout->workers;
 	out->worker = layout->workers > 1 ? cid[cid_worker_offset(layout)] : 0;
 	return true;
-}
-
-static int
-hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
 }
 
 int

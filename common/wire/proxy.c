@@ -6,19 +6,8 @@
 #include <strings.h>
 
 #include "base/addr.h"
+#include "base/bytes.h"
 #include "proxy.h"
-
-static int
-hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
 
 /* Percent-decode `n` bytes of `s` into `dst` (PROXY_CRED_MAX + 1 bytes);
  * a NUL or control byte, decoded or not, is refused. */
