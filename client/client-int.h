@@ -169,6 +169,7 @@ struct client {
 	 * may be, and when (and how long after) to try the preferred
 	 * uplink again while on another. */
 	struct event *uplink_ev;
+	struct event *silent_ev; /* a check at the moment SILENT_MS is up */
 	int escape_tried[8];
 	size_t nescape_tried;
 	uint64_t escape_next_ms;
@@ -256,8 +257,10 @@ void client_path_validated(struct quic_conn *, enum quic_path_result,
 /* The timer after netlink news: move the session if the way to the
  * server changed or came back. */
 void client_path_check(evutil_socket_t, short, void *client);
-/* Every UPLINK_CHECK_MS: leave an uplink gone silent for another, and
- * go back to the preferred one when it answers again. */
+/* Every UPLINK_CHECK_MS, and once more the moment a silence reaches its
+ * limit: leave an uplink gone silent for another (or, with no other, the
+ * socket for a new one: a middlebox may have cut that one flow), and go
+ * back to the preferred uplink when it answers again. */
 void client_path_watch(evutil_socket_t, short, void *client);
 #define UPLINK_CHECK_MS 250
 /* Ask the path in use again, from a fresh socket: a path validation

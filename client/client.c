@@ -945,6 +945,7 @@ client_create(struct event_base *base, const struct cfg *cfg, int verbose,
 
 		c->uplink_ev = event_new(base, -1, EV_PERSIST, client_path_watch, c);
 		event_add(c->uplink_ev, &tv);
+		c->silent_ev = evtimer_new(base, client_path_watch, c);
 	}
 	/* The TUN device itself comes up with the server's configuration,
 	 * but its clone device may be root's alone: open it now, before
@@ -1054,6 +1055,8 @@ client_free(struct client *c)
 		event_free(c->transport_ev);
 	if (c->uplink_ev != NULL)
 		event_free(c->uplink_ev);
+	if (c->silent_ev != NULL)
+		event_free(c->silent_ev);
 	if (c->alt_wait_ev != NULL)
 		event_free(c->alt_wait_ev);
 	/* The routes in the policy table go with the device; the rules
