@@ -84,6 +84,7 @@ struct client {
 	unsigned probes;         /* since the move to TCP, for the back-off */
 	unsigned alt_failures;   /* TLS over TCP attempts failed in a row */
 	uint64_t alt_not_before; /* clock_now_ms(): no attempt before */
+	uint64_t alt_started_ms; /* when the attempt in c->alt began */
 	uint8_t ctl[PROTO_MAX_MSG + 16];
 	size_t ctllen;
 	bool configured;     /* the server's configuration arrived */
@@ -211,6 +212,10 @@ void client_notify(struct client *, const char *what);
 /* Transport = auto: TLS over TCP next to QUIC, unless it is trying
  * already or may not yet; `why` goes into the log. */
 void client_start_alt(struct client *, const char *why);
+/* QUIC answers again: a TLS over TCP attempt still connecting goes
+ * before it completes (completed, it would replace the QUIC session at
+ * the server, a peer having one session there). */
+void client_alt_drop(struct client *);
 
 /* --- client-throttle.c -------------------------------------------------- */
 

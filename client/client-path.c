@@ -183,7 +183,6 @@ client_path_validated(struct quic_conn *qc, enum quic_path_result res,
 	struct client *c = arg;
 	char buf[ADDR_STRLEN];
 
-	(void)qc;
 	(void)remote;
 	if (res == QUIC_PATH_ABORTED) {
 		log_debug("validation of the path from %s superseded",
@@ -215,6 +214,9 @@ client_path_validated(struct quic_conn *qc, enum quic_path_result res,
 	c->quic_grace_until_ms = clock_now_ms() + STALL_MS;
 	if (c->configured)
 		client_notify(c, "connected");
+	/* TLS over TCP was racing the silence this path has just ended. */
+	if (qc == c->qc)
+		client_alt_drop(c);
 	/* The new path works: the old socket has served its purpose. */
 	if (c->old_sock != NULL && (c->sock == NULL ||
 	    memcmp(local, &c->old_sock->sock.local, c->old_sock->sock.locallen) != 0)) {

@@ -657,6 +657,7 @@ client_start_alt(struct client *c, const char *why)
 	log_info("%s: trying %s too", why, endpoint_str(c, true, ep, sizeof ep));
 	c->alt_waited = false;
 	c->alt_for_throttle = false;
+	c->alt_started_ms = clock_now_ms();
 	c->alt = quic_tcp_client_create(c->base, &c->qs, &client_cbs, c,
 	    c->tls_tcp, (struct sockaddr *)&c->server_tcp, c->server_tcplen,
 	    &cause);
@@ -666,6 +667,22 @@ client_start_alt(struct client *c, const char *why)
 		return;
 	}
 	quic_conn_set_send_limit(c->alt, c->cfg->forward_memory);
+}
+
+void
+client_alt_drop(struct client *c)
+{
+	struct quic_conn *alt = c->alt;
+
+	/* A trial of TCP against a policed QUIC races a QUIC that answers,
+	 * on purpose. */
+	if (alt == NULL || c->alt_for_throttle ||
+	    quic_conn_state(alt) == QUIC_STATE_ESTABLISHED)
+		return;
+	c->alt = NULL;
+	c->alt_waited = false;
+	log_info("QUIC answers again: the TLS over TCP attempt is dropped");
+	quic_conn_close(alt, 0, "QUIC works");
 }
 
 /* Transport = auto, every TRANSPORT_CHECK_MS: is QUIC getting through? */
@@ -688,8 +705,15 @@ transport_check(evutil_socket_t fd, short what, void *arg)
 		c->quic_grace_until_ms = now + STALL_MS;
 	}
 	client_throttle_check(c, now);
-	if (c->qc == NULL || quic_conn_is_tcp(c->qc) || c->alt != NULL ||
-	    now < c->quic_grace_until_ms)
+	if (c->qc == NULL || quic_conn_is_tcp(c->qc))
+		return;
+	/* An acknowledgement since the attempt began (the silence is
+	 * shorter than the attempt): the old path answers again, or a new
+	 * one (client_path_validated drops the attempt at once then). */
+	if (c->alt != NULL && quic_conn_state(c->qc) == QUIC_STATE_ESTABLISHED &&
+	    quic_conn_ack_silence_ms(c->qc) < now - c->alt_started_ms)
+		client_alt_drop(c);
+	if (c->alt != NULL || now < c->quic_grace_until_ms)
 		return;
 	/* Happy eyeballs: no packet back yet, so TCP races QUIC. */
 	if (quic_conn_state(c->qc) == QUIC_STATE_HANDSHAKING &&
