@@ -97,6 +97,7 @@ struct client {
 	unsigned probes;         /* since the move to TCP, for the back-off */
 	unsigned alt_failures;   /* TLS over TCP attempts failed in a row */
 	uint64_t alt_not_before; /* clock_now_ms(): no attempt before */
+	uint64_t alt_started_ms; /* when the attempt in c->alt began */
 	uint8_t ctl[PROTO_MAX_MSG + 16];
 	size_t ctllen;
 	bool configured;     /* the server's configuration arrived */
@@ -183,6 +184,7 @@ struct client {
 	 * may be, and when (and how long after) to try the preferred
 	 * uplink again while on another. */
 	struct event *uplink_ev;
+	struct event *silent_ev; /* a check at the moment SILENT_MS is up */
 	int escape_tried[8];
 	size_t nescape_tried;
 	uint64_t escape_next_ms;
@@ -229,6 +231,10 @@ void client_notify(struct client *, const char *what);
 /* Transport = auto: TLS over TCP next to QUIC, unless it is trying
  * already or may not yet; `why` goes into the log. */
 void client_start_alt(struct client *, const char *why);
+/* QUIC answers again: a TLS over TCP attempt still connecting goes
+ * before it completes (completed, it would replace the QUIC session at
+ * the server, a peer having one session there). */
+void client_alt_drop(struct client *);
 
 /* --- client-throttle.c -------------------------------------------------- */
 
@@ -275,8 +281,10 @@ void client_path_validated(struct quic_conn *, enum quic_path_result,
 /* The timer after netlink news: move the session if the way to the
  * server changed or came back. */
 void client_path_check(evutil_socket_t, short, void *client);
-/* Every UPLINK_CHECK_MS: leave an uplink gone silent for another, and
- * go back to the preferred one when it answers again. */
+/* Every UPLINK_CHECK_MS, and once more the moment a silence reaches its
+ * limit: leave an uplink gone silent for another (or, with no other, the
+ * socket for a new one: a middlebox may have cut that one flow), and go
+ * back to the preferred uplink when it answers again. */
 void client_path_watch(evutil_socket_t, short, void *client);
 #define UPLINK_CHECK_MS 250
 /* Ask the path in use again, from a fresh socket: a path validation

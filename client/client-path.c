@@ -23,9 +23,11 @@
 #include "wire/proto.h"
 
 /* A path whose packets have gone unacknowledged this long, its link and
- * route up all the while (Wi-Fi that passes nothing), sends the session
- * looking for another uplink, one every ESCAPE_EVERY_MS: well before
- * Transport = auto's TCP race (STALL_MS), which goes the same dead way. */
+ * route up all the while (Wi-Fi that passes nothing, or a middlebox that
+ * cut this one UDP flow), sends the session looking for another uplink,
+ * one every ESCAPE_EVERY_MS, or with none to a new local port of its own:
+ * well before Transport = auto's TCP race (STALL_MS), which goes the same
+ * dead way. */
 #define SILENT_MS 1000
 #define ESCAPE_EVERY_MS 1000
 #define REPROBE_MAX_MS 8000
@@ -181,7 +183,6 @@ client_path_validated(struct quic_conn *qc, enum quic_path_result res,
 	struct client *c = arg;
 	char buf[ADDR_STRLEN];
 
-	(void)qc;
 	(void)remote;
 	if (res == QUIC_PATH_ABORTED) {
 		log_debug("validation of the path from %s superseded",
@@ -213,6 +214,9 @@ client_path_validated(struct quic_conn *qc, enum quic_path_result res,
 	c->quic_grace_until_ms = clock_now_ms() + STALL_MS;
 	if (c->configured)
 		client_notify(c, "connected");
+	/* TLS over TCP was racing the silence this path has just ended. */
+	if (qc == c->qc)
+		client_alt_drop(c);
 	/* The new path works: the old socket has served its purpose. */
 	if (c->old_sock != NULL && (c->sock == NULL ||
 	    memcmp(local, &c->old_sock->sock.local, c->old_sock->sock.locallen) != 0)) {
@@ -466,17 +470,27 @@ escape_silent_uplink(struct client *c, const char *why)
 		return;
 	}
 	/* No other way out: ask the way we have, from a fresh socket
-	 * (client_path_reprobe). Each ask waits twice as long as the last,
-	 * up to REPROBE_MAX_MS: each costs one of the server's connection
-	 * IDs, which come back only once the path does. */
+	 * (client_path_reprobe). A new local port is a new flow to every
+	 * middlebox on the way, so one that cut this flow (after so many
+	 * bytes or minutes) lets the new one through, and the path
+	 * validation answers within a round trip. Each ask waits twice as
+	 * long as the last, up to REPROBE_MAX_MS: each costs one of the
+	 * server's connection IDs, which come back only once the path
+	 * does. */
 	if (now < c->reprobe_next_ms)
 		return;
-	c->reprobe_wait_ms = c->reprobe_wait_ms == 0 ? ESCAPE_EVERY_MS :
+	bool first = c->reprobe_wait_ms == 0;
+	c->reprobe_wait_ms = first ? ESCAPE_EVERY_MS :
 	    c->reprobe_wait_ms * 2 < REPROBE_MAX_MS ? c->reprobe_wait_ms * 2 :
 	    REPROBE_MAX_MS;
 	c->reprobe_next_ms = now + c->reprobe_wait_ms;
-	if (client_path_reprobe(c))
-		log_debug("%s: asking again from %s", why,
+	if (!client_path_reprobe(c))
+		return;
+	if (first)
+		log_info("%s: the path went silent: moving to a new local port, %s",
+		    why, addr_sockaddr_str((struct sockaddr *)&c->sock->sock.local, buf));
+	else
+		log_debug("%s: asking again from a new local port, %s", why,
 		    addr_sockaddr_str((struct sockaddr *)&c->sock->sock.local, buf));
 }
 
@@ -499,6 +513,7 @@ client_path_reprobe(struct client *c)
 		return false;
 	}
 	c->roam.migrations++;
+	c->roam.port_moves++;
 	c->last_move_ms = clock_now_ms();
 	adopt_sock(c, cs);
 	return true;
@@ -521,6 +536,15 @@ client_path_watch(evutil_socket_t fd, short what, void *arg)
 		c->escape_next_ms = 0;
 		c->reprobe_next_ms = 0;
 		c->reprobe_wait_ms = 0;
+		/* The limit falls before the next tick: look again the
+		 * moment it is up, not up to a tick late (a cut flow's gap
+		 * is this wait and a round trip). */
+		if (silence > 0 && SILENT_MS - silence < UPLINK_CHECK_MS) {
+			uint64_t left = SILENT_MS - silence;
+			struct timeval tv = { 0, (suseconds_t)(left * 1000) };
+
+			evtimer_add(c->silent_ev, &tv);
+		}
 	} else if (now >= c->escape_next_ms) {
 		char why[48];
 

@@ -754,6 +754,7 @@ client_start_alt(struct client *c, const char *why)
 	c->alt_waited = false;
 	c->alt_for_throttle = false;
 	c->proxy_next = false;
+	c->alt_started_ms = clock_now_ms();
 	c->alt = tcp_connect(c, route, &cause);
 	if (c->alt == NULL) {
 		log_warn("TLS over TCP: %s", cause);
@@ -761,6 +762,22 @@ client_start_alt(struct client *c, const char *why)
 		return;
 	}
 	quic_conn_set_send_limit(c->alt, c->cfg->forward_memory);
+}
+
+void
+client_alt_drop(struct client *c)
+{
+	struct quic_conn *alt = c->alt;
+
+	/* A trial of TCP against a policed QUIC races a QUIC that answers,
+	 * on purpose. */
+	if (alt == NULL || c->alt_for_throttle ||
+	    quic_conn_state(alt) == QUIC_STATE_ESTABLISHED)
+		return;
+	c->alt = NULL;
+	c->alt_waited = false;
+	log_info("QUIC answers again: the TLS over TCP attempt is dropped");
+	quic_conn_close(alt, 0, "QUIC works");
 }
 
 /* Transport = auto, every TRANSPORT_CHECK_MS: is QUIC getting through? */
@@ -783,8 +800,15 @@ transport_check(evutil_socket_t fd, short what, void *arg)
 		c->quic_grace_until_ms = now + STALL_MS;
 	}
 	client_throttle_check(c, now);
-	if (c->qc == NULL || quic_conn_is_tcp(c->qc) || c->alt != NULL ||
-	    now < c->quic_grace_until_ms)
+	if (c->qc == NULL || quic_conn_is_tcp(c->qc))
+		return;
+	/* An acknowledgement since the attempt began (the silence is
+	 * shorter than the attempt): the old path answers again, or a new
+	 * one (client_path_validated drops the attempt at once then). */
+	if (c->alt != NULL && quic_conn_state(c->qc) == QUIC_STATE_ESTABLISHED &&
+	    quic_conn_ack_silence_ms(c->qc) < now - c->alt_started_ms)
+		client_alt_drop(c);
+	if (c->alt != NULL || now < c->quic_grace_until_ms)
 		return;
 	/* Happy eyeballs: no packet back yet, so TCP races QUIC. */
 	if (quic_conn_state(c->qc) == QUIC_STATE_HANDSHAKING &&
@@ -1055,6 +1079,7 @@ client_create(struct event_base *base, const struct cfg *cfg, int verbose,
 
 		c->uplink_ev = event_new(base, -1, EV_PERSIST, client_path_watch, c);
 		event_add(c->uplink_ev, &tv);
+		c->silent_ev = evtimer_new(base, client_path_watch, c);
 	}
 	/* The TUN device itself comes up with the server's configuration,
 	 * but its clone device may be root's alone: open it now, before
@@ -1172,6 +1197,8 @@ client_free(struct client *c)
 		event_free(c->transport_ev);
 	if (c->uplink_ev != NULL)
 		event_free(c->uplink_ev);
+	if (c->silent_ev != NULL)
+		event_free(c->silent_ev);
 	if (c->alt_wait_ev != NULL)
 		event_free(c->alt_wait_ev);
 	/* The routes in the policy table go with the device; the rules

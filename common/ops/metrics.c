@@ -149,6 +149,7 @@ GETTER(get_fec_repairs, p->recovery.repairs_sent)
 GETTER(get_fec_rebuilt, p->recovery.rebuilt)
 GETTER(get_fec_unrepaired, p->recovery.unrepaired)
 GETTER(get_migrations, p->roam.migrations)
+GETTER(get_port_moves, p->roam.port_moves)
 GETTER(get_rebinds, p->roam.rebinds)
 GETTER(get_reconnects, p->roam.reconnects)
 GETTER(get_resets, p->roam.stateless_resets)
@@ -269,6 +270,9 @@ static const struct peer_family peer_families[] = {
 	    "Client: moves of the session back to QUIC.", get_quic_returns, NULL },
 	{ "rove_peer_migrations_total", "counter",
 	    "Client: migrations to a new local address.", get_migrations, NULL },
+	{ "rove_peer_port_moves_total", "counter",
+	    "Client: moves to a new local port because the path went silent.",
+	    get_port_moves, NULL },
 	{ "rove_peer_rebinds_total", "counter",
 	    "Server: new peer addresses validated (NAT rebinding, roaming).", get_rebinds, NULL },
 	{ "rove_peer_reconnects_total", "counter",

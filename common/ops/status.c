@@ -376,6 +376,8 @@ json_peer(struct json *j, const struct status_peer *p)
 	json_uint(j, p->roam.throttle_moves);
 	json_key(j, "uplink_moves");
 	json_uint(j, p->roam.uplink_moves);
+	json_key(j, "port_moves");
+	json_uint(j, p->roam.port_moves);
 	json_key(j, "keepalive_ms");
 	json_uint(j, p->roam.keepalive_ms);
 	json_key(j, "rx_bytes");

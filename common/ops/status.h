@@ -32,6 +32,10 @@ struct status_roam {
 	/* client: moves to another uplink because the one in use went
 	 * silent (its link and route still up) */
 	uint64_t uplink_moves;
+	/* client: moves to a new local port (a new socket) on the same way
+	 * out because the path in use went silent: a middlebox that cut the
+	 * flow, or a path back after an outage */
+	uint64_t port_moves;
 	/* client: the keepalive in use (shorter than configured when a NAT
 	 * forgot the client sooner) */
 	uint64_t keepalive_ms;

@@ -62,6 +62,7 @@ pairs = [
     ("rove_peer_tx_packets_total", "tx_packets"),
     ("rove_peer_handshakes_total", "handshakes"),
     ("rove_peer_migrations_total", "migrations"),
+    ("rove_peer_port_moves_total", "port_moves"),
     ("rove_peer_rebinds_total", "rebinds"),
     ("rove_peer_datagrams_lost_total", "datagrams_lost"),
 ]

@@ -2,10 +2,11 @@
 """Traffic, capture and analysis for the roaming tests (test-roam-*.sh) and
 bench/roam.sh. Standard library only; every wait is bounded.
 
-  sniff IFACE PORT OUT [--timeout S]
+  sniff IFACE PORT OUT [--timeout S] [--head N]
       Record every UDP datagram to or from PORT seen on IFACE (both
       directions; GSO super-packets split into their segments) as lines
-      "TIME_NS SRC:PORT DST:PORT HEX" in OUT. Prints "ready" once capturing.
+      "TIME_NS SRC:PORT DST:PORT HEX" in OUT (with --head, only the first
+      N bytes of each payload). Prints "ready" once capturing.
   flight CAPTURE --to ADDR:PORT [--after NS]
       The QUIC long-header packets in the datagrams sent to ADDR:PORT (after
       NS): counts per type, the first Initial's destination connection ID,
@@ -42,6 +43,13 @@ bench/roam.sh. Standard library only; every wait is bounded.
       From `ping -D -n` output: sent, received, loss in percent, the longest
       gap between consecutive replies (ms, with the time it ended), and with
       --after the delay from that time to the first reply. JSON.
+  moves CAPTURE --server ADDR:PORT [--pings PINGLOG]
+      A client's moves from one local port to the next, from a capture on
+      its side (sniff): for each move, when the old flow last heard from
+      the server (the cut), and after that, in milliseconds, the first
+      packet from the new port (detect_ms) and the first answer to it
+      (answer_ms); with --pings, the first ping reply after the move
+      (recover_ms) and the gap in the replies across it (gap_ms). JSON.
 
 Sizes accept K and M suffixes (powers of 1024).
 """
@@ -142,6 +150,8 @@ def cmd_sniff(a):
             for src, sport, dst, dport, pl in udp_segments(frame, frame[:VNET_HDR_LEN]):
                 if sport != a.port and dport != a.port:
                     continue
+                if a.head is not None:
+                    pl = pl[:a.head]
                 f.write('%d %s:%d %s:%d %s\n' % (now, src, sport, dst, dport, pl.hex()))
             f.flush()
     return 0
@@ -493,6 +503,62 @@ def cmd_gaps(a):
     return 0
 
 
+def ping_replies(path):
+    """The wall-clock times (ns) of the replies in `ping -D -n` output."""
+    times = []
+    with open(path) as f:
+        for line in f:
+            m = REPLY.match(line)
+            if m:
+                times.append(int(float(m.group(1)) * 1e9))
+    return sorted(times)
+
+
+def cmd_moves(a):
+    flows = {}
+    order = []
+    for t, src, dst, _ in read_capture(a.capture):
+        if dst == a.server:
+            key, way = src, 'tx'
+        elif src == a.server:
+            key, way = dst, 'rx'
+        else:
+            continue
+        if key not in flows:
+            flows[key] = {}
+            order.append(key)
+        f = flows[key]
+        f.setdefault('first_' + way, t)
+        f['last_' + way] = t
+    pings = ping_replies(a.pings) if a.pings else []
+    rows = []
+    for old, new in zip(order, order[1:]):
+        o, n = flows[old], flows[new]
+        cut, moved = o.get('last_rx'), n.get('first_tx')
+        if cut is None or moved is None:
+            continue
+        row = {'from': old, 'to': new, 'cut_ns': cut,
+               'detect_ms': round((moved - cut) / 1e6, 1),
+               'answer_ms': None, 'recover_ms': None, 'gap_ms': None}
+        if 'first_rx' in n:
+            row['answer_ms'] = round((n['first_rx'] - cut) / 1e6, 1)
+        before = [p for p in pings if p < moved]
+        after = [p for p in pings if p >= moved]
+        if after:
+            row['recover_ms'] = round((after[0] - cut) / 1e6, 1)
+            if before:
+                row['gap_ms'] = round((after[0] - before[-1]) / 1e6, 1)
+        rows.append(row)
+
+    def most(key):
+        vals = [r[key] for r in rows]
+        return None if not vals or None in vals else max(vals)
+    out({'moves': len(rows), 'flows': len(order), 'max_detect_ms': most('detect_ms'),
+         'max_answer_ms': most('answer_ms'), 'max_recover_ms': most('recover_ms'),
+         'max_gap_ms': most('gap_ms'), 'rows': rows})
+    return 0
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -503,6 +569,7 @@ def main():
     c.add_argument('port', type=int)
     c.add_argument('out')
     c.add_argument('--timeout', type=float, default=300)
+    c.add_argument('--head', type=int)
     c.set_defaults(fn=cmd_sniff)
 
     c = sub.add_parser('flight')
@@ -558,6 +625,12 @@ def main():
     c.add_argument('pinglog')
     c.add_argument('--after', type=float)
     c.set_defaults(fn=cmd_gaps)
+
+    c = sub.add_parser('moves')
+    c.add_argument('capture')
+    c.add_argument('--server', required=True)
+    c.add_argument('--pings')
+    c.set_defaults(fn=cmd_moves)
 
     a = p.parse_args()
     return a.fn(a)
