@@ -17,6 +17,8 @@ throttle_peer_report(struct throttle_watch *t, uint64_t now_ms,
 		return;
 	if (t->npeer > 0 && (sent < t->peer_sent[1] || lost < t->peer_lost[1]))
 		t->npeer = 0;
+	if (t->npeer > 0 && lost > t->peer_lost[1])
+		t->peer_lossy++;
 	t->peer_sent[0] = t->peer_sent[1];
 	t->peer_lost[0] = t->peer_lost[1];
 	t->peer_at_ms[0] = t->peer_at_ms[1];
@@ -62,17 +64,16 @@ throttle_tick(struct throttle_watch *t, uint64_t now_ms, uint64_t sent,
     uint64_t lost, uint64_t bytes, double rtt_ms, double min_rtt_ms)
 {
 	unsigned oldest, last = (t->head + THROTTLE_WINDOW) % (THROTTLE_WINDOW + 1);
+	unsigned fresh;
 	double own = -1, peer;
-	bool steady, fresh;
+	bool steady;
 
 	/* Counters only grow; a new connection starts them over. */
 	if (t->n > 0 && (sent < t->sent[last] || lost < t->lost[last]))
 		t->n = 0;
 	fresh = t->n > 0 && lost > t->lost[last];
-	if (t->npeer == 2 && t->peer_at_ms[1] != t->peer_seen_ms) {
-		fresh = fresh || t->peer_lost[1] > t->peer_lost[0];
-		t->peer_seen_ms = t->peer_at_ms[1];
-	}
+	fresh += (unsigned)(t->peer_lossy - t->peer_counted);
+	t->peer_counted = t->peer_lossy;
 	t->sent[t->head] = sent;
 	t->lost[t->head] = lost;
 	t->bytes[t->head] = bytes;
@@ -91,8 +92,8 @@ throttle_tick(struct throttle_watch *t, uint64_t now_ms, uint64_t sent,
 	    (1 + THROTTLE_QUEUE_SHARE) + THROTTLE_QUEUE_SLACK_MS;
 	if (!steady || t->loss < THROTTLE_LOSS)
 		t->streak = 0;
-	else if (fresh)
-		t->streak++;
+	else
+		t->streak += fresh;
 	if (t->streak < THROTTLE_SUSTAIN)
 		return false;
 	t->streak = 0;

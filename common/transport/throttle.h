@@ -21,10 +21,10 @@
 /* Lost share that looks like a policer. Random loss on a poor radio link
  * stays well below; TCP would suffer from such loss more than QUIC does. */
 #define THROTTLE_LOSS 0.15
-/* Ticks with fresh loss (ours, or a peer's report) the path must show
- * while it keeps looking policed: one burst (a radio's hiccup, an inner
- * TCP's slow start overshooting once) stays in the window for a while
- * but is one tick of loss, not a policer. */
+/* Fresh losses (a tick with ours, or a peer's report with its own) the
+ * path must show while it keeps looking policed: one burst (a radio's
+ * hiccup, an inner TCP's slow start overshooting once) stays in the
+ * window for a while but is one tick of loss, not a policer. */
 #define THROTTLE_SUSTAIN 4
 /* The round trip is "steady" while the smoothed one stays below the
  * minimum times (1 + share) plus slack: a queue that fills pushes it
@@ -43,8 +43,11 @@ struct throttle_watch {
 	/* The peer's last two reports (cumulative) and when they came. */
 	uint64_t peer_sent[2], peer_lost[2], peer_at_ms[2];
 	unsigned npeer;
-	uint64_t peer_seen_ms;  /* the peer's report seen at the last tick */
-	unsigned streak;   /* ticks with fresh loss since it looked policed */
+	/* Reports that brought fresh loss, and how many of them the ticks
+	 * have counted: under heavy loss the peer's reports (on a stream)
+	 * arrive late and together, and each still counts. */
+	uint64_t peer_lossy, peer_counted;
+	unsigned streak;   /* fresh losses since it looked policed */
 	double loss;       /* the worse direction's loss at the last tick */
 	bool peer_worse;   /* ... and it was the peer's sending */
 };

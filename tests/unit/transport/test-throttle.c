@@ -133,7 +133,8 @@ test_peer_reports(void **state)
 	throttle_init(&t);
 	/* We send little (ACKs of a download); the peer reports every
 	 * 500 ms that it loses 30%: a verdict at the fourth report with
-	 * fresh loss, the ticks between keeping the streak. */
+	 * fresh loss, the ticks between keeping the streak (the first
+	 * report brings no loss of its own: there is none to compare). */
 	throttle_peer_report(&t, 500, 1000, 100);
 	now = 500;
 	for (int i = 1; i <= 3; i++) {
@@ -160,6 +161,29 @@ test_peer_reports(void **state)
 	throttle_peer_report(&t, now, 1349, 240);
 	assert_int_equal(feed(&t, &now, &sent, &lost, 4, 10, 0, 1, 1), 0);
 	assert_false(t.peer_worse);
+}
+
+static void
+test_reports_together(void **state)
+{
+	struct throttle_watch t;
+	uint64_t now = 0, sent = 0, lost = 0;
+
+	(void)state;
+	throttle_init(&t);
+	/* Five reports (4 with fresh loss) held up on a lossy stream and
+	 * read at once: one tick counts all four. */
+	now = 1000;
+	for (uint64_t i = 0; i < 5; i++)
+		throttle_peer_report(&t, now, 1000 + 60 * i, 100 + 20 * i);
+	assert_int_equal(t.peer_lossy, 4);
+	assert_int_equal(feed(&t, &now, &sent, &lost, 1, 10, 0, 1, 1), 1);
+	assert_int_equal(t.streak, 0);
+	/* Not while the round trip shows a queue. */
+	for (uint64_t i = 5; i < 10; i++)
+		throttle_peer_report(&t, now, 1000 + 60 * i, 100 + 20 * i);
+	assert_int_equal(feed(&t, &now, &sent, &lost, 1, 10, 0, 100, 1), 0);
+	assert_int_equal(t.streak, 0);
 }
 
 static void
@@ -198,6 +222,7 @@ main(void)
 		cmocka_unit_test(test_too_few_packets),
 		cmocka_unit_test(test_burst),
 		cmocka_unit_test(test_peer_reports),
+		cmocka_unit_test(test_reports_together),
 		cmocka_unit_test(test_new_connection),
 	};
 
