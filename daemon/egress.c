@@ -90,9 +90,9 @@ address_allowed(const struct cfg_peer *peer, const struct ipaddr *a, uint16_t po
 		struct prefix p = r->prefix;
 
 		/* Targets are matched with IPv4-mapped made IPv4; so are
-		 * rules written that way. */
+		 * rules written that way. A udp/ rule is for UDP flows only. */
 		addr_prefix_normalise(&p);
-		if (!r->is_name && port_ok(r->port, port) &&
+		if (!r->udp && !r->is_name && port_ok(r->port, port) &&
 		    addr_prefix_contains(&p, a))
 			return true;
 	}
@@ -104,7 +104,7 @@ name_allowed(const struct cfg_peer *peer, const char *name, uint16_t port)
 {
 	for (size_t i = 0; i < peer->nallow_forward; i++) {
 		const struct cfg_forward_rule *r = &peer->allow_forward[i];
-		if (r->is_name && port_ok(r->port, port) &&
+		if (!r->udp && r->is_name && port_ok(r->port, port) &&
 		    strcasecmp(r->name, name) == 0)
 			return true;
 	}

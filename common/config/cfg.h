@@ -59,8 +59,11 @@ struct cfg_prefix_list {
 	size_t n;
 };
 
-/* An AllowForward rule: a prefix or a DNS name, and a port (0 = any). */
+/* An AllowForward rule: a prefix or a DNS name, and a port (0 = any), for
+ * TCP forwards, or with a "udp/" prefix for UDP flows only ("tcp/" is
+ * accepted and means no prefix): a rule never admits the other protocol. */
 struct cfg_forward_rule {
+	bool udp;
 	bool is_name;
 	struct prefix prefix; /* when !is_name */
 	char *name;           /* when is_name, lower-case */
