@@ -775,6 +775,64 @@ test_allow_remote_forward(void **state)
 	cfg_clear(&cfg);
 }
 
+/* AllowForward's protocols: a rule admits its own protocol only, TCP
+ * without a prefix or with tcp/, UDP with udp/; by address and by name. */
+static void
+test_allow_forward_proto(void **state)
+{
+	static const struct {
+		const char *addr; /* NULL: by name */
+		const char *name;
+		uint16_t port;
+		bool tcp, udp;
+	} want[] = {
+		{ "198.19.10.5", NULL, 22, true, false },
+		{ "198.19.10.5", NULL, 53, false, true },
+		{ "198.19.10.5", NULL, 80, true, false },
+		{ "198.19.10.5", NULL, 81, false, false },
+		{ "198.19.53.1", NULL, 53, false, true },
+		{ "198.19.53.1", NULL, 54, false, false },
+		{ "::ffff:198.19.53.1", NULL, 53, false, false },
+		{ "fd00:53::1", NULL, 9, false, true },
+		{ "fd00:54::1", NULL, 9, false, false },
+		{ NULL, "DNS.example", 53, false, true },
+		{ NULL, "dns.example", 853, true, false },
+		{ NULL, "dns.example", 5353, false, false },
+		{ NULL, "www.example", 443, true, true },
+	};
+	struct cfg cfg;
+	struct ipaddr a;
+
+	(void)state;
+	load_ok("/s.conf", SRV PEER_A "AllowForward = 198.19.10.0/24:22, "
+	    "udp/198.19.10.0/24:53, tcp/198.19.10.5:80, udp/198.19.53.0/24:53, "
+	    "udp/[fd00:53::/64]:*, udp/dns.example:53, dns.example:853, "
+	    "www.example:443, udp/www.example:443\n", CFG_ROLE_SERVER, &cfg);
+	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+		bool tcp, udp;
+
+		if (want[i].addr != NULL) {
+			assert_int_equal(addr_parse_ip(want[i].addr, &a), 0);
+			tcp = cfg_forward_addr_allowed(&cfg.peers[0], false, &a,
+			    want[i].port);
+			udp = cfg_forward_addr_allowed(&cfg.peers[0], true, &a,
+			    want[i].port);
+			/* No name rule ever matches an address. */
+		} else {
+			tcp = cfg_forward_name_allowed(&cfg.peers[0], false,
+			    want[i].name, want[i].port);
+			udp = cfg_forward_name_allowed(&cfg.peers[0], true,
+			    want[i].name, want[i].port);
+		}
+		if (tcp != want[i].tcp || udp != want[i].udp)
+			fail_msg("case %zu: %s port %u: tcp %d udp %d, want "
+			    "tcp %d udp %d", i, want[i].addr ? want[i].addr :
+			    want[i].name, (unsigned)want[i].port, tcp, udp,
+			    want[i].tcp, want[i].udp);
+	}
+	cfg_clear(&cfg);
+}
+
 static void
 test_dns(void **state)
 {
@@ -1868,6 +1926,7 @@ main(void)
 		cmocka_unit_test(test_dns),
 		cmocka_unit_test(test_remote_bind),
 		cmocka_unit_test(test_allow_remote_forward),
+		cmocka_unit_test(test_allow_forward_proto),
 		cmocka_unit_test(test_bad_cases),
 		cmocka_unit_test(test_long_line),
 		cmocka_unit_test(test_boundaries),
