@@ -153,6 +153,16 @@ cfg_seeds(void)
 	    "MaxForwards = 64\n"
 	    "ZeroRTT = no\n"
 	    "Congestion = cubic\n";
+	/* AllowForward with protocol prefixes, and a tcp/ forward. */
+	static const char protos[] =
+	    "[Server]\n"
+	    "PrivateKeyFile = k\n"
+	    "Tun = none\n"
+	    "[Peer]\n"
+	    "Name = a\n"
+	    "PublicKey = SMvS1tvZi8uPn0QkZSpUW9Iw04vBC7c++p7vqBenT2k=\n"
+	    "AllowForward = 198.19.10.0/24:22, tcp/10.0.0.5:80, "
+	    "udp/198.19.53.0/24:53, udp/[fd00:53::/64]:*, udp/dns.example:53\n";
 
 	cfg_seed("configs/roved.conf", "roved.conf");
 	cfg_seed("configs/rove.conf", "rove.conf");
@@ -161,6 +171,7 @@ cfg_seeds(void)
 	cfg_seed("tests/configs/bad-forward.conf", "bad-forward.conf");
 	cfg_seed("tests/configs/bad-syntax.conf", "bad-syntax.conf");
 	put("cfg", "forwards.conf", forwards, sizeof forwards - 1);
+	put("cfg", "allow-proto.conf", protos, sizeof protos - 1);
 }
 
 /* --- IP packets --- */
