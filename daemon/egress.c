@@ -76,41 +76,6 @@ egress_free(struct egress *eg)
 	free(eg);
 }
 
-static bool
-port_ok(uint16_t rule, uint16_t port)
-{
-	return rule == 0 || rule == port;
-}
-
-static bool
-address_allowed(const struct cfg_peer *peer, const struct ipaddr *a, uint16_t port)
-{
-	for (size_t i = 0; i < peer->nallow_forward; i++) {
-		const struct cfg_forward_rule *r = &peer->allow_forward[i];
-		struct prefix p = r->prefix;
-
-		/* Targets are matched with IPv4-mapped made IPv4; so are
-		 * rules written that way. */
-		addr_prefix_normalise(&p);
-		if (!r->is_name && port_ok(r->port, port) &&
-		    addr_prefix_contains(&p, a))
-			return true;
-	}
-	return false;
-}
-
-static bool
-name_allowed(const struct cfg_peer *peer, const char *name, uint16_t port)
-{
-	for (size_t i = 0; i < peer->nallow_forward; i++) {
-		const struct cfg_forward_rule *r = &peer->allow_forward[i];
-		if (r->is_name && port_ok(r->port, port) &&
-		    strcasecmp(r->name, name) == 0)
-			return true;
-	}
-	return false;
-}
-
 /* Each address the target resolved to (or the literal asked for), already
  * normalised by dial.c, must be allowed, unless a rule allowed the name
  * itself. A refusal is logged once the dial has ended, and only if no
@@ -124,7 +89,8 @@ check_target(const struct sockaddr *sa, void *arg)
 
 	if (addr_from_sockaddr(sa, &a, &port) != 0)
 		return PROTO_FWD_ERR_UNREACHABLE;
-	if (req->name_allowed || address_allowed(req->peer, &a, req->port))
+	if (req->name_allowed ||
+	    cfg_forward_addr_allowed(req->peer, false, &a, req->port))
 		return 0;
 	if (req->denied[0] == '\0')
 		addr_ip_str(&a, req->denied);
@@ -166,7 +132,8 @@ egress_request(struct egress *eg, const struct cfg_peer *peer, struct fwd *f,
 	req->fwd = f;
 	req->peer = peer;
 	req->port = hdr->port;
-	req->name_allowed = name_allowed(peer, hdr->host, hdr->port);
+	req->name_allowed = cfg_forward_name_allowed(peer, false, hdr->host,
+	    hdr->port);
 	snprintf(req->host, sizeof req->host, "%s", hdr->host);
 	fwd_set_arg(f, req);
 	if (hold != NULL) {

@@ -48,7 +48,7 @@ rule_eq(const void *va, const void *vb)
 {
 	const struct cfg_forward_rule *a = va, *b = vb;
 
-	if (a->is_name != b->is_name || a->port != b->port)
+	if (a->udp != b->udp || a->is_name != b->is_name || a->port != b->port)
 		return false;
 	return a->is_name ? strcasecmp(a->name, b->name) == 0 :
 	    prefix_eq(&a->prefix, &b->prefix);

@@ -161,6 +161,8 @@ print_key(const struct cfg_key *k, const void *obj, FILE *f)
 		for (size_t i = 0; i < n; i++) {
 			if (i > 0)
 				fputs(", ", f);
+			if (r[i].udp)
+				fputs("udp/", f);
 			if (r[i].is_name)
 				fputs(r[i].name, f);
 			else if (r[i].prefix.addr.family == AF_INET6)

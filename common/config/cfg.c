@@ -324,6 +324,44 @@ unspecified(const struct ipaddr *a)
 	return memcmp(a->b, zero, a->family == AF_INET ? 4 : 16) == 0;
 }
 
+static bool
+port_ok(uint16_t rule, uint16_t port)
+{
+	return rule == 0 || rule == port;
+}
+
+bool
+cfg_forward_addr_allowed(const struct cfg_peer *peer, bool udp,
+    const struct ipaddr *a, uint16_t port)
+{
+	for (size_t i = 0; i < peer->nallow_forward; i++) {
+		const struct cfg_forward_rule *r = &peer->allow_forward[i];
+		struct prefix p = r->prefix;
+
+		/* Targets are matched with IPv4-mapped made IPv4; so are
+		 * rules written that way. */
+		addr_prefix_normalise(&p);
+		if (r->udp == udp && !r->is_name && port_ok(r->port, port) &&
+		    addr_prefix_contains(&p, a))
+			return true;
+	}
+	return false;
+}
+
+bool
+cfg_forward_name_allowed(const struct cfg_peer *peer, bool udp,
+    const char *name, uint16_t port)
+{
+	for (size_t i = 0; i < peer->nallow_forward; i++) {
+		const struct cfg_forward_rule *r = &peer->allow_forward[i];
+
+		if (r->udp == udp && r->is_name && port_ok(r->port, port) &&
+		    strcasecmp(r->name, name) == 0)
+			return true;
+	}
+	return false;
+}
+
 bool
 cfg_remote_allowed(const struct cfg_peer *peer,
     const struct proto_remote_forward *want)

@@ -60,8 +60,11 @@ struct cfg_prefix_list {
 	size_t n;
 };
 
-/* An AllowForward rule: a prefix or a DNS name, and a port (0 = any). */
+/* An AllowForward rule: a prefix or a DNS name, and a port (0 = any), for
+ * TCP forwards, or with a "udp/" prefix for UDP flows only ("tcp/" is
+ * accepted and means no prefix): a rule never admits the other protocol. */
 struct cfg_forward_rule {
+	bool udp;
 	bool is_name;
 	struct prefix prefix; /* when !is_name */
 	char *name;           /* when is_name, lower-case */
@@ -96,6 +99,14 @@ struct cfg_forward {
  * and forwards reaching the same target. */
 bool cfg_forward_same_bind(const struct cfg_forward *, const struct cfg_forward *);
 bool cfg_forward_same_target(const struct cfg_forward *, const struct cfg_forward *);
+/* Whether `peer`'s AllowForward admits a target of protocol `udp` (false:
+ * TCP): address `a` (IPv4-mapped made IPv4 by the caller) on `port`, by a
+ * prefix rule; or, by a name rule, the name `name` as asked (any case)
+ * whatever it resolves to. Only rules of that protocol count. */
+bool cfg_forward_addr_allowed(const struct cfg_peer *peer, bool udp,
+    const struct ipaddr *a, uint16_t port);
+bool cfg_forward_name_allowed(const struct cfg_peer *peer, bool udp,
+    const char *name, uint16_t port);
 /* A RemoteForward as a request names it on the wire: its port and bind
  * address (none, "*", or an address, IPv4-mapped made IPv4). */
 void cfg_forward_remote(const struct cfg_forward *, struct proto_remote_forward *);

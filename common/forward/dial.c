@@ -1,6 +1,9 @@
 /* Resolve a forward's target, check it, connect to it. */
+#include <errno.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "base/addr.h"
 #include "base/clock.h"
@@ -17,6 +20,7 @@ struct dial {
 	struct evdns_getaddrinfo_request *lookup;
 	struct tcp_connect *conn;
 	bool cancelled;
+	bool udp;          /* a UDP flow's socket, not a TCP connection */
 	char *host;
 	uint16_t port;
 	dial_check_cb check;
@@ -76,7 +80,30 @@ static void
 connect_to(struct dial *d, const struct sockaddr *sa, socklen_t salen)
 {
 	uint64_t err;
+	int fd, one = 1;
 
+	if (d->udp) {
+		/* Out of descriptors is what LIMIT says. */
+		fd = socket(sa->sa_family, SOCK_DGRAM | SOCK_NONBLOCK |
+		    SOCK_CLOEXEC, IPPROTO_UDP);
+		if (fd == -1) {
+			finish(d, -1, PROTO_FWD_ERR_LIMIT);
+			return;
+		}
+		/* As for TCP (tcp.c): the address checked is the family
+		 * reached, never IPv4 through an IPv6 socket. Nothing to wait
+		 * for then: connect only sets the peer. */
+		if ((sa->sa_family == AF_INET6 && setsockopt(fd, IPPROTO_IPV6,
+		    IPV6_V6ONLY, &one, sizeof one) == -1) ||
+		    connect(fd, sa, salen) == -1) {
+			err = tcp_errno_to_fwd(errno);
+			close(fd);
+			finish(d, -1, err);
+			return;
+		}
+		finish(d, fd, 0);
+		return;
+	}
 	d->conn = tcp_connect_start(d->base, sa, salen, TCP_CONNECT_TIMEOUT_MS,
 	    connected_cb, d, &err);
 	if (d->conn == NULL)
@@ -165,8 +192,8 @@ start_cb(evutil_socket_t fd, short what, void *arg)
 	struct dial *d = arg;
 	struct evutil_addrinfo hints = {
 		.ai_family = AF_UNSPEC,
-		.ai_socktype = SOCK_STREAM,
-		.ai_protocol = IPPROTO_TCP,
+		.ai_socktype = d->udp ? SOCK_DGRAM : SOCK_STREAM,
+		.ai_protocol = d->udp ? IPPROTO_UDP : IPPROTO_TCP,
 		.ai_flags = EVUTIL_AI_ADDRCONFIG,
 	};
 	struct evdns_getaddrinfo_request *r;
@@ -194,12 +221,13 @@ start_cb(evutil_socket_t fd, short what, void *arg)
 		d->lookup = r;
 }
 
-struct dial *
-dial_start(struct event_base *base, struct evdns_base *dns, const char *host,
-    uint16_t port, dial_check_cb check, dial_cb cb, void *arg)
+static struct dial *
+start(struct event_base *base, struct evdns_base *dns, const char *host,
+    uint16_t port, bool udp, dial_check_cb check, dial_cb cb, void *arg)
 {
 	struct dial *d = xcalloc(1, sizeof *d);
 
+	d->udp = udp;
 	d->base = base;
 	d->dns = dns;
 	d->host = xstrdup(host);
@@ -212,6 +240,21 @@ dial_start(struct event_base *base, struct evdns_base *dns, const char *host,
 		fatalx("out of memory");
 	event_active(d->start, EV_TIMEOUT, 1);
 	return d;
+}
+
+struct dial *
+dial_start(struct event_base *base, struct evdns_base *dns, const char *host,
+    uint16_t port, dial_check_cb check, dial_cb cb, void *arg)
+{
+	return start(base, dns, host, port, false, check, cb, arg);
+}
+
+struct dial *
+dial_start_udp(struct event_base *base, struct evdns_base *dns,
+    const char *host, uint16_t port, dial_check_cb check, dial_cb cb,
+    void *arg)
+{
+	return start(base, dns, host, port, true, check, cb, arg);
 }
 
 void

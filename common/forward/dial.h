@@ -30,6 +30,13 @@ struct evdns_base *dial_resolver_new(struct event_base *, char **cause);
  * from the event loop, never inside this call; the dial is then gone. */
 struct dial *dial_start(struct event_base *, struct evdns_base *, const char *host,
     uint16_t port, dial_check_cb check, dial_cb cb, void *arg);
+/* The same for a UDP flow: the socket is a UDP one connected to the
+ * first address that passes (a connect that sends nothing, so it ends at
+ * once; the kernel then takes datagrams from that address alone);
+ * UNREACHABLE when the kernel has no route to it. */
+struct dial *dial_start_udp(struct event_base *, struct evdns_base *,
+    const char *host, uint16_t port, dial_check_cb check, dial_cb cb,
+    void *arg);
 /* Give up: `cb` will not run. NULL is fine. */
 void dial_cancel(struct dial *);
 

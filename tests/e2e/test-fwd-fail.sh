@@ -3,6 +3,8 @@
 # (outside AllowForward), unreachable (an "unreachable" route in roved's
 # namespace), timeout (SYNs dropped; roved gives up after 10 s) and, through
 # SOCKS, a name that does not resolve (roved's resolver gets NXDOMAIN).
+# The denied target is allowed for UDP only (udp/ rules, by address and by
+# name), which must not open it to TCP.
 # Each: the client's connection is closed with a reset (SOCKS: the matching
 # error reply first) within 1 s (timeout: at 10 s), and exactly one failure
 # counter rises by one on each side. Afterwards both daemons still run and
@@ -20,7 +22,7 @@ NOWHERE=198.19.99.1  # routed "unreachable" in roved's namespace
 SOCKS_PORT=1080
 BADNAME=nosuch.invalid
 
-peer_set laptop AllowForward "198.19.10.0/24:*, 198.19.99.0/24:*"
+peer_set laptop AllowForward "198.19.10.0/24:*, 198.19.99.0/24:*, udp/$DENIED, udp/denied.test:*"
 client_add "$WORK/configs/rove.conf" \
 	"LocalForward = 7001 = $LAN_HOST:$CLOSED_PORT" \
 	"LocalForward = 7002 = $DENIED" \
@@ -30,7 +32,8 @@ client_add "$WORK/configs/rove.conf" \
 	"DynamicForward = $SOCKS_PORT"
 # roved resolves names with target.test from its hosts file and everything
 # else from an NXDOMAIN-only DNS server on the LAN host.
-netns_etc "$NS_SRV" hosts "$LAN_HOST target.test"
+netns_etc "$NS_SRV" hosts "$LAN_HOST target.test
+${DENIED%:*} denied.test"
 netns_etc "$NS_SRV" resolv.conf "nameserver $LAN_HOST"
 ip -n "$NS_SRV" route add unreachable 198.19.99.0/24 || die "cannot add the unreachable route"
 nsx "$NS_LAN" nft -f - <<EOF || die "cannot add the nft drop rule"
@@ -90,6 +93,8 @@ check "denied (-L): rove names the key the server's AllowForward is for" \
 case_ "unreachable (-L)" unreachable 1000 7003
 case_ "refused (SOCKS)" refused 1000 "$SOCKS_PORT" "$LAN_HOST:$CLOSED_PORT" 5
 case_ "denied (SOCKS)" denied 1000 "$SOCKS_PORT" "$DENIED" 2
+case_ "denied by name, allowed for UDP only (SOCKS)" denied 1000 \
+	"$SOCKS_PORT" "denied.test:${DENIED##*:}" 2
 case_ "unreachable (SOCKS)" unreachable 1000 "$SOCKS_PORT" "$NOWHERE:80" 4
 case_ "unresolvable name (SOCKS)" name 5000 "$SOCKS_PORT" "$BADNAME:80" 4
 case_ "timeout (-L)" timeout 12000 7004

@@ -32,6 +32,7 @@
 #include "tunnel/fec.h"
 #include "wire/ippkt.h"
 #include "wire/proto-fwd.h"
+#include "wire/proto-udp.h"
 #include "wire/proto.h"
 #include "wire/qmux.h"
 
@@ -152,6 +153,16 @@ cfg_seeds(void)
 	    "MaxForwards = 64\n"
 	    "ZeroRTT = no\n"
 	    "Congestion = cubic\n";
+	/* AllowForward with protocol prefixes, and a tcp/ forward. */
+	static const char protos[] =
+	    "[Server]\n"
+	    "PrivateKeyFile = k\n"
+	    "Tun = none\n"
+	    "[Peer]\n"
+	    "Name = a\n"
+	    "PublicKey = SMvS1tvZi8uPn0QkZSpUW9Iw04vBC7c++p7vqBenT2k=\n"
+	    "AllowForward = 198.19.10.0/24:22, tcp/10.0.0.5:80, "
+	    "udp/198.19.53.0/24:53, udp/[fd00:53::/64]:*, udp/dns.example:53\n";
 
 	cfg_seed("configs/roved.conf", "roved.conf");
 	cfg_seed("configs/rove.conf", "rove.conf");
@@ -160,6 +171,7 @@ cfg_seeds(void)
 	cfg_seed("tests/configs/bad-forward.conf", "bad-forward.conf");
 	cfg_seed("tests/configs/bad-syntax.conf", "bad-syntax.conf");
 	put("cfg", "forwards.conf", forwards, sizeof forwards - 1);
+	put("cfg", "allow-proto.conf", protos, sizeof protos - 1);
 }
 
 /* --- IP packets --- */
@@ -537,6 +549,42 @@ proto_fwd_seeds(void)
 	add(&both, req, nreq);
 	add(&both, rep, nrep);
 	put("proto-fwd", "remote-bind", both.b, both.n);
+}
+
+/* --- UDP flow headers and datagrams --- */
+
+static void
+udp_header(const char *name, uint64_t type, uint64_t ctx, const char *host,
+    uint16_t port)
+{
+	struct proto_udp_header h;
+	uint8_t out[300];
+	size_t n;
+
+	memset(&h, 0, sizeof h);
+	h.type = type;
+	h.ctx = ctx;
+	snprintf(h.host, sizeof h.host, "%s", host);
+	h.port = port;
+	if ((n = proto_udp_encode(out, sizeof out, &h)) == 0)
+		die("proto-udp: encoding %s failed", name);
+	put("proto-udp", name, out, n);
+}
+
+static void
+proto_udp_seeds(void)
+{
+	static const uint8_t query[] = { 0x12, 0x34, 0x01, 0x00, 0x00, 0x01 };
+	uint8_t out[64];
+	size_t n;
+
+	udp_header("connect-name", PROTO_FWD_UDP_CONNECT, 4, "dns.example", 53);
+	udp_header("connect-v6", PROTO_FWD_UDP_CONNECT, 1000, "fd00::53", 5353);
+	udp_header("remote", PROTO_FWD_UDP_REMOTE, 5, "", 51820);
+	if ((n = proto_udp_dgram_encode(out, sizeof out, 6, query,
+	    sizeof query)) == 0)
+		die("proto-udp: encoding a datagram failed");
+	put("proto-udp", "dgram", out, n);
 }
 
 /* --- SOCKS5 --- */
@@ -945,6 +993,7 @@ main(int argc, char **argv)
 	proto_seeds();
 	qmux_seeds();
 	proto_fwd_seeds();
+	proto_udp_seeds();
 	socks5_seeds();
 	state_seeds();
 	control_seeds();

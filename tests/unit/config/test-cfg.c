@@ -130,7 +130,8 @@ static const char server_full[] =
     "PublicKey = " PK_B "\n"
     "AllowedIPs = 198.19.20.0/24, 2001:db8:20::/48, 192.0.2.7\n"
     "AllowForward = 198.19.10.0/24:*, [fd00:10::/64]:22, "
-    "Intranet.Example:80, 10.0.0.5:443\n"
+    "Intranet.Example:80, tcp/10.0.0.5:443, udp/198.19.53.0/24:53, "
+    "udp/[fd00:53::/64]:*, udp/UDP.Example:5353\n"
     "AllowRemoteForward = 2222, 8080\n";
 
 static const char server_full_printed[] =
@@ -172,7 +173,8 @@ static const char server_full_printed[] =
     "PublicKey = " PK_B "\n"
     "AllowedIPs = 198.19.20.0/24, 2001:db8:20::/48, 192.0.2.7/32\n"
     "AllowForward = 198.19.10.0/24:*, [fd00:10::/64]:22, "
-    "intranet.example:80, 10.0.0.5/32:443\n"
+    "intranet.example:80, 10.0.0.5/32:443, udp/198.19.53.0/24:53, "
+    "udp/[fd00:53::/64]:*, udp/udp.example:5353\n"
     "AllowRemoteForward = 2222, 8080\n";
 
 static void
@@ -241,7 +243,7 @@ test_server_full(void **state)
 	assert_prefix(&p->allowed_ips.v[0], "198.19.20.0/24");
 	assert_prefix(&p->allowed_ips.v[1], "2001:db8:20::/48");
 	assert_prefix(&p->allowed_ips.v[2], "192.0.2.7/32");
-	assert_int_equal(p->nallow_forward, 4);
+	assert_int_equal(p->nallow_forward, 7);
 	assert_false(p->allow_forward[0].is_name);
 	assert_prefix(&p->allow_forward[0].prefix, "198.19.10.0/24");
 	assert_int_equal(p->allow_forward[0].port, 0);
@@ -255,6 +257,20 @@ test_server_full(void **state)
 	assert_null(p->allow_forward[3].name);
 	assert_prefix(&p->allow_forward[3].prefix, "10.0.0.5/32");
 	assert_int_equal(p->allow_forward[3].port, 443);
+	/* tcp/ is what no prefix means; udp/ rules are UDP's alone. */
+	for (size_t i = 0; i < 4; i++)
+		assert_false(p->allow_forward[i].udp);
+	assert_true(p->allow_forward[4].udp);
+	assert_false(p->allow_forward[4].is_name);
+	assert_prefix(&p->allow_forward[4].prefix, "198.19.53.0/24");
+	assert_int_equal(p->allow_forward[4].port, 53);
+	assert_true(p->allow_forward[5].udp);
+	assert_prefix(&p->allow_forward[5].prefix, "fd00:53::/64");
+	assert_int_equal(p->allow_forward[5].port, 0);
+	assert_true(p->allow_forward[6].udp);
+	assert_true(p->allow_forward[6].is_name);
+	assert_string_equal(p->allow_forward[6].name, "udp.example");
+	assert_int_equal(p->allow_forward[6].port, 5353);
 	assert_int_equal(p->nallow_remote_forward, 2);
 	assert_int_equal(p->allow_remote_forward[0].port, 2222);
 	assert_int_equal(p->allow_remote_forward[1].port, 8080);
@@ -819,6 +835,64 @@ test_allow_remote_forward(void **state)
 	cfg_clear(&cfg);
 }
 
+/* AllowForward's protocols: a rule admits its own protocol only, TCP
+ * without a prefix or with tcp/, UDP with udp/; by address and by name. */
+static void
+test_allow_forward_proto(void **state)
+{
+	static const struct {
+		const char *addr; /* NULL: by name */
+		const char *name;
+		uint16_t port;
+		bool tcp, udp;
+	} want[] = {
+		{ "198.19.10.5", NULL, 22, true, false },
+		{ "198.19.10.5", NULL, 53, false, true },
+		{ "198.19.10.5", NULL, 80, true, false },
+		{ "198.19.10.5", NULL, 81, false, false },
+		{ "198.19.53.1", NULL, 53, false, true },
+		{ "198.19.53.1", NULL, 54, false, false },
+		{ "::ffff:198.19.53.1", NULL, 53, false, false },
+		{ "fd00:53::1", NULL, 9, false, true },
+		{ "fd00:54::1", NULL, 9, false, false },
+		{ NULL, "DNS.example", 53, false, true },
+		{ NULL, "dns.example", 853, true, false },
+		{ NULL, "dns.example", 5353, false, false },
+		{ NULL, "www.example", 443, true, true },
+	};
+	struct cfg cfg;
+	struct ipaddr a;
+
+	(void)state;
+	load_ok("/s.conf", SRV PEER_A "AllowForward = 198.19.10.0/24:22, "
+	    "udp/198.19.10.0/24:53, tcp/198.19.10.5:80, udp/198.19.53.0/24:53, "
+	    "udp/[fd00:53::/64]:*, udp/dns.example:53, dns.example:853, "
+	    "www.example:443, udp/www.example:443\n", CFG_ROLE_SERVER, &cfg);
+	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+		bool tcp, udp;
+
+		if (want[i].addr != NULL) {
+			assert_int_equal(addr_parse_ip(want[i].addr, &a), 0);
+			tcp = cfg_forward_addr_allowed(&cfg.peers[0], false, &a,
+			    want[i].port);
+			udp = cfg_forward_addr_allowed(&cfg.peers[0], true, &a,
+			    want[i].port);
+			/* No name rule ever matches an address. */
+		} else {
+			tcp = cfg_forward_name_allowed(&cfg.peers[0], false,
+			    want[i].name, want[i].port);
+			udp = cfg_forward_name_allowed(&cfg.peers[0], true,
+			    want[i].name, want[i].port);
+		}
+		if (tcp != want[i].tcp || udp != want[i].udp)
+			fail_msg("case %zu: %s port %u: tcp %d udp %d, want "
+			    "tcp %d udp %d", i, want[i].addr ? want[i].addr :
+			    want[i].name, (unsigned)want[i].port, tcp, udp,
+			    want[i].tcp, want[i].udp);
+	}
+	cfg_clear(&cfg);
+}
+
 static void
 test_dns(void **state)
 {
@@ -1093,8 +1167,16 @@ static const struct bad_case bad_cases[] = {
 	      "t.conf:8: Address: 10.77.0.2 needs an IPv4 Address in "
 	      "[Server]" } },
 	{ S, SRV PEER_A "AllowForward = 10.0.0.0/8\n", 0,
-	    { "t.conf:7: AllowForward: '10.0.0.0/8' is not prefix:port, "
-	      "[IPv6-prefix]:port or name:port" } },
+	    { "t.conf:7: AllowForward: '10.0.0.0/8' is not [udp/]prefix:port, "
+	      "[udp/][IPv6-prefix]:port or [udp/]name:port" } },
+	{ S, SRV PEER_A "AllowForward = udp/10.0.0.0/8, sctp/10.0.0.0/8:1\n", 0,
+	    { "t.conf:7: AllowForward: 'udp/10.0.0.0/8' is not "
+	      "[udp/]prefix:port, [udp/][IPv6-prefix]:port or "
+	      "[udp/]name:port" } },
+	{ S, SRV PEER_A "AllowForward = sctp/10.0.0.0/8:1\n", 0,
+	    { "t.conf:7: AllowForward: 'sctp/10.0.0.0/8:1' is not "
+	      "[udp/]prefix:port, [udp/][IPv6-prefix]:port or "
+	      "[udp/]name:port" } },
 	{ S, SRV PEER_A "AllowForward = fd00::/64:22\n", 0,
 	    { "t.conf:7: AllowForward: 'fd00::/64:22' needs brackets around "
 	      "the IPv6 prefix, e.g. [fd00::/64]:22" } },
@@ -1105,11 +1187,13 @@ static const struct bad_case bad_cases[] = {
 	    { "t.conf:7: AllowForward: 10.0.0.1/8 has host bits set; did you "
 	      "mean 10.0.0.0/8?" } },
 	{ S, SRV PEER_A "AllowForward = [10.0.0.0/8]:22\n", 0,
-	    { "t.conf:7: AllowForward: '[10.0.0.0/8]:22' is not prefix:port, "
-	      "[IPv6-prefix]:port or name:port" } },
+	    { "t.conf:7: AllowForward: '[10.0.0.0/8]:22' is not "
+	      "[udp/]prefix:port, [udp/][IPv6-prefix]:port or "
+	      "[udp/]name:port" } },
 	{ S, SRV PEER_A "AllowForward = 10.0.0.300:22\n", 0,
-	    { "t.conf:7: AllowForward: '10.0.0.300:22' is not prefix:port, "
-	      "[IPv6-prefix]:port or name:port" } },
+	    { "t.conf:7: AllowForward: '10.0.0.300:22' is not "
+	      "[udp/]prefix:port, [udp/][IPv6-prefix]:port or "
+	      "[udp/]name:port" } },
 	{ S, SRV PEER_A "AllowRemoteForward = 22, 0\n", 0,
 	    { "t.conf:7: AllowRemoteForward: '0' is not a port (1..65535), "
 	      "ADDR:PORT, [IPv6-ADDR]:PORT or *:PORT" } },
@@ -1203,6 +1287,22 @@ static const struct bad_case bad_cases[] = {
 	      "key" } },
 	{ C, CLI "Tun = none\nRoutes = 10.0.0.0/8\n", 0,
 	    { "t.conf:6: Routes: has no effect with Tun = none" } },
+	/* The wire format of UDP forwards is there, their relays are not:
+	 * refused by name rather than taken for TCP. */
+	{ C, CLI "LocalForward = udp/5353 = dns.example:53\n", 0,
+	    { "t.conf:5: LocalForward: UDP forwards (udp/) are not supported "
+	      "by this version" } },
+	{ C, CLI "RemoteForward = udp/5353 = 127.0.0.1:53\n", 0,
+	    { "t.conf:5: RemoteForward: UDP forwards (udp/) are not supported "
+	      "by this version" } },
+	{ C, CLI "LocalForward = sctp/8080 = intranet:80\n", 0,
+	    { "t.conf:5: LocalForward: 'sctp/8080 = intranet:80' is not "
+	      "[bind:]port = host:port" } },
+	{ C, CLI "LocalForward = tcp/8080 = intranet\n", 0,
+	    { "t.conf:5: LocalForward: 'tcp/8080 = intranet' is not "
+	      "[bind:]port = host:port" } },
+	{ C, CLI "DynamicForward = tcp/1080\n", 0,
+	    { "t.conf:5: DynamicForward: 'tcp/1080' is not [bind:]port" } },
 	{ C, CLI "LocalForward = 8080\n", 0,
 	    { "t.conf:5: LocalForward: '8080' is not [bind:]port = "
 	      "host:port" } },
@@ -1479,8 +1579,8 @@ test_options(void **state)
 	const struct cfg_option good[] = {
 		{ 'L', "9000:intranet.example:80" },
 		{ 'L', "127.0.0.2:9001:10.0.0.5:22" },
-		{ 'L', "[::1]:9002:[fd00::5]:443" },
-		{ 'R', "2222:127.0.0.1:22" },
+		{ 'L', "tcp/[::1]:9002:[fd00::5]:443" },
+		{ 'R', "tcp/2222:127.0.0.1:22" },
 		{ 'D', "1080" },
 		{ 'D', "[::1]:1081" },
 	};
@@ -1532,6 +1632,7 @@ test_options(void **state)
 			{ 'D', "99999" },
 			{ 'R', "gw.example:2222:h:22" },
 			{ 'L', "8080:other.example:80" },
+			{ 'L', "udp/5353:dns.example:53" },
 		};
 		const char *const msgs[] = {
 			NULL, /* the file's error, named by its path */
@@ -1546,6 +1647,8 @@ test_options(void **state)
 			    "localhost or *)",
 			"-L 8080:other.example:80: LocalForward: port 8080 is "
 			    "already used by LocalForward on line 6",
+			"-L udp/5353:dns.example:53: LocalForward: UDP forwards "
+			    "(udp/) are not supported by this version",
 		};
 		const char bad_text[] = CLI "KeepAlive = 5000\nLocalForward = 8080 = db:1\n";
 
@@ -1884,6 +1987,7 @@ main(void)
 		cmocka_unit_test(test_dns),
 		cmocka_unit_test(test_remote_bind),
 		cmocka_unit_test(test_allow_remote_forward),
+		cmocka_unit_test(test_allow_forward_proto),
 		cmocka_unit_test(test_bad_cases),
 		cmocka_unit_test(test_long_line),
 		cmocka_unit_test(test_boundaries),

@@ -462,6 +462,107 @@ test_cancel_during_lookup(void **state)
 	close(ufd);
 }
 
+/* A UDP socket bound on 127.0.0.1 (and its port). */
+static int
+udp_target(uint16_t *port)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET,
+		.sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sin, sizeof sin), 0);
+	*port = bound_port(fd);
+	return fd;
+}
+
+/* A UDP dial ends with a UDP socket connected to the target: what it
+ * sends arrives there, from no other address does it take anything. */
+static void
+test_udp_literal_connects(void **state)
+{
+	struct fixture *fx = *state;
+	struct sockaddr_in peer, from;
+	socklen_t len = sizeof peer;
+	char want[64], buf[16];
+	int tfd, type = 0;
+	uint16_t tport;
+
+	tfd = udp_target(&tport);
+	assert_non_null(dial_start_udp(fx->base, fx->dns, "127.0.0.1", tport,
+	    check_cb, done_cb, fx));
+	/* Never from inside dial_start_udp. */
+	assert_int_equal(fx->calls, 0);
+	run(fx);
+	assert_int_equal(fx->calls, 1);
+	assert_int_equal(fx->checks, 1);
+	snprintf(want, sizeof want, "7f000001:%u", tport);
+	assert_string_equal(fx->checked, want);
+	assert_true(fx->fd >= 0);
+	len = sizeof type;
+	assert_int_equal(getsockopt(fx->fd, SOL_SOCKET, SO_TYPE, &type, &len), 0);
+	assert_int_equal(type, SOCK_DGRAM);
+	len = sizeof peer;
+	assert_int_equal(getpeername(fx->fd, (struct sockaddr *)&peer, &len), 0);
+	assert_int_equal(ntohl(peer.sin_addr.s_addr), INADDR_LOOPBACK);
+	assert_int_equal(ntohs(peer.sin_port), tport);
+
+	/* One datagram there and one back. */
+	assert_int_equal(send(fx->fd, "query", 5, 0), 5);
+	len = sizeof from;
+	assert_int_equal(recvfrom(tfd, buf, sizeof buf, 0,
+	    (struct sockaddr *)&from, &len), 5);
+	assert_memory_equal(buf, "query", 5);
+	assert_int_equal(sendto(tfd, "answer", 6, 0, (struct sockaddr *)&from,
+	    len), 6);
+	assert_int_equal(recv(fx->fd, buf, sizeof buf, 0), 6);
+	assert_memory_equal(buf, "answer", 6);
+	close(tfd);
+}
+
+/* By name too, and the TCP listener on another port sees nothing. */
+static void
+test_udp_hosts_name_connects(void **state)
+{
+	struct fixture *fx = *state;
+	int tfd, type = 0;
+	socklen_t len = sizeof type;
+	uint16_t tport;
+
+	tfd = udp_target(&tport);
+	assert_non_null(dial_start_udp(fx->base, fx->dns, "localhost", tport,
+	    NULL, done_cb, fx));
+	run(fx);
+	assert_int_equal(fx->calls, 1);
+	assert_true(fx->fd >= 0);
+	assert_int_equal(getsockopt(fx->fd, SOL_SOCKET, SO_TYPE, &type, &len), 0);
+	assert_int_equal(type, SOCK_DGRAM);
+	assert_no_connection(fx);
+	close(tfd);
+}
+
+/* The policy check runs on UDP targets as on TCP ones. */
+static void
+test_udp_check_denies(void **state)
+{
+	struct fixture *fx = *state;
+
+	fx->check_answer = PROTO_FWD_ERR_DENIED;
+	fx->calls = fx->checks = 0;
+	assert_non_null(dial_start_udp(fx->base, fx->dns, "127.0.0.1", 53,
+	    check_cb, done_cb, fx));
+	run(fx);
+	assert_int_equal(fx->calls, 1);
+	assert_failed(fx, PROTO_FWD_ERR_DENIED, 1);
+	/* Unusable addresses never reach the check. */
+	fx->calls = fx->checks = 0;
+	assert_non_null(dial_start_udp(fx->base, fx->dns, "224.0.0.251", 5353,
+	    check_cb, done_cb, fx));
+	run(fx);
+	assert_int_equal(fx->calls, 1);
+	assert_failed(fx, PROTO_FWD_ERR_DENIED, 0);
+}
+
 int
 main(void)
 {
@@ -479,6 +580,9 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_cancel_while_connecting, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lookup_fails, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cancel_during_lookup, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_udp_literal_connects, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_udp_hosts_name_connects, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_udp_check_denies, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
