@@ -216,6 +216,13 @@ tls_ctx_create_tcp(enum tls_role role, const uint8_t priv[static KEY_LEN],
 	return ctx_create(role, priv, pin, false, cause);
 }
 
+static void
+session_removed_cb(WOLFSSL_CTX *ctx, WOLFSSL_SESSION *sess)
+{
+	(void)ctx;
+	(void)sess;
+}
+
 void
 tls_ctx_enable_resumption(WOLFSSL_CTX *ctx, enum tls_role role, bool early_data)
 {
@@ -225,6 +232,14 @@ tls_ctx_enable_resumption(WOLFSSL_CTX *ctx, enum tls_role role, bool early_data)
 	} else {
 		/* QUIC requires the value 0xffffffff when 0-RTT is on. */
 		wolfSSL_CTX_set_max_early_data(ctx, early_data ? UINT32_MAX : 0);
+		/* wolfSSL >= 5.9 takes 0-RTT only when it can evict the
+		 * ticket's session from its own in-memory cache (RFC 8446
+		 * section 8, single use): a restarted roved, or another
+		 * member of a KeyDir group, never has it there. Single use is
+		 * rove's own register's (state-register.c), which outlives a
+		 * restart and spans the group; with a remove callback wolfSSL
+		 * takes the eviction as done by that "external cache". */
+		wolfSSL_CTX_sess_set_remove_cb(ctx, session_removed_cb);
 	}
 }
 
