@@ -332,6 +332,10 @@ json_peer(struct json *j, const struct status_peer *p)
 	/* quic or tcp (TLS over TCP); null without a session */
 	json_key(j, "transport");
 	json_string(j, !p->has_quic ? NULL : p->quic.tcp ? "tcp" : "quic");
+	/* the TLS group of the session's handshake (X25519MLKEM768,
+	 * x25519, ...); null without a session */
+	json_key(j, "key_exchange");
+	json_string(j, p->has_quic ? p->quic.kex_group : NULL);
 	json_key(j, "connection_id");
 	json_string(j, p->connection_id);
 	json_prefixes(j, "addresses", p->addrs, p->naddrs);
@@ -608,6 +612,10 @@ text_peer(struct evbuffer *out, const struct status_peer *p, bool server)
 		    (unsigned long long)p->roam.tcp_fallbacks,
 		    (unsigned long long)p->roam.throttle_moves,
 		    (unsigned long long)p->roam.quic_returns);
+	if (p->has_quic && p->quic.kex_group != NULL)
+		evbuffer_add_printf(out, "  key exchange: %s (%s)\n",
+		    p->quic.kex_group, tls_group_is_pq(p->quic.kex_group) ?
+		    "post-quantum hybrid" : "classic");
 	if (p->local != NULL)
 		evbuffer_add_printf(out, "  local: %s\n",
 		    addr_sockaddr_str(p->local, buf));

@@ -189,7 +189,7 @@ test_client_refuses_server(void **state)
 	/* A TLS alert: CRYPTO_ERROR 0x100 + unknown_ca (48), wolfSSL's
 	 * answer to a certificate its verify callback refused. */
 	assert_int_equal(p->c.close_info.code, 0x100 + 48);
-	assert_string_equal(p->c.close_info.reason, "ERR_CRYPTO");
+	assert_string_equal(p->c.close_info.reason, "ERR_CRYPTO (TLS alert 48 sent)");
 
 	/* The server hears the alert and never completes. */
 	assert_non_null(p->s.qc);
@@ -200,7 +200,8 @@ test_client_refuses_server(void **state)
 	assert_true(p->s.close_info.transport);
 	assert_false(p->s.close_info.pin_mismatch);
 	assert_int_equal(p->s.close_info.code, 0x100 + 48);
-	assert_string_equal(p->s.close_info.reason, "");
+	/* CRYPTO_ERROR carries no phrase: the alert is named instead. */
+	assert_string_equal(p->s.close_info.reason, "TLS alert 48");
 	pair_free(p);
 }
 
@@ -236,8 +237,8 @@ test_server_refuses_client(void **state)
 	assert_in_range(p->c.close_info.code, 0x100, 0x1ff);
 	assert_int_equal(p->c.close_info.code, 0x100 + 48);
 	assert_int_equal(p->s.close_info.code, 0x100 + 48);
-	assert_string_equal(p->s.close_info.reason, "ERR_CRYPTO");
-	assert_string_equal(p->c.close_info.reason, "");
+	assert_string_equal(p->s.close_info.reason, "ERR_CRYPTO (TLS alert 48 sent)");
+	assert_string_equal(p->c.close_info.reason, "TLS alert 48");
 	pair_free(p);
 }
 
@@ -974,10 +975,11 @@ test_close_during_handshake(void **state)
 	(void)state;
 	pair_connect(p, NULL);
 	/* The Initial reaches the server, which answers; the client closes
-	 * before reading the answer. */
+	 * before reading the answer. With an ML-KEM key share (hybrid) the
+	 * ClientHello fills two Initial packets. */
 	pair_write(p);
 	pair_now += PAIR_DELAY_NS;
-	assert_int_equal(pair_deliver(p), 1);
+	assert_int_equal(pair_deliver(p), tls_have_pq() ? 2 : 1);
 	pair_write(p);
 	assert_non_null(p->s.qc);
 	assert_int_equal(quic_conn_state(p->c.qc), QUIC_STATE_HANDSHAKING);
