@@ -100,9 +100,19 @@ shares() {
 }
 ch=$(shares 1) sh=$(shares 2)
 log "key share groups: ClientHello [$ch], ServerHello [$sh]"
-initials=$(tsk -Y "quic.long.packet_type == 0 && ip.src == $LAP_OUTER" \
-	-T fields -e frame.number -e udp.length | head -n 4)
-log "the laptop's Initial datagrams (frame, UDP length): $(printf '%s' "$initials" | tr '\n\t' '; ')"
+# The first handshake's sizes, for the record: the laptop's first flight
+# (Initial packets, one send with GSO may carry several 1200-byte
+# datagrams, so payload bytes are counted) and what roved sent before the
+# laptop's second flight, against QUIC's 3x anti-amplification limit.
+tsk -T fields -e ip.src -e udp.length -e quic.long.packet_type \
+	-Y "udp.port == 4433" | head -n 12 >"$WORK/flights.txt"
+flights=$(awk -v lap="$LAP_OUTER" '
+	{ n = $2 - 8; if (n % 1200 == 0 && n > 1200) d = n / 1200; else d = 1 }
+	$1 == lap && srv == 0 { c1 += n; cd += d; next }
+	$1 != lap { srv += $2 - 8; sd += d; next }
+	$1 == lap { exit }
+	END { printf "client first flight %d bytes in %d datagrams; server reply before the client spoke again %d bytes in %d datagrams (%.2fx, limit 3x)", c1, cd, srv, sd, srv / c1 }' "$WORK/flights.txt")
+log "$flights"
 if [ $PQ = 1 ]; then
 	expect_eq "ClientHello key shares (X25519MLKEM768, x25519)" "4588,29" "$ch"
 	expect_eq "ServerHello key share" 4588 "$sh"
