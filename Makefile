@@ -18,14 +18,18 @@
 #                   under PREFIX (/usr/local), staged in DESTDIR; uninstall
 #                   removes exactly those
 #   make deb        the Debian package (debian/), in ../
+#   WOLFSSL=5.7.2   build against wolfSSL 5.7.2 instead of 5.9.2 (no
+#                   post-quantum key exchange), in .deps-wolfssl5.7.2 and
+#                   build-wolfssl5.7.2/ (build-san-wolfssl5.7.2/)
 #   V=1             print full commands
 
 CC ?= cc
 SAN ?=
+WOLFSSL ?=
 V ?= 0
 
-DEPS := .deps
-BUILD := build$(if $(SAN),-san)
+DEPS := .deps$(if $(WOLFSSL),-wolfssl$(WOLFSSL))
+BUILD := build$(if $(SAN),-san)$(if $(WOLFSSL),-wolfssl$(WOLFSSL))
 
 # ngtcp2_conn_* and the wolfSSL QUIC API come from the static libraries
 # scripts/deps.sh builds from Debian's source packages.
@@ -105,7 +109,7 @@ all: $(BUILD)/roved $(BUILD)/rove $(BUILD)/tests/rove-load
 deps: $(DEPS)/.complete
 
 $(DEPS)/.complete: scripts/deps.sh scripts/lib-apt.sh $(wildcard scripts/patches/*.patch)
-	$(Q)scripts/deps.sh $(DEPS) && touch $(DEPS)/.complete
+	$(Q)ROVE_WOLFSSL=$(WOLFSSL) scripts/deps.sh $(DEPS) && touch $(DEPS)/.complete
 
 # Which library build .deps points at. Rewritten only when that changes
 # (as git's Makefile does for GIT-CFLAGS), so objects compiled against

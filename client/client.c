@@ -373,11 +373,23 @@ schedule_reconnect(struct client *c)
 
 /* What a newcomer should check after a connection that never came up,
  * from how it failed ("" when the reason says it all). */
+/* A handshake that ended on the key exchange: the server's
+ * handshake_failure, or our illegal_parameter to a server that asked for
+ * a group we do not offer (tls_kex_alert). */
+static bool
+kex_alert(const struct quic_close_info *ci)
+{
+	return ci->transport && tls_kex_alert(ci->code) &&
+	    ci->remote == (ci->code == 0x100 + 40);
+}
+
 static const char *
 connect_hint(const struct quic_close_info *ci, bool tcp)
 {
 	if (ci->proxy)
 		return "";
+	if (kex_alert(ci))
+		return tls_kex_hint((int)(ci->code - 0x100), false);
 	if (tcp && strstr(ci->reason, "refused") != NULL)
 		return ": nothing listens there; is ListenTCP set in roved.conf?";
 	if (!tcp && strstr(ci->reason, "refused") != NULL)
@@ -420,10 +432,13 @@ refusal_alert(uint64_t code)
 	return false;
 }
 
-/* Our key refused: retrying cannot help, on either transport. */
+/* Our key refused, or (KeyExchange = pq-required) a server without a
+ * post-quantum key exchange: retrying cannot help, on either transport. */
 static bool
 refused(const struct quic_close_info *ci)
 {
+	if (kex_alert(ci) && tls_kex() == TLS_KEX_PQ_REQUIRED)
+		return true;
 	return ci->remote && ((ci->transport && refusal_alert(ci->code)) ||
 	    (!ci->transport && ci->code == APP_ERR_NOT_ALLOWED));
 }
@@ -563,12 +578,28 @@ closed_cb(struct quic_conn *qc, const struct quic_close_info *info, void *arg)
 			event_base_loopexit(c->base, NULL);
 		return;
 	}
+	/* Our own TLS refused the server's answer (an alert we sent before
+	 * the session was up): resuming, wolfSSL >= 5.9 names only the
+	 * group of the ticket's session, and a server that now wants
+	 * another one (KeyExchange changed) answers with what we cannot
+	 * take, again and again. The next attempt goes without the ticket. */
+	if (!was_up && ci->transport && !ci->remote && ci->code >= 0x100 &&
+	    ci->code < 0x200 && c->cfg->state_dir != NULL)
+		state_client_forget(c->cfg->state_dir, c->session_id);
 	if (ci->pin_mismatch) {
 		key_encode(c->cfg->server_pubkey, want);
 		key_encode(c->presented_key, got);
 		log_error("server public key mismatch: expected %s, the server "
 		    "presented %s; refusing to connect", want,
 		    c->have_presented_key ? got : "none");
+		c->exit_status = 1;
+		event_base_loopexit(c->base, NULL);
+		return;
+	}
+	if (refused(ci) && kex_alert(ci)) {
+		log_error("cannot connect to %s: %s%s; refusing to connect",
+		    endpoint_str(c, was_tcp, ep, sizeof ep), ci->reason,
+		    tls_kex_hint((int)(ci->code - 0x100), false));
 		c->exit_status = 1;
 		event_base_loopexit(c->base, NULL);
 		return;
@@ -1094,6 +1125,12 @@ client_create(struct event_base *base, const struct cfg *cfg, int verbose,
 		explicit_bzero(priv, sizeof priv);
 		xasprintf(cause, "%s: cannot derive the public key",
 		    cfg->private_key_file);
+		goto fail;
+	}
+	if (tls_set_kex(cfg->key_exchange == CFG_KEX_CLASSIC ? TLS_KEX_CLASSIC :
+	    cfg->key_exchange == CFG_KEX_PQ_REQUIRED ? TLS_KEX_PQ_REQUIRED :
+	    TLS_KEX_HYBRID, cause) != 0) {
+		explicit_bzero(priv, sizeof priv);
 		goto fail;
 	}
 	c->tls = tls_ctx_create(TLS_ROLE_CLIENT, priv, quic_tls_pin, cause);

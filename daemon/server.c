@@ -204,6 +204,10 @@ server_create(struct event_base *base, const struct cfg *cfg, int verbose,
 	if ((srv->egress = egress_create(base, cause)) == NULL)
 		goto fail;
 	quic_set_pin_check(session_pin_check);
+	if (tls_set_kex(cfg->key_exchange == CFG_KEX_CLASSIC ? TLS_KEX_CLASSIC :
+	    cfg->key_exchange == CFG_KEX_PQ_REQUIRED ? TLS_KEX_PQ_REQUIRED :
+	    TLS_KEX_HYBRID, cause) != 0)
+		goto fail;
 	if (key_load_private(cfg->private_key_file, priv, cause) != 0)
 		goto fail;
 	srv->tls = tls_ctx_create(TLS_ROLE_SERVER, priv, quic_tls_pin, cause);

@@ -461,6 +461,10 @@ path_validated_cb(struct quic_conn *qc, enum quic_path_result res,
 	session_ctl_path_notice(sess, st.rebind_quiet_ms);
 }
 
+/* Handshakes refused for their key exchange, logged at most 5 at once and
+ * then one per 10 s: a crowd of old clients must not flood the log. */
+static struct log_ratelimit kex_rl = LOG_RATELIMIT_INIT(10000, 5);
+
 static void
 closed_cb(struct quic_conn *qc, const struct quic_close_info *ci, void *arg)
 {
@@ -468,10 +472,25 @@ closed_cb(struct quic_conn *qc, const struct quic_close_info *ci, void *arg)
 	struct server *srv = sess->srv;
 	bool was_peer = sess->peer != NULL;
 
-	(void)qc;
 	if (was_peer)
 		log_info("peer %s disconnected: %s%s", sess->peer->cfg->name,
 		    ci->remote ? "closed by peer: " : "", ci->reason);
+	else if (ci->transport && tls_kex_alert(ci->code) &&
+	    ci->remote == (ci->code == 0x100 + 47) &&
+	    tls_kex() == TLS_KEX_PQ_REQUIRED &&
+	    log_ratelimit_ok(&kex_rl, clock_now_ms())) {
+		const struct sockaddr *remote;
+		char abuf[ADDR_STRLEN];
+		socklen_t len;
+
+		/* Our handshake_failure, or the client's illegal_parameter
+		 * to our request for X25519MLKEM768 (tls_kex_alert): it
+		 * offers none of our groups, which is X25519MLKEM768 alone. */
+		remote = quic_conn_remote(qc, &len);
+		log_warn("refused a handshake from %s%s",
+		    remote != NULL ? addr_sockaddr_str(remote, abuf) : "?",
+		    tls_kex_hint((int)(ci->code - 0x100), true));
+	}
 	/* A client that goes away says so with "no error" (code 0); a switch
 	 * to another transport says PROTO_CLOSE_MOVED. */
 	if (ci->remote && !ci->transport && ci->code == 0)

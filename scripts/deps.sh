@@ -15,8 +15,22 @@ set -euo pipefail
 # ngtcp2 comes from sid, which moves on: when 1.24.0 has left the mirror the
 # newest 1.x of NGTCP2_FALLBACK that the suites still serve is used instead
 # (the code is written against APIs present since 1.11).
-WOLFSSL_UPSTREAM=5.7.2
-WOLFSSL_SHA256=0f2ed82e345b833242705bbc4b08a2a2037a33f7bf9c610efae6464f6b10e305
+# wolfSSL 5.9.2 (sid) brings ML-KEM and the hybrid TLS group
+# X25519MLKEM768; 5.7.2 (trixie) is the fallback when 5.9.2 cannot be had,
+# or the choice with ROVE_WOLFSSL=5.7.2 (make WOLFSSL=5.7.2).
+WOLFSSL_PREFERRED=5.9.2
+WOLFSSL_FALLBACK=5.7.2
+declare -A WOLFSSL_KNOWN=(
+	[5.9.2]=2f4ef3d4fd387a9b3191d36a6316d69116c46ff69bb9583b6c82b36d7b8ca114
+	[5.7.2]=0f2ed82e345b833242705bbc4b08a2a2037a33f7bf9c610efae6464f6b10e305
+)
+WOLFSSL_UPSTREAM=${ROVE_WOLFSSL:-$WOLFSSL_PREFERRED}
+[ -n "${WOLFSSL_KNOWN[$WOLFSSL_UPSTREAM]:-}" ] || {
+	printf 'deps: ROVE_WOLFSSL=%s: only %s are known\n' "$WOLFSSL_UPSTREAM" \
+		"${!WOLFSSL_KNOWN[*]}" >&2
+	exit 1
+}
+WOLFSSL_SHA256=${WOLFSSL_KNOWN[$WOLFSSL_UPSTREAM]}
 NGTCP2_UPSTREAM=1.24.0
 NGTCP2_SHA256=7fa5ec2be0f0cbed8bc4ec89c0787dfa9d8ce678f1ed9477c52f30eb1a591207
 NGTCP2_FALLBACK_MIN=1.11.0
@@ -34,6 +48,12 @@ WOLFSSL_CONFIGURE=(--enable-quic --enable-earlydata --enable-session-ticket
 	--enable-opensslextra --enable-alpn --enable-sni --enable-static
 	--enable-singlethreaded
 	--disable-shared --disable-examples --disable-crypttests)
+# What a version adds: 5.9.2's ML-KEM (FIPS 203) with its PQ/T hybrid
+# groups (X25519MLKEM768); both are on by default there, named here so
+# that a change of default upstream cannot drop them unseen.
+declare -A WOLFSSL_CONFIGURE_EXTRA=(
+	[5.9.2]="--enable-mlkem --enable-pqc-hybrids"
+)
 
 # --enable-singlethreaded: every program of ours runs one thread (one
 # event loop), and it lets a WOLFSSL use its context's RNG
@@ -88,6 +108,9 @@ install_packages() {
 config_hash() {
 	{
 		printf '%s\n' "$WOLFSSL_UPSTREAM" "$NGTCP2_UPSTREAM" "$WOLFSSL_CFLAGS" "${WOLFSSL_CONFIGURE[@]}"
+		# Absent for 5.7.2, so that its key is the one it always had.
+		[ -z "${WOLFSSL_CONFIGURE_EXTRA[$WOLFSSL_UPSTREAM]:-}" ] ||
+			printf '%s\n' ${WOLFSSL_CONFIGURE_EXTRA[$WOLFSSL_UPSTREAM]}
 		cat "$PATCHES"/ngtcp2-*.patch
 	} | sha256sum | cut -c1-12
 }
@@ -170,19 +193,31 @@ choose_version() {
 
 # Downloads source package $3=$4 into the tarball cache $2 (once), checks the
 # orig tarball against $5, and unpacks it (Debian's patches applied) in $6.
+# A revision whose .dsc and Debian tarball the mirror lacks while it serves
+# the orig tarball (wolfSSL 5.9.2-1.2 in sid) is built from the orig tarball
+# alone, without Debian's patches: $5 is both our pin and the sha256 that
+# the suite's Sources index lists for it (choose_version checked they
+# agree), and that index is covered by the InRelease signature apt checked.
 fetch_source() {
 	local apt=$1 tarballs=$2 pkg=$3 ver=$4 sha=$5 work=$6
-	local dsc="$tarballs/${pkg}_${ver#*:}.dsc" orig
+	local dsc="$tarballs/${pkg}_${ver#*:}.dsc" orig err
 	if [ ! -f "$dsc" ]; then
 		log "fetching $pkg $ver"
-		(cd "$tarballs" && private_apt "$apt" source -qq --download-only \
-			"$pkg=$ver" >/dev/null)
+		err=$(cd "$tarballs" && private_apt "$apt" source -qq --download-only \
+			"$pkg=$ver" 2>&1 >/dev/null) || true
 	fi
 	orig=$(find "$tarballs" -maxdepth 1 -name "${pkg}_${ver%%-*}.orig.tar.*" ! -name '*.asc' | head -n1)
-	[ -n "$orig" ] || die "$pkg $ver: no orig tarball after download"
+	[ -n "$orig" ] || die "$pkg $ver: no orig tarball after download: ${err:-}"
 	echo "$sha  $orig" | sha256sum -c --quiet - ||
 		die "$pkg $ver: $orig does not match sha256 $sha"
-	dpkg-source --no-check -x "$dsc" "$work/$pkg" >/dev/null
+	if [ -f "$dsc" ]; then
+		dpkg-source --no-check -x "$dsc" "$work/$pkg" >/dev/null
+	else
+		log "$pkg $ver: the mirror has no .dsc; building the orig tarball" \
+			"(sha256 $sha, as the signed Sources index lists it) without Debian's patches"
+		mkdir -p "$work/$pkg"
+		tar -xf "$orig" -C "$work/$pkg" --strip-components=1
+	fi
 }
 
 build_wolfssl() {
@@ -190,6 +225,7 @@ build_wolfssl() {
 	log "building wolfSSL in $src"
 	(cd "$src" && autoreconf -fi >/dev/null 2>&1 &&
 		./configure --prefix="$prefix" "${WOLFSSL_CONFIGURE[@]}" \
+			${WOLFSSL_CONFIGURE_EXTRA[$WOLFSSL_UPSTREAM]:-} \
 			CFLAGS="$WOLFSSL_CFLAGS" >/dev/null &&
 		make -j"$(nproc)" >/dev/null && make install >/dev/null)
 }
@@ -220,6 +256,7 @@ main() {
 	root=$(cache_root)
 	hash=$(config_hash)
 	mkdir -p "$root"
+	log "wolfSSL $WOLFSSL_UPSTREAM, cache key $hash"
 	# One build at a time per cache: two work trees building at once
 	# would otherwise share (and wipe) the same temporary prefix.
 	exec 9>"$root/.lock"
@@ -250,10 +287,33 @@ build_all() {
 	apt="$work/apt"
 	write_sources_list "$apt"
 	private_apt "$apt" update -qq >/dev/null
-	read -r wver wsha < <(choose_version "$apt" wolfssl "$WOLFSSL_UPSTREAM" "$WOLFSSL_SHA256")
+	wver= wsha=
+	read -r wver wsha < <(choose_version "$apt" wolfssl "$WOLFSSL_UPSTREAM" "$WOLFSSL_SHA256") || true
+	if [ -n "$wver" ] && (fetch_source "$apt" "$tarballs" wolfssl "$wver" "$wsha" "$work"); then
+		:
+	elif [ -z "${ROVE_WOLFSSL:-}" ] && [ "$WOLFSSL_UPSTREAM" != "$WOLFSSL_FALLBACK" ]; then
+		# The preferred wolfSSL cannot be had: build the fallback,
+		# or take its build from the cache.
+		log "wolfSSL $WOLFSSL_UPSTREAM cannot be fetched; using $WOLFSSL_FALLBACK:" \
+			"no post-quantum key exchange (X25519MLKEM768)"
+		rm -rf "$work/wolfssl"
+		WOLFSSL_UPSTREAM=$WOLFSSL_FALLBACK
+		WOLFSSL_SHA256=${WOLFSSL_KNOWN[$WOLFSSL_FALLBACK]}
+		hash=$(config_hash)
+		prefix=$(ls -d "$root"/wolfssl-"${WOLFSSL_UPSTREAM}"_ngtcp2-1.*_"$hash" 2>/dev/null |
+			sort -V | tail -n1 || true)
+		if [ -n "$prefix" ] && [ -f "$prefix/.complete" ]; then
+			printf '%s\n' "$prefix"
+			return 0
+		fi
+		read -r wver wsha < <(choose_version "$apt" wolfssl "$WOLFSSL_UPSTREAM" "$WOLFSSL_SHA256")
+		[ -n "$wver" ] || die "no usable wolfSSL on the mirror"
+		fetch_source "$apt" "$tarballs" wolfssl "$wver" "$wsha" "$work"
+	else
+		die "wolfSSL $WOLFSSL_UPSTREAM cannot be fetched"
+	fi
 	read -r nver nsha < <(choose_version "$apt" ngtcp2 "$NGTCP2_UPSTREAM" "$NGTCP2_SHA256" "$NGTCP2_FALLBACK_MIN")
-	[ -n "$wver" ] && [ -n "$nver" ] || die "no usable source versions"
-	fetch_source "$apt" "$tarballs" wolfssl "$wver" "$wsha" "$work"
+	[ -n "$nver" ] || die "no usable source versions"
 	fetch_source "$apt" "$tarballs" ngtcp2 "$nver" "$nsha" "$work"
 	prefix="$root/wolfssl-${WOLFSSL_UPSTREAM}_ngtcp2-${nver%%-*}_$hash"
 	rm -rf "$prefix.tmp"

@@ -69,6 +69,10 @@ print_key(const struct cfg_key *k, const void *obj, FILE *f)
 		    *(const enum cfg_congestion *)p == CFG_CC_BBR ?
 		    "bbr" : "cubic");
 		break;
+	case CFG_T_KEY_EXCHANGE:
+		fprintf(f, "%s = %s\n", k->name, cfg_key_exchange_name(
+		    *(const enum cfg_key_exchange *)p));
+		break;
 	case CFG_T_AUTO_OFF:
 		fprintf(f, "%s = %s\n", k->name,
 		    *(const enum cfg_auto_off *)p == CFG_OFF ? "off" : "auto");

@@ -138,6 +138,13 @@ const struct cfg_key cfg_table[CFG_KEY_COUNT] = {
 		CFG(congestion), 0, "bbr",
 		"congestion controller: cubic or bbr",
 	},
+	[CFG_KEY_KEY_EXCHANGE] = {
+		"KeyExchange", SEC_MAIN, CFG_T_KEY_EXCHANGE, 0, 0, 0,
+		CFG(key_exchange), 0, "hybrid",
+		"TLS key exchange: hybrid (X25519MLKEM768, X25519 for peers "
+		"without it), classic (X25519) or pq-required "
+		"(X25519MLKEM768 only)",
+	},
 	[CFG_KEY_OFFLOAD] = {
 		"Offload", SEC_MAIN, CFG_T_AUTO_OFF, 0, 0, 0,
 		CFG(offload), 0, "auto",

@@ -31,6 +31,7 @@ enum cfg_type {
 	CFG_T_AUTO_OFF,    /* enum cfg_auto_off */
 	CFG_T_TRANSPORT,  /* enum cfg_transport */
 	CFG_T_PROXY,      /* struct proxy_url */
+	CFG_T_KEY_EXCHANGE, /* enum cfg_key_exchange */
 	CFG_T_BOOL,       /* bool: yes/no, true/false, on/off, 1/0 */
 	CFG_T_LISTEN,     /* struct cfg listen[], listen_len[], nlisten (or
 	                   * the listen_tcp ones for ListenTCP) */
@@ -84,6 +85,7 @@ enum cfg_key_id {
 	CFG_KEY_KEEPALIVE,
 	CFG_KEY_IDLE_TIMEOUT,
 	CFG_KEY_CONGESTION,
+	CFG_KEY_KEY_EXCHANGE,
 	CFG_KEY_OFFLOAD,
 	CFG_KEY_LOSS_RECOVERY,
 	CFG_KEY_LOCAL_FORWARD,

@@ -140,6 +140,26 @@ nan:
 }
 
 static int
+parse_key_exchange(struct cfg_parse *cp, const struct cfg_key *k,
+    enum cfg_key_exchange *dst, const char *v)
+{
+	char e[ESC_LEN];
+
+	if (strcasecmp(v, "hybrid") == 0)
+		*dst = CFG_KEX_HYBRID;
+	else if (strcasecmp(v, "classic") == 0)
+		*dst = CFG_KEX_CLASSIC;
+	else if (strcasecmp(v, "pq-required") == 0)
+		*dst = CFG_KEX_PQ_REQUIRED;
+	else {
+		parse_error(cp, "%s: '%s' is not hybrid, classic or pq-required",
+		    k->name, quote(e, v));
+		return -1;
+	}
+	return 0;
+}
+
+static int
 parse_congestion(struct cfg_parse *cp, const struct cfg_key *k,
     enum cfg_congestion *dst, const char *v)
 {
@@ -945,6 +965,8 @@ cfg_value_parse(struct cfg_parse *cp, const struct cfg_key *k, void *obj,
 		return parse_transport(cp, k, f, v);
 	case CFG_T_PROXY:
 		return parse_proxy(cp, k, f, v);
+	case CFG_T_KEY_EXCHANGE:
+		return parse_key_exchange(cp, k, f, v);
 	case CFG_T_BOOL:
 		return parse_bool(cp, k, f, v);
 	case CFG_T_LISTEN:

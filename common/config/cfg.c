@@ -23,6 +23,20 @@ static const struct {
 #define NSECTIONS (sizeof cfg_sections / sizeof cfg_sections[0])
 
 const char *
+cfg_key_exchange_name(enum cfg_key_exchange kex)
+{
+	switch (kex) {
+	case CFG_KEX_CLASSIC:
+		return "classic";
+	case CFG_KEX_PQ_REQUIRED:
+		return "pq-required";
+	case CFG_KEX_HYBRID:
+		break;
+	}
+	return "hybrid";
+}
+
+const char *
 cfg_section_name(unsigned sec)
 {
 	for (size_t i = 0; i < NSECTIONS; i++) {

@@ -24,6 +24,9 @@ enum cfg_auto_off { CFG_AUTO, CFG_OFF };
 /* Client: how to reach the server, QUIC or TLS over TCP (or each as the
  * network allows). */
 enum cfg_transport { CFG_TRANSPORT_AUTO, CFG_TRANSPORT_QUIC, CFG_TRANSPORT_TCP };
+/* The TLS key exchange: X25519MLKEM768 first with X25519 for peers that
+ * lack it, X25519 alone, or X25519MLKEM768 alone. */
+enum cfg_key_exchange { CFG_KEX_HYBRID, CFG_KEX_CLASSIC, CFG_KEX_PQ_REQUIRED };
 
 #define CFG_DEFAULT_PORT 4433
 /* ServerTCP's port when it names none, or when it is not set at all. */
@@ -116,6 +119,8 @@ bool cfg_remote_allowed(const struct cfg_peer *peer,
     const struct proto_remote_forward *want);
 /* 127.0.0.0/8 and ::1 (IPv4-mapped made IPv4 first). */
 bool cfg_addr_loopback(const struct ipaddr *);
+/* KeyExchange's spelling of `kex`: hybrid, classic or pq-required. */
+const char *cfg_key_exchange_name(enum cfg_key_exchange kex);
 
 struct cfg_peer {
 	char *name;
@@ -142,6 +147,7 @@ struct cfg {
 	uint32_t keepalive;    /* seconds, 0 = off */
 	uint32_t idle_timeout; /* seconds */
 	enum cfg_congestion congestion;
+	enum cfg_key_exchange key_exchange;
 	enum cfg_auto_off offload;
 	enum cfg_auto_off loss_recovery; /* repairs for the IP tunnel */
 	uint32_t forward_buffer; /* bytes per direction per forward */

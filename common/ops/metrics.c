@@ -189,6 +189,19 @@ lines_transport(struct evbuffer *out, const struct metrics_peer *p)
 	}
 }
 
+/* The key exchange group of the session's handshake, as a label: one
+ * line with value 1 while there is a session (status "key_exchange"). */
+static void
+lines_key_exchange(struct evbuffer *out, const struct metrics_peer *p)
+{
+	if (!p->has_quic || p->quic.kex_group == NULL)
+		return;
+	evbuffer_add_printf(out, "rove_peer_key_exchange{peer=\"");
+	label_value(out, p->name);
+	evbuffer_add_printf(out, "\",group=\"%s\",pq=\"%s\"} 1\n",
+	    p->quic.kex_group, tls_group_is_pq(p->quic.kex_group) ? "yes" : "no");
+}
+
 static void
 lines_drops(struct evbuffer *out, const struct metrics_peer *p)
 {
@@ -261,6 +274,9 @@ static const struct peer_family peer_families[] = {
 	{ "rove_peer_transport", "gauge",
 	    "1 for the transport the peer's session runs on: QUIC, or TLS over TCP.",
 	    NULL, lines_transport },
+	{ "rove_peer_key_exchange", "gauge",
+	    "1 for the TLS key exchange group of the peer's session (pq: "
+	    "post-quantum hybrid or not).", NULL, lines_key_exchange },
 	{ "rove_peer_tcp_fallbacks_total", "counter",
 	    "Client: moves of the session to TLS over TCP.", get_tcp_fallbacks, NULL },
 	{ "rove_peer_throttle_moves_total", "counter",

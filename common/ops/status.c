@@ -337,6 +337,10 @@ json_peer(struct json *j, const struct status_peer *p)
 	json_string(j, p->proxy);
 	json_key(j, "via_proxy");
 	json_bool(j, p->via_proxy);
+	/* the TLS group of the session's handshake (X25519MLKEM768,
+	 * x25519, ...); null without a session */
+	json_key(j, "key_exchange");
+	json_string(j, p->has_quic ? p->quic.kex_group : NULL);
 	json_key(j, "connection_id");
 	json_string(j, p->connection_id);
 	json_prefixes(j, "addresses", p->addrs, p->naddrs);
@@ -619,6 +623,10 @@ text_peer(struct evbuffer *out, const struct status_peer *p, bool server)
 		evbuffer_add_printf(out, "  proxy: %s (%s)\n", p->proxy,
 		    p->via_proxy ? "the session goes through it" :
 		    "not in use");
+	if (p->has_quic && p->quic.kex_group != NULL)
+		evbuffer_add_printf(out, "  key exchange: %s (%s)\n",
+		    p->quic.kex_group, tls_group_is_pq(p->quic.kex_group) ?
+		    "post-quantum hybrid" : "classic");
 	if (p->local != NULL)
 		evbuffer_add_printf(out, "  local: %s\n",
 		    addr_sockaddr_str(p->local, buf));

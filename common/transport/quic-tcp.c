@@ -224,6 +224,24 @@ peer_alert(struct quic_conn *qc)
 	return true;
 }
 
+/* A fatal alert we sent in the handshake: recorded as QUIC's fail()
+ * records one, so that the owner can tell why (a key exchange without a
+ * group in common: handshake_failure). */
+static bool
+own_alert(struct quic_conn *qc)
+{
+	WOLFSSL_ALERT_HISTORY h;
+
+	if (wolfSSL_get_alert_history(qc->ssl, &h) != WOLFSSL_SUCCESS ||
+	    h.last_tx.level != alert_fatal || h.last_tx.code <= 0)
+		return false;
+	qc->close_info.transport = true;
+	qc->close_info.code = 0x100u + (unsigned)h.last_tx.code;
+	snprintf(qc->close_info.reason, sizeof qc->close_info.reason,
+	    "TLS alert %d sent", h.last_tx.code);
+	return true;
+}
+
 /* Write what is in obuf and, once it is out, `extra` (a closing frame);
  * one try each, for a session about to end. */
 static void
@@ -700,7 +718,7 @@ tls_handshake(struct quic_conn *qc)
 			want_write(qc);
 			return;
 		}
-		if (!peer_alert(qc))
+		if (!peer_alert(qc) && !own_alert(qc))
 			lost(qc, "TLS handshake failed (wolfSSL error %d)", err);
 		end(qc);
 		return;
@@ -715,6 +733,7 @@ tls_handshake(struct quic_conn *qc)
 	t->rbuf = xmalloc(RBUF_SIZE);
 	t->obuf = xmalloc(OBUF_SIZE);
 	t->tls_done = true;
+	qc->stats.kex_group = tls_group_name(qc->ssl);
 	send_params(qc);
 }
 

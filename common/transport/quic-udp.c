@@ -177,6 +177,7 @@ handshake_completed_cb(ngtcp2_conn *conn, void *user_data)
 
 	qc->state = QUIC_STATE_ESTABLISHED;
 	qc->early_ready = false;
+	qc->stats.kex_group = tls_group_name(qc->ssl);
 	if (qc->stats.early_attempted) {
 		qc->stats.early_accepted =
 		    wolfSSL_get_early_data_status(qc->ssl) == SSL_EARLY_DATA_ACCEPTED;
@@ -797,8 +798,13 @@ fail(struct quic_conn *qc, int liberr)
 		    liberr, NULL, 0);
 	qc->close_info.transport = true;
 	qc->close_info.code = ccerr.error_code;
-	snprintf(qc->close_info.reason, sizeof qc->close_info.reason, "%s",
-	    ngtcp2_strerror(liberr));
+	if (liberr == NGTCP2_ERR_CRYPTO)
+		snprintf(qc->close_info.reason, sizeof qc->close_info.reason,
+		    "%s (TLS alert %u sent)", ngtcp2_strerror(liberr),
+		    (unsigned)ngtcp2_conn_get_tls_alert(qc->conn));
+	else
+		snprintf(qc->close_info.reason, sizeof qc->close_info.reason,
+		    "%s", ngtcp2_strerror(liberr));
 	send_close(qc, &ccerr);
 	quic_finish(qc);
 }
@@ -873,6 +879,12 @@ quic_conn_read(struct quic_conn *qc, const struct udp_socket *sock,
 		qc->close_info.code = ccerr.error_code;
 		log_escape(qc->close_info.reason, sizeof qc->close_info.reason,
 		    ccerr.reason, ccerr.reasonlen);
+		/* CRYPTO_ERROR (0x100 + alert) comes without a phrase: name
+		 * the alert, as TLS over TCP does. */
+		if (qc->close_info.reason[0] == '\0' && qc->close_info.transport &&
+		    ccerr.error_code >= 0x100 && ccerr.error_code < 0x200)
+			snprintf(qc->close_info.reason, sizeof qc->close_info.reason,
+			    "TLS alert %u", (unsigned)(ccerr.error_code - 0x100));
 		if (qc->stateless_reset) {
 			qc->close_info.stateless_reset = true;
 			snprintf(qc->close_info.reason, sizeof qc->close_info.reason,

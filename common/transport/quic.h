@@ -175,6 +175,9 @@ struct quic_conn_stats {
 	 * experienced on the way) */
 	uint64_t rx_ecn_ect, rx_ecn_ce;
 	bool early_attempted, early_accepted;
+	/* the TLS key exchange group (tls_group_name), once the handshake
+	 * is over; NULL before */
+	const char *kex_group;
 	double rtt_ms;
 	double min_rtt_ms;
 	uint64_t cwnd;

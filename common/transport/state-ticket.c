@@ -286,6 +286,7 @@ void
 state_server_attach(struct state_server *st, WOLFSSL_CTX *ctx)
 {
 	if (ex_spent < 0) {
+#if defined(HAVE_EX_DATA_CRYPTO) || LIBWOLFSSL_VERSION_HEX < 0x05008000
 		/* Index 0 is the app data (our ngtcp2_crypto_conn_ref), which
 		 * wolfSSL's counter hands out first: skip it. */
 		ex_spent = wolfSSL_get_ex_new_index(0, NULL, NULL, NULL, NULL);
@@ -293,6 +294,15 @@ state_server_attach(struct state_server *st, WOLFSSL_CTX *ctx)
 			ex_spent = wolfSSL_get_ex_new_index(0, NULL, NULL, NULL, NULL);
 		ex_counted = wolfSSL_get_ex_new_index(0, NULL, NULL, NULL, NULL);
 		ex_foreign = wolfSSL_get_ex_new_index(0, NULL, NULL, NULL, NULL);
+#else
+		/* wolfSSL >= 5.8 hands out indices only with its OpenSSL
+		 * ex data API (HAVE_EX_DATA_CRYPTO), which this build lacks;
+		 * then nothing else takes one, and index 0 is the app data.
+		 * MAX_EX_DATA (5) leaves room. */
+		ex_spent = 1;
+		ex_counted = 2;
+		ex_foreign = 3;
+#endif
 	}
 	wolfSSL_CTX_set_TicketEncCb(ctx, ticket_cb);
 	wolfSSL_CTX_set_TicketEncCtx(ctx, st);

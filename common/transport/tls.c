@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <stdint.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "base/log.h"
@@ -35,6 +36,98 @@ static const unsigned char alpn_wire[] = "\x06" PROTO_ALPN;
 
 /* One pin callback per process: both programs hold one context. */
 static tls_pin_cb tls_pin;
+
+/* X25519MLKEM768 is an enum constant in wolfSSL's ssl.h, not a macro:
+ * what tells is the ML-KEM and PQ/T hybrid support in options.h. */
+#if defined(WOLFSSL_HAVE_MLKEM) && defined(WOLFSSL_PQC_HYBRIDS) && \
+    defined(HAVE_CURVE25519) && !defined(WOLFSSL_NO_ML_KEM_768)
+#define TLS_HAVE_PQ 1
+#define TLS_GROUP_PQ WOLFSSL_X25519MLKEM768
+#else
+#define TLS_HAVE_PQ 0
+#endif
+
+static enum tls_kex kex = TLS_HAVE_PQ ? TLS_KEX_HYBRID : TLS_KEX_CLASSIC;
+
+bool
+tls_have_pq(void)
+{
+	return TLS_HAVE_PQ;
+}
+
+int
+tls_set_kex(enum tls_kex want, char **cause)
+{
+	if (!TLS_HAVE_PQ && want == TLS_KEX_PQ_REQUIRED) {
+		*cause = xstrdup("KeyExchange = pq-required, but this build's "
+		    "wolfSSL (" LIBWOLFSSL_VERSION_STRING ") has no "
+		    "X25519MLKEM768; build with wolfSSL 5.9.2 or set "
+		    "KeyExchange = hybrid");
+		return -1;
+	}
+	if (!TLS_HAVE_PQ && want == TLS_KEX_HYBRID) {
+		log_warn("KeyExchange = hybrid: this build's wolfSSL ("
+		    LIBWOLFSSL_VERSION_STRING ") has no X25519MLKEM768; "
+		    "using X25519 alone (no post-quantum key exchange)");
+		want = TLS_KEX_CLASSIC;
+	}
+	kex = want;
+	return 0;
+}
+
+enum tls_kex
+tls_kex(void)
+{
+	return kex;
+}
+
+const char *
+tls_group_name(WOLFSSL *ssl)
+{
+	const char *n = ssl != NULL ? wolfSSL_get_curve_name(ssl) : NULL;
+
+	/* wolfSSL's spellings, as IANA's TLS registry writes them. */
+	if (n == NULL)
+		return NULL;
+	if (strcasecmp(n, "X25519") == 0)
+		return "x25519";
+	if (strcasecmp(n, "SECP256R1") == 0)
+		return "secp256r1";
+	if (strcasecmp(n, "X25519MLKEM768") == 0)
+		return "X25519MLKEM768";
+	return n;
+}
+
+bool
+tls_group_is_pq(const char *name)
+{
+	return name != NULL && strstr(name, "MLKEM") != NULL;
+}
+
+bool
+tls_kex_alert(uint64_t code)
+{
+	/* handshake_failure (40): a TLS 1.3 server's answer when the
+	 * client's groups and its own have nothing in common. Or wolfSSL's
+	 * server asks (HelloRetryRequest) for a group of its own that the
+	 * client never offered, and the client answers illegal_parameter
+	 * (47). QUIC's CRYPTO_ERROR is 0x100 + alert. */
+	return code == 0x100 + 40 || code == 0x100 + 47;
+}
+
+const char *
+tls_kex_hint(int alert, bool server)
+{
+	if (!tls_kex_alert(0x100u + (unsigned)alert))
+		return "";
+	if (kex == TLS_KEX_PQ_REQUIRED)
+		return server ? ": the peer offers no post-quantum key exchange "
+		    "(X25519MLKEM768), which KeyExchange = pq-required requires" :
+		    ": the server has no post-quantum key exchange "
+		    "(X25519MLKEM768), which KeyExchange = pq-required requires";
+	return server ? "" : ": no key exchange in common; does the server "
+	    "require a post-quantum one (KeyExchange = pq-required)?";
+}
 
 /* The certificate carries no identity: the peer checks our key against its
  * pin. It only has to be well-formed and signed by the key it carries. */
@@ -114,7 +207,12 @@ ctx_create(enum tls_role role, const uint8_t priv[static KEY_LEN],
     tls_pin_cb pin, bool quic, char **cause)
 {
 	uint8_t pub[KEY_LEN], certder[1024], keyder[256];
-	int groups[] = { WOLFSSL_ECC_X25519, WOLFSSL_ECC_SECP256R1 };
+	int classic[] = { WOLFSSL_ECC_X25519, WOLFSSL_ECC_SECP256R1 };
+#if TLS_HAVE_PQ
+	int hybrid[] = { TLS_GROUP_PQ, WOLFSSL_ECC_X25519, WOLFSSL_ECC_SECP256R1 };
+	int pq[] = { TLS_GROUP_PQ };
+#endif
+	int *groups = classic, ngroups = 2;
 	WOLFSSL_CTX *ctx = NULL;
 	ed25519_key key;
 	int certlen, keylen;
@@ -157,13 +255,22 @@ ctx_create(enum tls_role role, const uint8_t priv[static KEY_LEN],
 		*cause = xstrdup("cannot load certificate into wolfSSL");
 		goto out;
 	}
-	/* X25519 first: the client sends one key share, for the first of
-	 * these, and the server takes the client's share when it supports
-	 * it (no HelloRetryRequest, which would cost a round trip and the
+	/* X25519MLKEM768, then X25519: the client sends key shares for both
+	 * (tls_session_create) and the server takes the first of its own
+	 * list that the client shared, so neither a hybrid nor a classic
+	 * server asks again (a HelloRetryRequest costs a round trip and the
 	 * 0-RTT data). X25519 costs less CPU than P-256, which every
 	 * resumption pays too (psk_dhe_ke); P-256 stays for older peers. */
-	if (wolfSSL_CTX_set_groups(ctx, groups,
-	    (int)(sizeof groups / sizeof groups[0])) != WOLFSSL_SUCCESS) {
+#if TLS_HAVE_PQ
+	if (kex == TLS_KEX_HYBRID) {
+		groups = hybrid;
+		ngroups = 3;
+	} else if (kex == TLS_KEX_PQ_REQUIRED) {
+		groups = pq;
+		ngroups = 1;
+	}
+#endif
+	if (wolfSSL_CTX_set_groups(ctx, groups, ngroups) != WOLFSSL_SUCCESS) {
 		*cause = xstrdup("cannot set the key exchange groups");
 		goto out;
 	}
@@ -216,6 +323,13 @@ tls_ctx_create_tcp(enum tls_role role, const uint8_t priv[static KEY_LEN],
 	return ctx_create(role, priv, pin, false, cause);
 }
 
+static void
+session_removed_cb(WOLFSSL_CTX *ctx, WOLFSSL_SESSION *sess)
+{
+	(void)ctx;
+	(void)sess;
+}
+
 void
 tls_ctx_enable_resumption(WOLFSSL_CTX *ctx, enum tls_role role, bool early_data)
 {
@@ -225,6 +339,14 @@ tls_ctx_enable_resumption(WOLFSSL_CTX *ctx, enum tls_role role, bool early_data)
 	} else {
 		/* QUIC requires the value 0xffffffff when 0-RTT is on. */
 		wolfSSL_CTX_set_max_early_data(ctx, early_data ? UINT32_MAX : 0);
+		/* wolfSSL >= 5.9 takes 0-RTT only when it can evict the
+		 * ticket's session from its own in-memory cache (RFC 8446
+		 * section 8, single use): a restarted roved, or another
+		 * member of a KeyDir group, never has it there. Single use is
+		 * rove's own register's (state-register.c), which outlives a
+		 * restart and spans the group; with a remove callback wolfSSL
+		 * takes the eviction as done by that "external cache". */
+		wolfSSL_CTX_sess_set_remove_cb(ctx, session_removed_cb);
 	}
 }
 
@@ -239,6 +361,19 @@ tls_session_create(WOLFSSL_CTX *ctx, enum tls_role role, void *conn_ref)
 	if (role == TLS_ROLE_CLIENT) {
 		wolfSSL_set_connect_state(ssl);
 		wolfSSL_set_alpn_protos(ssl, alpn_wire, sizeof alpn_wire - 1);
+#if TLS_HAVE_PQ
+		/* The key shares are always ours: left to itself, wolfSSL
+		 * >= 5.9 offers on resumption the share of the group the
+		 * ticket's session used, whatever KeyExchange now says.
+		 * Hybrid: a share for X25519 too, which a server without
+		 * ML-KEM takes at once instead of asking again; 32 bytes
+		 * beside ML-KEM's 1,216. */
+		if ((kex != TLS_KEX_CLASSIC &&
+		    wolfSSL_UseKeyShare(ssl, TLS_GROUP_PQ) != WOLFSSL_SUCCESS) ||
+		    (kex != TLS_KEX_PQ_REQUIRED &&
+		    wolfSSL_UseKeyShare(ssl, WOLFSSL_ECC_X25519) != WOLFSSL_SUCCESS))
+			fatalx("cannot make the TLS key shares");
+#endif
 	} else {
 		wolfSSL_set_accept_state(ssl);
 	}

@@ -14,6 +14,45 @@
 
 enum tls_role { TLS_ROLE_SERVER, TLS_ROLE_CLIENT };
 
+/* The key exchange groups offered and accepted. HYBRID: X25519MLKEM768
+ * (post-quantum ML-KEM-768 with X25519, TLS group 0x11EC) first, X25519
+ * and P-256 for peers without it; a client sends key shares for both
+ * X25519MLKEM768 and X25519, so that neither kind of server needs a
+ * HelloRetryRequest. CLASSIC: X25519, P-256. PQ_REQUIRED: X25519MLKEM768
+ * alone; a peer without it fails the handshake (handshake_failure). */
+enum tls_kex { TLS_KEX_HYBRID, TLS_KEX_CLASSIC, TLS_KEX_PQ_REQUIRED };
+
+/* Does this wolfSSL build have X25519MLKEM768? */
+bool tls_have_pq(void);
+
+/* The key exchange of the contexts created after this call (one setting
+ * per process, as the pin callback). Without X25519MLKEM768 in this
+ * build, HYBRID becomes CLASSIC with one warning and PQ_REQUIRED fails
+ * (-1 with *cause set). Before any call: HYBRID where available. */
+int tls_set_kex(enum tls_kex, char **cause);
+
+/* The key exchange in force (after the fallback above). */
+enum tls_kex tls_kex(void);
+
+/* The group the handshake of `ssl` agreed on, by its IANA name
+ * ("X25519MLKEM768", "x25519", "secp256r1"), or NULL before that. A
+ * static string. */
+const char *tls_group_name(WOLFSSL *ssl);
+
+/* Is `name` (tls_group_name's) a post-quantum group? */
+bool tls_group_is_pq(const char *name);
+
+/* Is CRYPTO_ERROR `code` (0x100 + TLS alert) what a handshake without a
+ * key exchange group in common ends with (handshake_failure, 40, from a
+ * server; illegal_parameter, 47, from a client asked for a group it did
+ * not offer)? */
+bool tls_kex_alert(uint64_t code);
+
+/* The log line's hint for a handshake that failed with TLS alert `alert`,
+ * on the server's side (`server`) or the client's: "" when the alert
+ * says nothing of the key exchange. */
+const char *tls_kex_hint(int alert, bool server);
+
 /* Decides whether a peer presenting `pubkey` is accepted; `ssl` is the
  * connection (its app data is the owner's ngtcp2_crypto_conn_ref). Runs
  * inside the handshake: returning false aborts it with a TLS alert. */

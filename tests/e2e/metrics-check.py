@@ -79,6 +79,13 @@ for p in status["peers"]:
         check("%s transport %s" % (name, t),
               peer_value("rove_peer_transport", name, transport=t),
               1.0 if p["transport"] == t else 0.0)
+    # The session's TLS group: one sample, value 1, while there is one.
+    kex = [(dict(k[1]), v) for k, v in samples.items()
+           if k[0] == "rove_peer_key_exchange" and dict(k[1])["peer"] == name]
+    want = [] if p.get("key_exchange") is None else [
+        ({"peer": name, "group": p["key_exchange"],
+          "pq": "yes" if "MLKEM" in p["key_exchange"] else "no"}, 1.0)]
+    check("%s key_exchange" % name, kex, want)
     if "tcp_fallbacks" in p:
         check("%s tcp_fallbacks" % name,
               peer_value("rove_peer_tcp_fallbacks_total", name),

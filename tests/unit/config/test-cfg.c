@@ -118,6 +118,7 @@ static const char server_full[] =
     "KeepAlive = 0\n"
     "IdleTimeout = 30\n"
     "Congestion = BBR\n"
+    "keyexchange = PQ-Required\n"
     "\n"
     "[Peer]\n"
     "Name = laptop\n"
@@ -150,6 +151,7 @@ static const char server_full_printed[] =
     "KeepAlive = 0\n"
     "IdleTimeout = 30\n"
     "Congestion = bbr\n"
+    "KeyExchange = pq-required\n"
     "Offload = auto\n"
     "LossRecovery = auto\n"
     "ForwardBuffer = 16777216\n"
@@ -233,7 +235,7 @@ test_server_full(void **state)
 	assert_int_equal(p->allowed_ips.n, 0);
 	assert_int_equal(p->nallow_forward, 0);
 	assert_int_equal(p->nallow_remote_forward, 0);
-	assert_int_equal(p->line, 20);
+	assert_int_equal(p->line, 21);
 
 	p = &cfg.peers[1];
 	assert_string_equal(p->name, "branch.office-1_B");
@@ -275,7 +277,7 @@ test_server_full(void **state)
 	assert_int_equal(p->allow_remote_forward[0].port, 2222);
 	assert_int_equal(p->allow_remote_forward[1].port, 8080);
 	assert_int_equal(p->allow_remote_forward[1].bind, PROTO_RBIND_DEFAULT);
-	assert_int_equal(p->line, 26);
+	assert_int_equal(p->line, 27);
 
 	cfg_clear(&cfg);
 	assert_null(cfg.path);
@@ -305,7 +307,8 @@ static const char client_full[] =
     "Offload = OFF\n"
     "ServerTCP = tcp.example\n"
     "ServerName = Rove.Example\n"
-    "transport = TCP\n";
+    "transport = TCP\n"
+    "KeyExchange = classic\n";
 
 static const char client_full_printed[] =
     "[Client]\n"
@@ -323,6 +326,7 @@ static const char client_full_printed[] =
     "KeepAlive = 25\n"
     "IdleTimeout = 3600\n"
     "Congestion = cubic\n"
+    "KeyExchange = classic\n"
     "Offload = off\n"
     "LossRecovery = auto\n"
     "LocalForward = 8080 = Intranet.example:80\n"
@@ -436,6 +440,7 @@ test_defaults(void **state)
 	assert_int_equal(cfg.keepalive, CFG_DEFAULT_KEEPALIVE);
 	assert_int_equal(cfg.idle_timeout, CFG_DEFAULT_IDLE_TIMEOUT);
 	assert_int_equal(cfg.congestion, CFG_CC_BBR);
+	assert_int_equal(cfg.key_exchange, CFG_KEX_HYBRID);
 	assert_int_equal(cfg.peers[0].naddrs, 0);
 	assert_int_equal(cfg.peers[0].allowed_ips.n, 0);
 	cfg_clear(&cfg);
@@ -461,6 +466,7 @@ test_defaults(void **state)
 	assert_int_equal(cfg.keepalive, 15);
 	assert_int_equal(cfg.idle_timeout, 120);
 	assert_int_equal(cfg.congestion, CFG_CC_BBR);
+	assert_int_equal(cfg.key_exchange, CFG_KEX_HYBRID);
 	assert_int_equal(cfg.nlocal_forward, 0);
 	assert_int_equal(cfg.mtu, 0); /* a server key */
 	cfg_clear(&cfg);
@@ -1245,6 +1251,12 @@ static const struct bad_case bad_cases[] = {
 	    { "t.conf:4: Congestion: 'cubic#x' is not cubic or bbr" } },
 	{ S, SRV "Congestion = reno\n" PEER_A, 0,
 	    { "t.conf:4: Congestion: 'reno' is not cubic or bbr" } },
+	{ S, SRV "KeyExchange = mlkem\n" PEER_A, 0,
+	    { "t.conf:4: KeyExchange: 'mlkem' is not hybrid, classic or "
+	      "pq-required" } },
+	{ S, SRV "KeyExchange = pq\n" PEER_A, 0,
+	    { "t.conf:4: KeyExchange: 'pq' is not hybrid, classic or "
+	      "pq-required" } },
 	{ S, SRV "Offload = on\n" PEER_A, 0,
 	    { "t.conf:4: Offload: 'on' is not auto or off" } },
 	{ S, "[Server]\nPrivateKeyFile = k\nAddress = 10.77.0.1\n" PEER_A, 0,

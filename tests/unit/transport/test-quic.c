@@ -22,6 +22,15 @@
 #include "quic-pair.h"
 #include "transport/state.h"
 
+/* wolfSSL 5.9 calls the verify callback of the leaf certificate a second
+ * time once the first call accepted it (the pin check gives the same
+ * answer twice); 5.7 calls it once. */
+#if LIBWOLFSSL_VERSION_HEX >= 0x05009000
+#define PIN_CALLS 2
+#else
+#define PIN_CALLS 1
+#endif
+
 #define ROUNDS 4000
 
 static uint8_t stranger_priv[KEY_LEN], stranger_pub[KEY_LEN];
@@ -129,9 +138,9 @@ test_handshake(void **state)
 	assert_int_equal(p->c.closed, 0);
 	assert_int_equal(p->s.closed, 0);
 	/* Each side checked the other's key once, and remembers it. */
-	assert_int_equal(p->c.pin_calls, 1);
+	assert_int_equal(p->c.pin_calls, PIN_CALLS);
 	assert_memory_equal(p->c.pin_seen, pair_server_pub, KEY_LEN);
-	assert_int_equal(p->s.pin_calls, 1);
+	assert_int_equal(p->s.pin_calls, PIN_CALLS);
 	assert_memory_equal(p->s.pin_seen, pair_client_pub, KEY_LEN);
 	assert_non_null(quic_conn_peer_key(p->c.qc));
 	assert_memory_equal(quic_conn_peer_key(p->c.qc), pair_server_pub, KEY_LEN);
@@ -180,7 +189,7 @@ test_client_refuses_server(void **state)
 	/* A TLS alert: CRYPTO_ERROR 0x100 + unknown_ca (48), wolfSSL's
 	 * answer to a certificate its verify callback refused. */
 	assert_int_equal(p->c.close_info.code, 0x100 + 48);
-	assert_string_equal(p->c.close_info.reason, "ERR_CRYPTO");
+	assert_string_equal(p->c.close_info.reason, "ERR_CRYPTO (TLS alert 48 sent)");
 
 	/* The server hears the alert and never completes. */
 	assert_non_null(p->s.qc);
@@ -191,7 +200,8 @@ test_client_refuses_server(void **state)
 	assert_true(p->s.close_info.transport);
 	assert_false(p->s.close_info.pin_mismatch);
 	assert_int_equal(p->s.close_info.code, 0x100 + 48);
-	assert_string_equal(p->s.close_info.reason, "");
+	/* CRYPTO_ERROR carries no phrase: the alert is named instead. */
+	assert_string_equal(p->s.close_info.reason, "TLS alert 48");
 	pair_free(p);
 }
 
@@ -216,7 +226,7 @@ test_server_refuses_client(void **state)
 
 	/* TLS 1.3: the client finished its side before the server judged its
 	 * certificate, so it saw handshake_done and then the close. */
-	assert_int_equal(p->c.pin_calls, 1);
+	assert_int_equal(p->c.pin_calls, PIN_CALLS);
 	assert_int_equal(p->c.handshakes, 1);
 	assert_int_equal(p->c.closed, 1);
 	assert_int_equal(quic_conn_state(p->c.qc), QUIC_STATE_CLOSED);
@@ -227,8 +237,8 @@ test_server_refuses_client(void **state)
 	assert_in_range(p->c.close_info.code, 0x100, 0x1ff);
 	assert_int_equal(p->c.close_info.code, 0x100 + 48);
 	assert_int_equal(p->s.close_info.code, 0x100 + 48);
-	assert_string_equal(p->s.close_info.reason, "ERR_CRYPTO");
-	assert_string_equal(p->c.close_info.reason, "");
+	assert_string_equal(p->s.close_info.reason, "ERR_CRYPTO (TLS alert 48 sent)");
+	assert_string_equal(p->c.close_info.reason, "TLS alert 48");
 	pair_free(p);
 }
 
@@ -965,10 +975,11 @@ test_close_during_handshake(void **state)
 	(void)state;
 	pair_connect(p, NULL);
 	/* The Initial reaches the server, which answers; the client closes
-	 * before reading the answer. */
+	 * before reading the answer. With an ML-KEM key share (hybrid) the
+	 * ClientHello fills two Initial packets. */
 	pair_write(p);
 	pair_now += PAIR_DELAY_NS;
-	assert_int_equal(pair_deliver(p), 1);
+	assert_int_equal(pair_deliver(p), tls_have_pq() ? 2 : 1);
 	pair_write(p);
 	assert_non_null(p->s.qc);
 	assert_int_equal(quic_conn_state(p->c.qc), QUIC_STATE_HANDSHAKING);
@@ -1127,8 +1138,8 @@ full_handshake(struct resumption *rs, struct saved *sv)
 	assert_true(pair_run(p, ROUNDS) > 0);
 	assert_int_equal(p->c.handshakes, 1);
 	assert_int_equal(p->s.handshakes, 1);
-	assert_int_equal(p->c.pin_calls, 1);
-	assert_int_equal(p->s.pin_calls, 1);
+	assert_int_equal(p->c.pin_calls, PIN_CALLS);
+	assert_int_equal(p->s.pin_calls, PIN_CALLS);
 	assert_true(p->c.nsessions >= 1);
 	assert_true(p->c.sessionlen[0] > 0);
 	assert_true(p->c.paramslen[0] > 0);
@@ -1234,8 +1245,8 @@ expect_refused_early(struct pair *p, const char *after)
 	assert_false(cs.early_accepted);
 	/* (The server's own early_accepted is test_server_early_status.) */
 	/* A full handshake instead: both keys checked again. */
-	assert_int_equal(p->c.pin_calls, 1);
-	assert_int_equal(p->s.pin_calls, 1);
+	assert_int_equal(p->c.pin_calls, PIN_CALLS);
+	assert_int_equal(p->s.pin_calls, PIN_CALLS);
 	assert_memory_equal(quic_conn_peer_key(p->s.qc), pair_client_pub, KEY_LEN);
 	/* And the connection works. */
 	assert_int_equal(quic_conn_send_datagram(p->c.qc, (const uint8_t *)after,
