@@ -598,7 +598,7 @@ closed_cb(struct quic_conn *qc, const struct quic_close_info *info, void *arg)
 	}
 	if (refused(ci) && kex_alert(ci)) {
 		log_error("cannot connect to %s: %s%s; refusing to connect",
-		    endpoint_str(c, was_tcp, ep, sizeof ep), ci->reason,
+		    endpoint_str(c, was_tcp, was_via, ep, sizeof ep), ci->reason,
 		    tls_kex_hint((int)(ci->code - 0x100), false));
 		c->exit_status = 1;
 		event_base_loopexit(c->base, NULL);
