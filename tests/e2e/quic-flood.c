@@ -407,12 +407,33 @@ build(void *arg)
 	return NULL;
 }
 
+/* A client context like rove's, with the key `priv`: one per builder
+ * thread, since wolfSSL is built single-threaded (scripts/deps.sh) and a
+ * context's RNG serves every TLS object made from it. */
+static WOLFSSL_CTX *
+client_ctx(const uint8_t priv[static KEY_LEN])
+{
+	WOLFSSL_CTX *ctx;
+	char *cause = NULL;
+
+	ctx = tls_ctx_create(TLS_ROLE_CLIENT, priv, pin_never, &cause);
+	if (ctx == NULL) {
+		fprintf(stderr, "quic-flood: %s\n", cause);
+		exit(1);
+	}
+	/* rove's client asks for tickets, which shows in its ClientHello. */
+	tls_ctx_enable_resumption(ctx, TLS_ROLE_CLIENT, false);
+	return ctx;
+}
+
 /* Build `count` Initials on every CPU (a TLS client and its key share per
- * packet cost far more than sending it). Returns how many were built;
- * fewer only when the deadline stopped it (*timed_out). */
+ * packet cost far more than sending it), each thread with a context of
+ * its own. Returns how many were built; fewer only when the deadline
+ * stopped it (*timed_out). */
 static size_t
-build_all(WOLFSSL_CTX *ctx, const ngtcp2_path *path, struct pkt *pkts,
-    uint8_t *slab, size_t off, size_t count, uint64_t deadline, bool *timed_out)
+build_all(const uint8_t priv[static KEY_LEN], const ngtcp2_path *path,
+    struct pkt *pkts, uint8_t *slab, size_t off, size_t count,
+    uint64_t deadline, bool *timed_out)
 {
 	static struct builder builders[MAX_BUILDERS];
 	size_t built = 0;
@@ -425,7 +446,7 @@ build_all(WOLFSSL_CTX *ctx, const ngtcp2_path *path, struct pkt *pkts,
 	for (long i = 0; i < n; i++) {
 		struct builder *b = &builders[i];
 
-		b->ctx = ctx;
+		b->ctx = client_ctx(priv);
 		b->path = path;
 		b->pkts = pkts;
 		b->slab = slab;
@@ -443,6 +464,7 @@ build_all(WOLFSSL_CTX *ctx, const ngtcp2_path *path, struct pkt *pkts,
 		struct builder *b = &builders[i];
 
 		pthread_join(b->thread, NULL);
+		wolfSSL_CTX_free(b->ctx);
 		if (b->failed)
 			exit(1);
 		*timed_out |= b->timed_out;
@@ -524,14 +546,12 @@ main(int argc, char **argv)
 	uint16_t dst_port, sport;
 	struct pkt *pkts;
 	uint8_t *slab;
-	WOLFSSL_CTX *ctx;
 	ngtcp2_path path;
 	const char *in = NULL, *out = NULL;
 	long count = 0, secs = 10, batch = 64;
 	bool spoof = false, timed_out = false;
 	uint64_t start, deadline, send_start, send_end, bytes = 0;
 	size_t built = 0, sent = 0, errors = 0, off;
-	char *cause = NULL;
 	int c, fd = -1, last_errno = 0;
 
 	while ((c = getopt(argc, argv, "n:t:b:S:i:o:")) != -1) {
@@ -609,15 +629,6 @@ main(int argc, char **argv)
 	else {
 		wolfSSL_Init();
 		fill_random(priv, sizeof priv);
-		ctx = tls_ctx_create(TLS_ROLE_CLIENT, priv, pin_never, &cause);
-		explicit_bzero(priv, sizeof priv);
-		if (ctx == NULL) {
-			fprintf(stderr, "quic-flood: %s\n", cause);
-			exit(1);
-		}
-		/* rove's client asks for tickets, which shows in its
-		 * ClientHello. */
-		tls_ctx_enable_resumption(ctx, TLS_ROLE_CLIENT, false);
 		/* The addresses only name the path to ngtcp2; none of them
 		 * goes into the packet. */
 		if (out != NULL) {
@@ -630,9 +641,9 @@ main(int argc, char **argv)
 		path.remote.addr = (ngtcp2_sockaddr *)&dst;
 		path.remote.addrlen = dstlen;
 		path.user_data = NULL;
-		built = build_all(ctx, &path, pkts, slab, off, (size_t)count,
+		built = build_all(priv, &path, pkts, slab, off, (size_t)count,
 		    deadline, &timed_out);
-		wolfSSL_CTX_free(ctx);
+		explicit_bzero(priv, sizeof priv);
 	}
 	for (size_t i = 0; i < built; i++)
 		bytes += pkts[i].len;
