@@ -841,6 +841,7 @@ static void
 test_local_forward_udp(void **state)
 {
 	struct cfg cfg;
+	char *text;
 
 	(void)state;
 	load_ok("/c.conf", CLI "LocalForward = udp/5353 = dns.example:53\n"
@@ -853,6 +854,12 @@ test_local_forward_udp(void **state)
 	assert_false(cfg.local_forward[1].udp);
 	assert_forward(&cfg.local_forward[2], "::1", 5354, "10.0.0.53", 53, 7);
 	assert_true(cfg.local_forward[2].udp);
+	/* The printed form keeps the prefix. */
+	text = print_to_string(&cfg);
+	assert_non_null(strstr(text, "LocalForward = udp/5353 = "
+	    "dns.example:53\nLocalForward = 5353 = dns.example:53\n"
+	    "LocalForward = udp/[::1]:5354 = 10.0.0.53:53\n"));
+	free(text);
 	cfg_clear(&cfg);
 }
 
