@@ -458,6 +458,9 @@ listener_free(struct listener *l)
 {
 	if (l == NULL)
 		return;
+	/* Its flows answer through its socket. */
+	if (l->cf.udp)
+		udp_relay_forget_fd(&l->fw->udp, l->fd);
 	accept_guard_free(&l->guard);
 	event_free(l->ev);
 	close(l->fd);

@@ -256,6 +256,20 @@ udp_relay_from_source(struct udp_relay *r, int fd, const struct sockaddr *src,
 }
 
 void
+udp_relay_forget_fd(struct udp_relay *r, int fd)
+{
+	struct udp_flow *flow, *next;
+
+	for (flow = TAILQ_FIRST(&r->set.list); flow != NULL; flow = next) {
+		struct udp_link *l = flow->arg;
+
+		next = TAILQ_NEXT(flow, link);
+		if (l != NULL && l->fd == fd)
+			udp_flow_close(&r->set, flow, link_release, r);
+	}
+}
+
+void
 udp_relay_datagram(struct udp_relay *r, const uint8_t *data, size_t len)
 {
 	struct udp_flow *flow;

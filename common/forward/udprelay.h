@@ -54,6 +54,9 @@ void udp_relay_from_source(struct udp_relay *, int fd,
     const struct sockaddr *src, const char *host, uint16_t port,
     const uint8_t *data, size_t len);
 
+/* Opener: the listening socket `fd` is going away; its flows end. */
+void udp_relay_forget_fd(struct udp_relay *, int fd);
+
 /* A DATAGRAM frame's payload whose context is a flow's (>=
  * PROTO_CTX_UDP_BASE): to its flow, or dropped and counted. */
 void udp_relay_datagram(struct udp_relay *, const uint8_t *, size_t);
