@@ -5,6 +5,7 @@
 #include "client-int.h"
 #include "dns.h"
 #include "forward.h"
+#include "forward/udprelay.h"
 #include "ops/control.h"
 #include "ops/metrics.h"
 #include "ops/status.h"
@@ -39,6 +40,7 @@ client_status(struct client *c, struct client_status *cs)
 		.latest_handshake = c->latest_handshake,
 		.connection_id = c->qc != NULL ? quic_conn_id(c->qc) : NULL,
 		.fwd_counters = forward_counters(c->fwd),
+		.udp_counters = forward_udp(c->fwd)->set.counters,
 		.roam = c->roam,
 		.fwds = forward_set(c->fwd),
 	};

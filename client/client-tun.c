@@ -9,6 +9,7 @@
 #include "client-int.h"
 #include "dns.h"
 #include "forward.h"
+#include "forward/udprelay.h"
 #include "transport/quic.h"
 #include "tun/tun-netlink.h"
 #include "tun/tun.h"
@@ -16,6 +17,7 @@
 #include "tunnel/tunnel.h"
 #include "wire/ippkt.h"
 #include "wire/proto.h"
+#include "wire/varint.h"
 
 /* A packet from the tunnel for an address not this client's: the
  * server routes a LAN through it (AllowedIPs), and the kernel drops such
@@ -71,7 +73,14 @@ client_tun_datagram_cb(struct quic_conn *qc, const uint8_t *data, size_t len,
     void *arg)
 {
 	struct client *c = arg;
+	uint64_t ctx;
 
+	/* A UDP flow's context, else the tunnel's. */
+	if (varint_get(data, len, &ctx) > 0 && ctx >= PROTO_CTX_UDP_BASE) {
+		if (qc == c->qc)
+			udp_relay_datagram(forward_udp(c->fwd), data, len);
+		return;
+	}
 	/* Only the session's own groups; another (a probe, a racing
 	 * handshake) sends nothing but plain packets. */
 	tunnel_input(qc == c->qc ? c->rec : NULL, data, len, packet_cb, c, NULL,

@@ -19,6 +19,7 @@
 #include "client-int.h"
 #include "dns.h"
 #include "forward.h"
+#include "forward/udprelay.h"
 #include "ops/control.h"
 #include "ops/metrics.h"
 #include "ops/notify.h"
@@ -277,6 +278,43 @@ client_notify(struct client *c, const char *what)
 	notify_ready(status);
 }
 
+/* Stream ends: a UDP flow's, else a forward's. */
+static void
+stream_reset_cb(struct quic_conn *qc, int64_t sid, uint64_t code,
+    void *stream_arg, void *arg)
+{
+	struct client *c = arg;
+
+	if (qc == c->qc && udp_relay_stream_gone(forward_udp(c->fwd), sid,
+	    stream_arg, code))
+		return;
+	fwd_stream_reset(qc, sid, code, stream_arg, arg);
+}
+
+static void
+stream_acked_cb(struct quic_conn *qc, int64_t sid, void *stream_arg,
+    void *arg)
+{
+	struct client *c = arg;
+
+	/* A UDP flow's stream sends its header and no more. */
+	if (udp_relay_owns(forward_udp(c->fwd), stream_arg))
+		return;
+	fwd_stream_acked(qc, sid, stream_arg, arg);
+}
+
+static void
+stream_close_cb(struct quic_conn *qc, int64_t sid, uint64_t code,
+    void *stream_arg, void *arg)
+{
+	struct client *c = arg;
+
+	if (qc == c->qc && udp_relay_stream_gone(forward_udp(c->fwd), sid,
+	    stream_arg, code))
+		return;
+	fwd_stream_close(qc, sid, code, stream_arg, arg);
+}
+
 static int
 stream_data_cb(struct quic_conn *qc, int64_t stream_id, const uint8_t *data,
     size_t len, bool fin, void *stream_arg, void *arg)
@@ -293,6 +331,9 @@ stream_data_cb(struct quic_conn *qc, int64_t stream_id, const uint8_t *data,
 		quic_conn_stream_consume(qc, stream_id, len);
 		return 0;
 	}
+	if (stream_id != 0 && udp_relay_stream_data(forward_udp(c->fwd),
+	    stream_id, stream_arg, data, len, fin))
+		return 0;
 	if (stream_id != 0) {
 		struct fwd_set *set = forward_set(c->fwd);
 
@@ -677,9 +718,9 @@ static const struct quic_conn_cbs client_cbs = {
 	.handshake_done = handshake_done_cb,
 	.datagram = client_tun_datagram_cb,
 	.stream_data = stream_data_cb,
-	.stream_reset = fwd_stream_reset,
-	.stream_acked = fwd_stream_acked,
-	.stream_close = fwd_stream_close,
+	.stream_reset = stream_reset_cb,
+	.stream_acked = stream_acked_cb,
+	.stream_close = stream_close_cb,
 	.closed = closed_cb,
 	.path_validated = client_path_validated,
 	.new_session = new_session_cb,

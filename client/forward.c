@@ -18,6 +18,8 @@
 #include "forward.h"
 #include "forward/dial.h"
 #include "forward/tcp.h"
+#include "forward/udprelay.h"
+#include "wire/proto.h"
 #include "wire/proto-fwd.h"
 #include "wire/socks5.h"
 
@@ -91,6 +93,10 @@ struct forward {
 	size_t nheld;
 	struct fwd_set set;
 	bool attached;
+	struct udp_relay udp;       /* udp/ LocalForwards' flows */
+	struct udp_flow_counters udp_counters;
+	bool udp_ok;          /* the server takes UDP flows */
+	bool udp_warned;      /* said once that it does not */
 	struct fwd_counters counters;
 	bool cancel_ok;       /* the server takes REMOTE_FORWARD_CANCEL */
 	bool bind_ok;         /* and a bind address (PROTO_FEATURE_REMOTE_BIND) */
@@ -349,10 +355,58 @@ listener_str(const struct cfg_forward *cf, enum fwd_kind kind, char *buf,
 {
 	char bind[PROTO_FWD_MAX_HOST + 16];
 
-	snprintf(buf, len, "%s %s", kind == FWD_LOCAL ? "LocalForward" :
-	    "DynamicForward", addr_hostport_str(bind, sizeof bind,
+	snprintf(buf, len, "%s %s%s", kind == FWD_LOCAL ? "LocalForward" :
+	    "DynamicForward", cf->udp ? "udp/" : "",
+	    addr_hostport_str(bind, sizeof bind,
 	    cf->bind_host != NULL ? cf->bind_host : "127.0.0.1", cf->bind_port));
 	return buf;
+}
+
+/* A udp/ LocalForward's datagrams: each source is a flow to the target. */
+static void
+udp_read_cb(evutil_socket_t fd, short what, void *arg)
+{
+	static uint8_t buf[65535];
+	struct listener *l = arg;
+	struct forward *fw = l->fw;
+
+	(void)what;
+	/* A burst, so that one busy source does not hold up the loop. */
+	for (int i = 0; i < 16; i++) {
+		struct sockaddr_storage ss;
+		socklen_t sslen = sizeof ss;
+		ssize_t n = recvfrom(fd, buf, sizeof buf, MSG_DONTWAIT,
+		    (struct sockaddr *)&ss, &sslen);
+
+		if (n < 0)
+			return;
+		if (fw->features_known && !fw->udp_ok) {
+			udp_flow_drop(&fw->udp.set, NULL, UDP_DROP_REFUSED);
+			continue;
+		}
+		udp_relay_from_source(&fw->udp, fd, (struct sockaddr *)&ss,
+		    l->cf.target_host, l->cf.target_port, buf, (size_t)n);
+	}
+}
+
+static int
+udp_bind(const struct sockaddr *sa, socklen_t len, char **cause)
+{
+	char abuf[ADDR_STRLEN];
+	int fd;
+
+	fd = socket(sa->sa_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd == -1) {
+		xasprintf(cause, "socket: %s", strerror(errno));
+		return -1;
+	}
+	if (bind(fd, sa, len) != 0) {
+		xasprintf(cause, "bind %s (udp): %s", addr_sockaddr_str(sa, abuf),
+		    strerror(errno));
+		close(fd);
+		return -1;
+	}
+	return fd;
 }
 
 static struct listener *
@@ -371,13 +425,25 @@ listener_open(struct forward *fw, const struct cfg_forward *cf,
 		return NULL;
 	}
 	addr_to_sockaddr(&a, cf->bind_port, &ss, &sslen);
-	if ((fd = tcp_listen((struct sockaddr *)&ss, sslen, cause)) == -1)
+	if (cf->udp) {
+		if ((fd = udp_bind((struct sockaddr *)&ss, sslen, cause)) == -1)
+			return NULL;
+	} else if ((fd = tcp_listen((struct sockaddr *)&ss, sslen, cause)) == -1) {
 		return NULL;
+	}
 	l = xcalloc(1, sizeof *l);
 	l->fw = fw;
 	cfg_forward_copy(&l->cf, cf);
 	l->kind = kind;
 	l->fd = fd;
+	if (cf->udp) {
+		l->ev = event_new(fw->base, fd, EV_READ | EV_PERSIST,
+		    udp_read_cb, l);
+		if (l->ev == NULL)
+			fatalx("out of memory");
+		event_add(l->ev, NULL);
+		return l;
+	}
 	l->ev = event_new(fw->base, l->fd, EV_READ | EV_PERSIST, accept_cb, l);
 	if (l->ev == NULL || accept_guard_init(&l->guard, fw->base, l->ev,
 	    kind == FWD_LOCAL ? "LocalForward" : "DynamicForward") != 0)
@@ -392,6 +458,9 @@ listener_free(struct listener *l)
 {
 	if (l == NULL)
 		return;
+	/* Its flows answer through its socket. */
+	if (l->cf.udp)
+		udp_relay_forget_fd(&l->fw->udp, l->fd);
 	accept_guard_free(&l->guard);
 	event_free(l->ev);
 	close(l->fd);
@@ -476,6 +545,8 @@ forward_create(struct event_base *base, const struct cfg *cfg, char **cause)
 	fw->set.park_ms = (uint64_t)cfg->idle_timeout * 1000;
 	TAILQ_INIT(&fw->socks);
 	TAILQ_INIT(&fw->held);
+	udp_relay_init(&fw->udp, base, PROTO_UDP_BY_CLIENT, &fw->udp_counters,
+	    NULL, NULL, fw, "the server");
 	fw->remotes = xcalloc(cfg->nremote_forward + 1, sizeof *fw->remotes);
 	for (size_t i = 0; i < cfg->nremote_forward; i++)
 		cfg_forward_copy(&fw->remotes[fw->nremotes++].cf,
@@ -510,6 +581,7 @@ forward_free(struct forward *fw)
 		socks_free(sk, true);
 	while (!TAILQ_EMPTY(&fw->held))
 		held_free(TAILQ_FIRST(&fw->held), true);
+	udp_relay_clear(&fw->udp);
 	for (size_t i = 0; i < fw->nlisteners; i++)
 		listener_free(fw->listeners[i]);
 	if (fw->dns != NULL)
@@ -540,6 +612,8 @@ forward_attach(struct forward *fw, struct quic_conn *qc)
 	fw->set.park_ms = (uint64_t)fw->cfg->idle_timeout * 1000;
 	fwd_set_attach(&fw->set, qc);
 	fw->attached = true;
+	/* Flows are set up again as their sources send. */
+	udp_relay_attach(&fw->udp, qc);
 	/* Oldest first, so they reach the server in the order accepted. */
 	while ((h = TAILQ_FIRST(&fw->held)) != NULL) {
 		enum fwd_kind kind = h->kind;
@@ -620,7 +694,19 @@ forward_server_features(struct forward *fw, uint64_t features)
 	fw->cancel_ok = (features & PROTO_FEATURE_CANCEL_REMOTE) != 0;
 	fw->set.resumable = (features & PROTO_FEATURE_FWD_RESUME) != 0;
 	fw->bind_ok = (features & PROTO_FEATURE_REMOTE_BIND) != 0;
+	fw->udp_ok = (features & PROTO_FEATURE_UDP_FORWARD) != 0;
 	fw->features_known = true;
+	for (size_t i = 0; i < fw->nlisteners && !fw->udp_ok && !fw->udp_warned;
+	    i++) {
+		char what[PROTO_FWD_MAX_HOST + 32];
+
+		if (!fw->listeners[i]->cf.udp)
+			continue;
+		log_error("%s: the server does not take UDP forwards (an older "
+		    "roved): its datagrams are dropped", listener_str(
+		    &fw->listeners[i]->cf, FWD_LOCAL, what, sizeof what));
+		fw->udp_warned = true;
+	}
 }
 
 void
@@ -648,7 +734,14 @@ forward_detach(struct forward *fw, bool keep)
 		fwd_set_park(&fw->set, &fw->set);
 	else
 		fwd_set_clear(&fw->set);
+	udp_relay_attach(&fw->udp, NULL);
 	fw->attached = false;
+}
+
+struct udp_relay *
+forward_udp(struct forward *fw)
+{
+	return &fw->udp;
 }
 
 struct fwd_set *
@@ -709,14 +802,16 @@ forward_listeners(const struct forward *fw, bool connected,
 		const struct listener *l = fw->listeners[i];
 		struct status_listener *sl = &out[n++];
 
-		sl->kind = l->kind == FWD_DYNAMIC ? "dynamic" : "local";
+		sl->kind = l->kind == FWD_DYNAMIC ? "dynamic" :
+		    l->cf.udp ? "local udp" : "local";
 		addr_hostport_str(sl->bind, sizeof sl->bind, l->cf.bind_host != NULL ?
 		    l->cf.bind_host : "127.0.0.1", l->cf.bind_port);
 		sl->target[0] = '\0';
 		if (l->kind != FWD_DYNAMIC)
 			addr_hostport_str(sl->target, sizeof sl->target,
 			    l->cf.target_host, l->cf.target_port);
-		sl->state = "listening";
+		sl->state = l->cf.udp && fw->features_known && !fw->udp_ok ?
+		    "not supported by the server" : "listening";
 	}
 	for (size_t i = 0; i < fw->nremotes && n < max; i++) {
 		const struct remote *r = &fw->remotes[i];

@@ -45,6 +45,8 @@ void forward_detach(struct forward *, bool keep);
 /* The forward streams of the attached connection, or NULL (connections
  * accepted meanwhile wait, see ForwardWait). */
 struct fwd_set *forward_set(struct forward *);
+/* The flows of its udp/ LocalForwards. */
+struct udp_relay *forward_udp(struct forward *);
 /* A control message about remote forwards; -1 if malformed. */
 int forward_control(struct forward *, uint64_t type, const uint8_t *, size_t);
 

@@ -18,6 +18,7 @@
 #include "egress.h"
 #include "forward/dial.h"
 #include "forward/tcp.h"
+#include "forward/udprelay.h"
 
 struct egress {
 	struct event_base *base;
@@ -28,6 +29,8 @@ struct egress {
  * needs. Freed when the dial ends or the forward goes away first. */
 struct egress_req {
 	struct fwd *fwd;
+	struct udp_link *link;      /* a UDP flow's instead (fwd NULL) */
+	bool udp;
 	struct egress_hold *hold;   /* held on it, not dialed yet */
 	TAILQ_ENTRY(egress_req) held;
 	const struct cfg_peer *peer;
@@ -90,7 +93,7 @@ check_target(const struct sockaddr *sa, void *arg)
 	if (addr_from_sockaddr(sa, &a, &port) != 0)
 		return PROTO_FWD_ERR_UNREACHABLE;
 	if (req->name_allowed ||
-	    cfg_forward_addr_allowed(req->peer, false, &a, req->port))
+	    cfg_forward_addr_allowed(req->peer, req->udp, &a, req->port))
 		return 0;
 	if (req->denied[0] == '\0')
 		addr_ip_str(&a, req->denied);
@@ -109,13 +112,47 @@ dialed_cb(int fd, uint64_t err, void *arg)
 		/* A name (or another spelling) shows the address refused. */
 		bool other = strcmp(req->host, req->denied) != 0;
 
-		log_warn("peer %s: forward to %s%s%s%s denied by AllowForward",
-		    req->peer->name, addr_hostport_str(target, sizeof target,
+		log_warn("peer %s: %sforward to %s%s%s%s denied by "
+		    "AllowForward", req->peer->name, req->udp ? "UDP " : "",
+		    addr_hostport_str(target, sizeof target,
 		    req->host, req->port), other ? " (" : "",
 		    other ? req->denied : "", other ? ")" : "");
 	}
+	if (req->link != NULL) {
+		struct udp_link *l = req->link;
+
+		free(req);
+		udp_link_dialed(l, fd, err);
+		return;
+	}
 	free(req);
 	fwd_dialed(fd, err, f);
+}
+
+void *
+egress_udp_request(struct egress *eg, const struct cfg_peer *peer,
+    struct udp_link *l, const char *host, uint16_t port)
+{
+	struct egress_req *req = xcalloc(1, sizeof *req);
+
+	req->link = l;
+	req->udp = true;
+	req->peer = peer;
+	req->port = port;
+	req->name_allowed = cfg_forward_name_allowed(peer, true, host, port);
+	snprintf(req->host, sizeof req->host, "%s", host);
+	req->dial = dial_start_udp(eg->base, eg->dns, host, port,
+	    check_target, dialed_cb, req);
+	return req;
+}
+
+void
+egress_udp_cancel(void *work)
+{
+	struct egress_req *req = work;
+
+	dial_cancel(req->dial);
+	free(req);
 }
 
 void

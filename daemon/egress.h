@@ -40,6 +40,13 @@ void egress_hold_init(struct egress_hold *);
 void egress_hold_release(struct egress *, struct egress_hold *);
 /* fwd_ops.release: the forward died while we were working for it. */
 void egress_release(struct fwd *, void *fwd_arg);
+/* A UDP flow to `host`:`port` for `peer`: its AllowForward udp/ rules
+ * checked, a UDP socket connected (udp_link_dialed gets the outcome).
+ * Returns the work, for egress_udp_cancel if the flow ends first. */
+struct udp_link;
+void *egress_udp_request(struct egress *, const struct cfg_peer *peer,
+    struct udp_link *, const char *host, uint16_t port);
+void egress_udp_cancel(void *work);
 
 /* Listen where `want` asks (its port and bind address) for `peer` if
  * AllowRemoteForward permits: no bind address is the loopback addresses

@@ -27,6 +27,7 @@
 #include "config/keyidx.h"
 #include "egress.h"
 #include "forward/fwd.h"
+#include "forward/udprelay.h"
 #include "ops/control.h"
 #include "ops/metrics.h"
 #include "route.h"
@@ -61,6 +62,7 @@ struct peer {
 	struct session *sess;               /* the live connection, or NULL */
 	struct tunnel_counters counters;
 	struct fwd_counters fwd_counters;
+	struct udp_flow_counters udp_counters;
 	/* Its forwards that outlived their connection, waiting for the next
 	 * (fwd_set_park); set up when first needed. */
 	struct fwd_set parked;
@@ -116,6 +118,7 @@ struct session {
 	struct fwd_set fwds;        /* valid once fwd_peer is set */
 	struct peer *fwd_peer;      /* whose forwards: set at the handshake's
 	                             * end, or at a 0-RTT forward stream */
+	struct udp_relay udp;       /* its UDP flows; valid with fwd_peer */
 	struct egress_hold hold;    /* 0-RTT forwards on another member's
 	                             * ticket: dialed at the handshake's end */
 	struct egress_listener *rlisteners[CFG_MAX_REMOTE_FORWARDS]; /* -R */

@@ -147,6 +147,7 @@ status_peer_fill(const struct server *srv, struct status_peer *sp,
 	sp->latest_handshake = p->latest_handshake;
 	sp->connection_id = qc != NULL ? quic_conn_id(qc) : NULL;
 	sp->fwd_counters = &p->fwd_counters;
+	sp->udp_counters = &p->udp_counters;
 	sp->fwds = p->sess != NULL ? &p->sess->fwds : NULL;
 	sp->roam.rebinds = p->rebinds;
 	sp->roam.zero_rtt_accepted = p->zero_rtt;

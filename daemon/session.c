@@ -16,6 +16,7 @@
 #include "transport/state.h"
 #include "tunnel/recovery.h"
 #include "wire/proto-fwd.h"
+#include "wire/varint.h"
 
 #define UNKNOWN_LOG_INTERVAL_MS 60000
 
@@ -175,6 +176,8 @@ session_free(struct session *sess)
 	/* Forwards and -R listeners go away with the session. */
 	for (size_t i = 0; i < sess->nrlisteners; i++)
 		egress_listener_free(sess->rlisteners[i]);
+	if (sess->fwd_peer != NULL)
+		udp_relay_clear(&sess->udp);
 	if (sess->fwds.qc != NULL) {
 		if (sess->park_forwards && sess->peer != NULL &&
 		    sess->peer->sess == sess && !srv->shutting_down)
@@ -283,6 +286,16 @@ peer_park(struct server *srv, struct peer *peer)
 	return &peer->parked;
 }
 
+/* A UDP flow's target, checked against the peer's udp/ rules. */
+static void *
+udp_request(struct udp_link *l, const char *host, uint16_t port, void *arg)
+{
+	struct session *sess = arg;
+
+	return egress_udp_request(sess->srv->egress, sess->fwd_peer->cfg, l,
+	    host, port);
+}
+
 /* Start serving the forwards of `peer` on this session. */
 static void
 session_fwds_init(struct session *sess, struct peer *peer)
@@ -294,6 +307,10 @@ session_fwds_init(struct session *sess, struct peer *peer)
 	    sess->srv->cfg->forward_buffer, sess->srv->cfg->max_forwards,
 	    &session_fwd_ops, sess, &peer->fwd_counters, peer->cfg->name);
 	sess->fwds.park = peer_park(sess->srv, peer);
+	udp_relay_init(&sess->udp, sess->srv->base, PROTO_UDP_BY_SERVER,
+	    &peer->udp_counters, udp_request, egress_udp_cancel, sess,
+	    peer->cfg->name);
+	udp_relay_attach(&sess->udp, sess->qc);
 	/* Unless the client says goodbye, its forwards outlive this. */
 	sess->park_forwards = true;
 }
@@ -381,6 +398,9 @@ stream_data_cb(struct quic_conn *qc, int64_t stream_id, const uint8_t *data,
 	(void)fin;
 	if (sess->peer == NULL && stream_id != 0 && early_forwards_ok(sess)) {
 		session_fwds_init(sess, sess->pending_peer);
+		if (udp_relay_stream_data(&sess->udp, stream_id, stream_arg,
+		    data, len, fin))
+			return 0;
 		return fwd_on_data(&sess->fwds, stream_id, stream_arg, data, len, fin);
 	}
 	if (sess->peer == NULL) {
@@ -390,6 +410,10 @@ stream_data_cb(struct quic_conn *qc, int64_t stream_id, const uint8_t *data,
 		quic_conn_stream_reset(qc, stream_id, PROTO_FWD_ERR_DENIED);
 		return 0;
 	}
+	if (stream_id != 0 && sess->fwd_peer != NULL &&
+	    udp_relay_stream_data(&sess->udp, stream_id, stream_arg, data, len,
+	    fin))
+		return 0;
 	if (stream_id != 0)
 		return fwd_on_data(&sess->fwds, stream_id, stream_arg, data, len, fin);
 	return session_ctl_data(sess, qc, data, len);
@@ -430,14 +454,60 @@ datagram_cb(struct quic_conn *qc, const uint8_t *data, size_t len, void *arg)
 	struct session *sess = arg;
 	struct server *srv = sess->srv;
 	struct peer *peer = dgram_peer(sess);
+	uint64_t ctx;
 
 	(void)qc;
 	if (peer == NULL) {
 		tunnel_drop(TUNNEL_DROP_UNKNOWN_PEER, NULL, &srv->counters);
 		return;
 	}
+	/* A UDP flow's context, else the tunnel's. */
+	if (varint_get(data, len, &ctx) > 0 && ctx >= PROTO_CTX_UDP_BASE) {
+		if (sess->fwd_peer != NULL)
+			udp_relay_datagram(&sess->udp, data, len);
+		else
+			peer->udp_counters.drops[UDP_DROP_NO_FLOW]++;
+		return;
+	}
 	tunnel_input(sess->rec, data, len, packet_cb, sess, &peer->counters,
 	    &srv->counters);
+}
+
+/* Stream ends: a UDP flow's, else a forward's. */
+static void
+stream_reset_cb(struct quic_conn *qc, int64_t sid, uint64_t code,
+    void *stream_arg, void *arg)
+{
+	struct session *sess = arg;
+
+	if (sess->fwd_peer != NULL &&
+	    udp_relay_stream_gone(&sess->udp, sid, stream_arg, code))
+		return;
+	fwd_stream_reset(qc, sid, code, stream_arg, arg);
+}
+
+static void
+stream_acked_cb(struct quic_conn *qc, int64_t sid, void *stream_arg,
+    void *arg)
+{
+	struct session *sess = arg;
+
+	/* A UDP flow's stream sends its answer and no more. */
+	if (sess->fwd_peer != NULL && udp_relay_owns(&sess->udp, stream_arg))
+		return;
+	fwd_stream_acked(qc, sid, stream_arg, arg);
+}
+
+static void
+stream_close_cb(struct quic_conn *qc, int64_t sid, uint64_t code,
+    void *stream_arg, void *arg)
+{
+	struct session *sess = arg;
+
+	if (sess->fwd_peer != NULL &&
+	    udp_relay_stream_gone(&sess->udp, sid, stream_arg, code))
+		return;
+	fwd_stream_close(qc, sid, code, stream_arg, arg);
 }
 
 static void
@@ -522,9 +592,9 @@ static const struct quic_conn_cbs session_cbs = {
 	.handshake_done = handshake_done_cb,
 	.datagram = datagram_cb,
 	.stream_data = stream_data_cb,
-	.stream_reset = fwd_stream_reset,
-	.stream_acked = fwd_stream_acked,
-	.stream_close = fwd_stream_close,
+	.stream_reset = stream_reset_cb,
+	.stream_acked = stream_acked_cb,
+	.stream_close = stream_close_cb,
 	.cid_add = cid_add_cb,
 	.cid_remove = cid_remove_cb,
 	.closed = closed_cb,

@@ -81,7 +81,10 @@ PACKAGES=(build-essential pkg-config autoconf automake libtool cmake dpkg-dev pa
 	iproute2 nftables conntrack iperf3 iputils-ping procps psmisc curl tcpdump
 	python3 openssl clang libclang-rt-dev debhelper lintian fakeroot
 	python3-prometheus-client tshark openssh-client openssh-server
-	dbus-daemon squid dante-server haproxy nginx)
+	dbus-daemon squid dante-server haproxy nginx
+	# a DNS server and client that rove did not write, for the UDP
+	# forward test (test-fwd-udp)
+	dnsmasq-base bind9-dnsutils)
 
 log() { printf 'deps: %s\n' "$*" >&2; }
 die() { log "$*"; exit 1; }

@@ -226,7 +226,7 @@ print_key(const struct cfg_key *k, const void *obj, FILE *f)
 		size_t n = *(const size_t *)cfield(obj, k->off_n);
 
 		for (size_t i = 0; i < n; i++) {
-			fprintf(f, "%s = ", k->name);
+			fprintf(f, "%s = %s", k->name, v[i].udp ? "udp/" : "");
 			if (v[i].bind_host != NULL)
 				print_hostport(f, v[i].bind_host,
 				    v[i].bind_port);

@@ -755,13 +755,14 @@ parse_forward(struct cfg_parse *cp, const struct cfg_key *k,
 
 	memset(&f, 0, sizeof f);
 	if (k->type == CFG_T_FORWARD &&
-	    (v = skip_proto(v, &udp), udp)) {
+	    (v = skip_proto(v, &udp), udp) && remote) {
 		/* Refused rather than taken for TCP: the wire format is
-		 * there (docs/PROTOCOL.md), the relays are not yet. */
-		parse_error(cp, "%s: UDP forwards (udp/) are not supported "
-		    "by this version", k->name);
+		 * there (docs/PROTOCOL.md), the relay is not yet. */
+		parse_error(cp, "%s: UDP remote forwards (udp/) are not "
+		    "supported yet", k->name);
 		return -1;
 	}
+	f.udp = udp;
 	snprintf(buf, sizeof buf, "%s", v);
 	if (k->type == CFG_T_FORWARD) {
 		if ((eq = strchr(buf, '=')) == NULL)

@@ -278,15 +278,16 @@ same_host_port(const char *ha, uint16_t pa, const char *hb, uint16_t pb)
 bool
 cfg_forward_same_bind(const struct cfg_forward *a, const struct cfg_forward *b)
 {
-	return same_host_port(a->bind_host, a->bind_port, b->bind_host,
-	    b->bind_port);
+	/* A TCP and a UDP socket may share an address and port. */
+	return a->udp == b->udp && same_host_port(a->bind_host, a->bind_port,
+	    b->bind_host, b->bind_port);
 }
 
 bool
 cfg_forward_same_target(const struct cfg_forward *a, const struct cfg_forward *b)
 {
-	return same_host_port(a->target_host, a->target_port, b->target_host,
-	    b->target_port);
+	return a->udp == b->udp && same_host_port(a->target_host,
+	    a->target_port, b->target_host, b->target_port);
 }
 
 bool

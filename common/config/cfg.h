@@ -95,6 +95,7 @@ struct cfg_forward {
 	uint16_t bind_port;
 	char *target_host;
 	uint16_t target_port;
+	bool udp;      /* udp/: a UDP LocalForward */
 	unsigned line; /* in the config file, for messages */
 };
 

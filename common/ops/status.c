@@ -427,6 +427,27 @@ json_peer(struct json *j, const struct status_peer *p)
 	json_drops(j, p->counters);
 	if (p->fwd_counters != NULL)
 		fwd_status_json(p->fwds, p->fwd_counters, j);
+	if (p->udp_counters != NULL) {
+		const struct udp_flow_counters *u = p->udp_counters;
+
+		json_key(j, "udp_counters");
+		json_begin_object(j);
+		json_key(j, "opened");
+		json_uint(j, u->opened);
+		json_key(j, "refused");
+		json_uint(j, u->refused);
+		json_key(j, "expired");
+		json_uint(j, u->expired);
+		for (int i = 0; i < UDP_DROP_COUNT; i++) {
+			char name[32];
+
+			snprintf(name, sizeof name, "dropped_%s",
+			    udp_drop_name((enum udp_drop)i));
+			json_key(j, name);
+			json_uint(j, u->drops[i]);
+		}
+		json_end_object(j);
+	}
 	json_key(j, "listeners");
 	json_begin_array(j);
 	for (size_t i = 0; i < p->nlisteners; i++) {

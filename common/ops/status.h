@@ -9,6 +9,7 @@
 #include "base/addr.h"
 #include "base/json.h"
 #include "forward/fwd.h"
+#include "forward/udpflow.h"
 #include "transport/quic.h"
 #include "tunnel/recovery.h"
 #include "tunnel/tunnel.h"
@@ -84,6 +85,7 @@ struct status_peer {
 	const struct status_listener *listeners;
 	size_t nlisteners;
 	const struct fwd_counters *fwd_counters; /* NULL: no forwarding */
+	const struct udp_flow_counters *udp_counters; /* NULL: none */
 	/* A server with workers: the worker holding its session, if any. */
 	bool has_worker;
 	unsigned worker;

@@ -61,15 +61,14 @@ enum proto_msg_type {
 /* takes LOSS_REPORT */
 #define PROTO_FEATURE_LOSS_REPORT (UINT64_C(1) << 5)
 /* UDP forwards (proto-udp.h): flow headers on forward streams, their
- * datagrams under contexts from PROTO_CTX_UDP_BASE up. Not yet in
- * PROTO_FEATURES: neither side relays UDP flows yet, so neither may
- * announce it. */
+ * datagrams under contexts from PROTO_CTX_UDP_BASE up (roved relays the
+ * client's -L udp/ flows) */
 #define PROTO_FEATURE_UDP_FORWARD (UINT64_C(1) << 6)
 /* all this version has */
 #define PROTO_FEATURES (PROTO_FEATURE_CANCEL_REMOTE | \
 	PROTO_FEATURE_LOSS_RECOVERY | PROTO_FEATURE_PATH_NOTICE | \
 	PROTO_FEATURE_FWD_RESUME | PROTO_FEATURE_REMOTE_BIND | \
-	PROTO_FEATURE_LOSS_REPORT)
+	PROTO_FEATURE_LOSS_REPORT | PROTO_FEATURE_UDP_FORWARD)
 
 /* Application close codes. A client that ends its connection because the
  * session moves to another (a transport switch) says so: the server keeps

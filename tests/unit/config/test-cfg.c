@@ -841,6 +841,34 @@ test_allow_remote_forward(void **state)
 	cfg_clear(&cfg);
 }
 
+/* udp/ LocalForwards: parsed as UDP; a TCP and a UDP forward may share
+ * a port, two UDP ones may not. */
+static void
+test_local_forward_udp(void **state)
+{
+	struct cfg cfg;
+	char *text;
+
+	(void)state;
+	load_ok("/c.conf", CLI "LocalForward = udp/5353 = dns.example:53\n"
+	    "LocalForward = tcp/5353 = dns.example:53\n"
+	    "LocalForward = udp/[::1]:5354 = 10.0.0.53:53\n", CFG_ROLE_CLIENT,
+	    &cfg);
+	assert_int_equal(cfg.nlocal_forward, 3);
+	assert_forward(&cfg.local_forward[0], NULL, 5353, "dns.example", 53, 5);
+	assert_true(cfg.local_forward[0].udp);
+	assert_false(cfg.local_forward[1].udp);
+	assert_forward(&cfg.local_forward[2], "::1", 5354, "10.0.0.53", 53, 7);
+	assert_true(cfg.local_forward[2].udp);
+	/* The printed form keeps the prefix. */
+	text = print_to_string(&cfg);
+	assert_non_null(strstr(text, "LocalForward = udp/5353 = "
+	    "dns.example:53\nLocalForward = 5353 = dns.example:53\n"
+	    "LocalForward = udp/[::1]:5354 = 10.0.0.53:53\n"));
+	free(text);
+	cfg_clear(&cfg);
+}
+
 /* AllowForward's protocols: a rule admits its own protocol only, TCP
  * without a prefix or with tcp/, UDP with udp/; by address and by name. */
 static void
@@ -1299,14 +1327,15 @@ static const struct bad_case bad_cases[] = {
 	      "key" } },
 	{ C, CLI "Tun = none\nRoutes = 10.0.0.0/8\n", 0,
 	    { "t.conf:6: Routes: has no effect with Tun = none" } },
-	/* The wire format of UDP forwards is there, their relays are not:
+	/* UDP remote forwards have their wire format, not their relay yet:
 	 * refused by name rather than taken for TCP. */
-	{ C, CLI "LocalForward = udp/5353 = dns.example:53\n", 0,
-	    { "t.conf:5: LocalForward: UDP forwards (udp/) are not supported "
-	      "by this version" } },
 	{ C, CLI "RemoteForward = udp/5353 = 127.0.0.1:53\n", 0,
-	    { "t.conf:5: RemoteForward: UDP forwards (udp/) are not supported "
-	      "by this version" } },
+	    { "t.conf:5: RemoteForward: UDP remote forwards (udp/) are not "
+	      "supported yet" } },
+	{ C, CLI "LocalForward = udp/5353 = a.example:53\n"
+	    "LocalForward = udp/5353 = b.example:53\n", 0,
+	    { "t.conf:6: LocalForward: port 5353 is already used by "
+	      "LocalForward on line 5" } },
 	{ C, CLI "LocalForward = sctp/8080 = intranet:80\n", 0,
 	    { "t.conf:5: LocalForward: 'sctp/8080 = intranet:80' is not "
 	      "[bind:]port = host:port" } },
@@ -1644,7 +1673,7 @@ test_options(void **state)
 			{ 'D', "99999" },
 			{ 'R', "gw.example:2222:h:22" },
 			{ 'L', "8080:other.example:80" },
-			{ 'L', "udp/5353:dns.example:53" },
+			{ 'R', "udp/5353:127.0.0.1:53" },
 		};
 		const char *const msgs[] = {
 			NULL, /* the file's error, named by its path */
@@ -1659,8 +1688,8 @@ test_options(void **state)
 			    "localhost or *)",
 			"-L 8080:other.example:80: LocalForward: port 8080 is "
 			    "already used by LocalForward on line 6",
-			"-L udp/5353:dns.example:53: LocalForward: UDP forwards "
-			    "(udp/) are not supported by this version",
+			"-R udp/5353:127.0.0.1:53: RemoteForward: UDP remote "
+			    "forwards (udp/) are not supported yet",
 		};
 		const char bad_text[] = CLI "KeepAlive = 5000\nLocalForward = 8080 = db:1\n";
 
@@ -1999,6 +2028,7 @@ main(void)
 		cmocka_unit_test(test_dns),
 		cmocka_unit_test(test_remote_bind),
 		cmocka_unit_test(test_allow_remote_forward),
+		cmocka_unit_test(test_local_forward_udp),
 		cmocka_unit_test(test_allow_forward_proto),
 		cmocka_unit_test(test_bad_cases),
 		cmocka_unit_test(test_long_line),

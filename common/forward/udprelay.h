@@ -1,0 +1,79 @@
+/* The UDP flows of one QUIC connection at work (docs/PROTOCOL.md section
+ * 5, UDP flows): the opener (rove, -L udp/) sets a flow up on a stream for
+ * each new source of its listening socket and passes that source's
+ * datagrams on under the flow's context; the acceptor (roved) checks the
+ * target with its owner, connects a UDP socket to it, answers, and passes
+ * the target's datagrams back. udpflow.h keeps the books. */
+#ifndef ROVE_UDPRELAY_H
+#define ROVE_UDPRELAY_H
+
+#include <event2/event.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/addr.h"
+#include "forward/udpflow.h"
+#include "transport/quic.h"
+#include "wire/proto-udp.h"
+
+struct udp_link;
+struct udp_relay;
+
+/* Acceptor: the owner checks the target `host`:`port` and connects a UDP
+ * socket to it (dial_start_udp), then calls udp_link_dialed with the
+ * outcome (now or later); it returns its handle for the work (may be
+ * NULL), which udp_relay hands to `cancel` if the flow ends first. */
+typedef void *(*udp_request_cb)(struct udp_link *, const char *host,
+    uint16_t port, void *arg);
+typedef void (*udp_cancel_cb)(void *work);
+
+struct udp_relay {
+	struct event_base *base;
+	struct quic_conn *qc;       /* NULL: no connection now */
+	struct udp_flow_set set;
+	struct event *expire_ev;
+	udp_request_cb request;     /* acceptor only */
+	udp_cancel_cb cancel;
+	void *arg;
+	const char *log_name;       /* the peer, for messages */
+};
+
+/* `self`: which side this is (PROTO_UDP_BY_CLIENT: the opener). */
+void udp_relay_init(struct udp_relay *, struct event_base *,
+    enum proto_udp_opener self, struct udp_flow_counters *,
+    udp_request_cb, udp_cancel_cb, void *arg, const char *log_name);
+/* The connection is here / gone: every flow ends (a later connection sets
+ * them up again as their sources send). */
+void udp_relay_attach(struct udp_relay *, struct quic_conn *);
+void udp_relay_clear(struct udp_relay *);
+
+/* Opener: datagram `data` from `src` reached the listening socket `fd`
+ * of a forward to `host`:`port`. */
+void udp_relay_from_source(struct udp_relay *, int fd,
+    const struct sockaddr *src, const char *host, uint16_t port,
+    const uint8_t *data, size_t len);
+
+/* Opener: the listening socket `fd` is going away; its flows end. */
+void udp_relay_forget_fd(struct udp_relay *, int fd);
+
+/* A DATAGRAM frame's payload whose context is a flow's (>=
+ * PROTO_CTX_UDP_BASE): to its flow, or dropped and counted. */
+void udp_relay_datagram(struct udp_relay *, const uint8_t *, size_t);
+
+/* Stream events: whether the stream (`stream_arg` its argument) is a UDP
+ * flow's, or, for a new stream from the peer (NULL argument), begins
+ * with a UDP header; if so the event was handled. */
+bool udp_relay_stream_data(struct udp_relay *, int64_t sid, void *stream_arg,
+    const uint8_t *, size_t, bool fin);
+/* Whether `stream_arg` is one of its flows' streams. */
+bool udp_relay_owns(struct udp_relay *, void *stream_arg);
+/* The stream was reset (with `code`) or closed. */
+bool udp_relay_stream_gone(struct udp_relay *, int64_t sid, void *stream_arg,
+    uint64_t code);
+
+/* Acceptor: the owner's check and dial ended: `fd` a connected UDP
+ * socket (now the relay's), or -1 with `err` a PROTO_FWD_ERR_* code. */
+void udp_link_dialed(struct udp_link *, int fd, uint64_t err);
+
+#endif

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# e2e: light
+# UDP LocalForwards (udp/) with a DNS server and client rove did not
+# write: dnsmasq on the LAN host behind roved, dig in the laptop's
+# namespace through `LocalForward = udp/5353`. 100 queries, each from its
+# own source port (a flow each), all answered exactly; a second forward to
+# a port AllowForward admits for TCP only is refused by roved's policy:
+# dig times out, both sides count one refused flow, roved logs it.
+. "$(dirname "$0")/fwd-lib.sh"
+fwd_init "$@"
+for p in dnsmasq dig; do
+	command -v "$p" >/dev/null || die "$p is not installed"
+done
+topo_up
+
+DNS_PORT=5353
+TCP_ONLY_PORT=5354
+QUERIES=100
+ANSWER=198.18.77.7
+
+peer_set laptop AllowForward "udp/$LAN_HOST/32:$DNS_PORT, $LAN_HOST/32:$TCP_ONLY_PORT"
+client_add "$WORK/configs/rove.conf" \
+	"LocalForward = udp/$DNS_PORT = $LAN_HOST:$DNS_PORT" \
+	"LocalForward = udp/$TCP_ONLY_PORT = $LAN_HOST:$TCP_ONLY_PORT"
+bg dnsmasq "$NS_LAN" dnsmasq --no-daemon --conf-file=/dev/null --no-hosts \
+	--no-resolv --listen-address="$LAN_HOST" --bind-interfaces \
+	--port="$DNS_PORT" --address="/test.example/$ANSWER" \
+	--pid-file="$WORK/dnsmasq.pid" --user=root
+start_roved
+start_client laptop
+wait_established laptop || die "laptop's tunnel does not come up"
+udp_bound() { [ -n "$(nsx "$1" ss -Hlun "sport = :$2")" ]; }
+wait_for 10 "dnsmasq on udp $DNS_PORT" udp_bound "$NS_LAN" "$DNS_PORT" ||
+	die "dnsmasq does not listen: $(cat "$WORK/dnsmasq.log")"
+wait_for 10 "rove's udp/$DNS_PORT" udp_bound "$NS_LAP" "$DNS_PORT" ||
+	die "rove does not bind udp/$DNS_PORT"
+
+srv_uc() { sget "$NS_SRV" "$ROVED_SOCK" "peers[name=laptop].udp_counters.$1"; }
+lap_uc() { sget "$NS_LAP" "$LAP_SOCK" "peers[0].udp_counters.$1"; }
+
+good=0 other=0
+for ((i = 0; i < QUERIES; i++)); do
+	out=$(nsx "$NS_LAP" timeout 5 dig @127.0.0.1 -p "$DNS_PORT" +short \
+		+tries=1 +time=2 test.example 2>&1)
+	if [ "$out" = "$ANSWER" ]; then
+		good=$((good + 1))
+	else
+		other=$((other + 1))
+		[ "$other" -le 3 ] && log "query $i: $out"
+	fi
+done
+expect_eq "dig answers exactly $ANSWER through udp/$DNS_PORT" "$QUERIES" "$good"
+expect_eq "roved's UDP flows opened" "$QUERIES" "$(srv_uc opened)"
+expect_eq "rove's UDP flows opened" "$QUERIES" "$(lap_uc opened)"
+expect_eq "roved's UDP flows refused (so far)" 0 "$(srv_uc refused)"
+
+out=$(nsx "$NS_LAP" timeout 5 dig @127.0.0.1 -p "$TCP_ONLY_PORT" +short \
+	+tries=1 +time=2 test.example 2>&1)
+log "dig through udp/$TCP_ONLY_PORT (AllowForward for TCP only): $out"
+case $out in
+*"timed out"*) ok "dig through a TCP-only allowance times out" ;;
+*) fail "dig through a TCP-only allowance answered: $out" ;;
+esac
+expect_eq "roved's UDP flows refused" 1 "$(srv_uc refused)"
+wait_for 5 "rove counts the refusal" eval '[ "$(lap_uc refused)" = 1 ]' ||
+	fail "rove's UDP flows refused: $(lap_uc refused)"
+expect_eq "roved logs the refusal" 1 "$(grep -c "UDP forward to $LAN_HOST:$TCP_ONLY_PORT denied by AllowForward" "$WORK/roved.log")"
+expect_eq "rove logs the refusal" 1 "$(grep -c "UDP flow to $LAN_HOST:$TCP_ONLY_PORT refused by the server: denied" "$WORK/laptop.log")"
+fwd_finish
