@@ -299,6 +299,10 @@ socks_read_cb(evutil_socket_t fd, short what, void *arg)
 		socks_fail(sk, socks5_rep_from_parse_error(used));
 		return;
 	}
+	if (req.cmd != SOCKS5_CMD_CONNECT) {
+		socks_fail(sk, SOCKS5_REP_CMD_NOT_SUPPORTED);
+		return;
+	}
 	/* The forward (or the wait for the session) owns the socket from
 	 * here. */
 	{
