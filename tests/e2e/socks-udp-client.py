@@ -5,7 +5,12 @@ target outside the server's AllowForward never answers, and that closing
 the control connection closes the relay port. Prints one "name value" line
 per result; test-fwd-socks-udp.sh judges them.
 
+A second association, asked for by hand over IPv6 (PySocks talks to its
+proxy over IPv4 only), sends to the echo server by name: the answers must
+name it the same way.
+
 usage: socks-udp-client.py PROXY_PORT TARGET_HOST ECHO_PORT DENIED_PORT N
+                           PROXY6_PORT TARGET_NAME
 """
 import os
 import socket
@@ -20,6 +25,8 @@ target = sys.argv[2]
 echo_port = int(sys.argv[3])
 denied_port = int(sys.argv[4])
 count = int(sys.argv[5])
+proxy6_port = int(sys.argv[6])
+target_name = sys.argv[7]
 
 
 def say(name, value):
@@ -102,6 +109,47 @@ try:
     say("after", data == b"still here" and addr == (target, echo_port))
 except socket.timeout:
     say("after", False)
+
+# By hand, over IPv6: DST 0 (:: port 0, "not known yet") lets any port of
+# the control connection's address send.
+def recv_exact(sock, n):
+    buf = b""
+    while len(buf) < n:
+        more = sock.recv(n - len(buf))
+        if not more:
+            raise EOFError("the proxy closed the connection")
+        buf += more
+    return buf
+
+
+ctl = socket.create_connection(("::1", proxy6_port), timeout=3)
+ctl.sendall(b"\x05\x01\x00")
+assert recv_exact(ctl, 2) == b"\x05\x00"
+ctl.sendall(b"\x05\x03\x00\x04" + bytes(16) + b"\x00\x00")
+rep = recv_exact(ctl, 4)
+say("v6_reply", rep[1])
+bnd = recv_exact(ctl, 16 + 2)
+relay6 = (socket.inet_ntop(socket.AF_INET6, bnd[:16]),
+          struct.unpack("!H", bnd[16:])[0])
+say("v6_relay", relay6[0])
+u = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+u.connect(relay6)
+u.settimeout(3)
+name = target_name.encode()
+hdr = b"\x00\x00\x00\x03" + bytes([len(name)]) + name + \
+    struct.pack("!H", echo_port)
+good6 = 0
+for i in range(5):
+    payload = os.urandom(100 + i * 300)
+    u.send(hdr + payload)
+    try:
+        if u.recv(65535) == hdr + payload:
+            good6 += 1
+    except socket.timeout:
+        pass
+say("v6_echoed", good6)
+u.close()
+ctl.close()
 
 # The control connection ends (PySocks closes it with the socket): the
 # relay port stops answering, its datagrams meet ICMP port unreachable.
