@@ -41,6 +41,7 @@ client_status(struct client *c, struct client_status *cs)
 		.connection_id = c->qc != NULL ? quic_conn_id(c->qc) : NULL,
 		.fwd_counters = forward_counters(c->fwd),
 		.udp_counters = forward_udp(c->fwd)->set.counters,
+		.udp_flows = c->qc != NULL ? &forward_udp(c->fwd)->set : NULL,
 		.roam = c->roam,
 		.fwds = forward_set(c->fwd),
 	};

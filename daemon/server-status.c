@@ -148,6 +148,8 @@ status_peer_fill(const struct server *srv, struct status_peer *sp,
 	sp->connection_id = qc != NULL ? quic_conn_id(qc) : NULL;
 	sp->fwd_counters = &p->fwd_counters;
 	sp->udp_counters = &p->udp_counters;
+	sp->udp_flows = p->sess != NULL && p->sess->fwd_peer == p ?
+	    &p->sess->udp.set : NULL;
 	sp->fwds = p->sess != NULL ? &p->sess->fwds : NULL;
 	sp->roam.rebinds = p->rebinds;
 	sp->roam.zero_rtt_accepted = p->zero_rtt;

@@ -114,4 +114,14 @@ uint64_t udp_flows_expire(struct udp_flow_set *, uint64_t now_ms,
 /* The name of a drop cause for status and metrics ("too_big", ...). */
 const char *udp_drop_name(enum udp_drop);
 
+/* Status: the flows of `set` (NULL: not connected) one by one, and the
+ * lifetime counters, as "udp_flows" and "udp_counters" in JSON; as text,
+ * nothing until there has been a flow or a drop. */
+struct json;
+struct evbuffer;
+void udp_flows_status_json(const struct udp_flow_set *,
+    const struct udp_flow_counters *, struct json *);
+void udp_flows_status_text(const struct udp_flow_set *,
+    const struct udp_flow_counters *, struct evbuffer *);
+
 #endif

@@ -55,6 +55,9 @@ struct metrics_peer {
 	size_t fwd_open;
 	bool has_fwd;
 	struct fwd_counters fwd;
+	size_t udp_open;
+	bool has_udp;
+	struct udp_flow_counters udp;
 };
 
 struct metrics_scrape {
@@ -162,6 +165,10 @@ GETTER(get_throttle_moves, p->roam.throttle_moves)
 GETTER(get_quic_returns, p->roam.quic_returns)
 GETTER(get_fwd_resumed, p->has_fwd ? p->fwd.resumed : 0)
 GETTER(get_fwd_resume_lost, p->has_fwd ? p->fwd.resume_lost : 0)
+GETTER(get_udp_open, p->udp_open)
+GETTER(get_udp_opened, p->has_udp ? p->udp.opened : 0)
+GETTER(get_udp_refused, p->has_udp ? p->udp.refused : 0)
+GETTER(get_udp_expired, p->has_udp ? p->udp.expired : 0)
 #undef GETTER
 
 /* The families that are not one integer a peer: their lines for one. */
@@ -227,6 +234,20 @@ lines_forwards(struct evbuffer *out, const struct metrics_peer *p)
 		label_value(out, p->name);
 		evbuffer_add_printf(out, "\",outcome=\"%s\"} %llu\n",
 		    proto_fwd_error_name(e), (unsigned long long)p->fwd.failed[e]);
+	}
+}
+
+static void
+lines_udp_drops(struct evbuffer *out, const struct metrics_peer *p)
+{
+	if (!p->has_udp)
+		return;
+	for (int i = 0; i < UDP_DROP_COUNT; i++) {
+		evbuffer_add_printf(out, "rove_peer_udp_dropped_total{peer=\"");
+		label_value(out, p->name);
+		evbuffer_add_printf(out, "\",cause=\"%s\"} %llu\n",
+		    udp_drop_name((enum udp_drop)i),
+		    (unsigned long long)p->udp.drops[i]);
 	}
 }
 
@@ -313,6 +334,19 @@ static const struct peer_family peer_families[] = {
 	{ "rove_peer_forwards_resume_lost_total", "counter",
 	    "Forwarded TCP connections that waited for a new session in vain.",
 	    get_fwd_resume_lost, NULL },
+	{ "rove_peer_udp_flows_open", "gauge",
+	    "UDP forward flows open now.", get_udp_open, NULL },
+	{ "rove_peer_udp_flows_opened_total", "counter",
+	    "UDP forward flows set up.", get_udp_opened, NULL },
+	{ "rove_peer_udp_flows_refused_total", "counter",
+	    "UDP forward flows refused (policy, limit or target).",
+	    get_udp_refused, NULL },
+	{ "rove_peer_udp_flows_expired_total", "counter",
+	    "UDP forward flows ended by their idle timeout.", get_udp_expired,
+	    NULL },
+	{ "rove_peer_udp_dropped_total", "counter",
+	    "Datagrams of UDP forwards dropped, by cause.", NULL,
+	    lines_udp_drops },
 };
 #define PEER_FAMILIES (sizeof peer_families / sizeof peer_families[0])
 
@@ -451,6 +485,10 @@ metrics_scrape_new(const struct status *st)
 		p->has_fwd = sp->fwd_counters != NULL;
 		if (p->has_fwd)
 			p->fwd = *sp->fwd_counters;
+		p->udp_open = sp->udp_flows != NULL ? sp->udp_flows->n : 0;
+		p->has_udp = sp->udp_counters != NULL;
+		if (p->has_udp)
+			p->udp = *sp->udp_counters;
 	}
 	return ms;
 }

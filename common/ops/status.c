@@ -427,27 +427,8 @@ json_peer(struct json *j, const struct status_peer *p)
 	json_drops(j, p->counters);
 	if (p->fwd_counters != NULL)
 		fwd_status_json(p->fwds, p->fwd_counters, j);
-	if (p->udp_counters != NULL) {
-		const struct udp_flow_counters *u = p->udp_counters;
-
-		json_key(j, "udp_counters");
-		json_begin_object(j);
-		json_key(j, "opened");
-		json_uint(j, u->opened);
-		json_key(j, "refused");
-		json_uint(j, u->refused);
-		json_key(j, "expired");
-		json_uint(j, u->expired);
-		for (int i = 0; i < UDP_DROP_COUNT; i++) {
-			char name[32];
-
-			snprintf(name, sizeof name, "dropped_%s",
-			    udp_drop_name((enum udp_drop)i));
-			json_key(j, name);
-			json_uint(j, u->drops[i]);
-		}
-		json_end_object(j);
-	}
+	if (p->udp_counters != NULL)
+		udp_flows_status_json(p->udp_flows, p->udp_counters, j);
 	json_key(j, "listeners");
 	json_begin_array(j);
 	for (size_t i = 0; i < p->nlisteners; i++) {
@@ -501,32 +482,6 @@ text_drops(struct evbuffer *out, const char *indent, const struct tunnel_counter
 			continue;
 		evbuffer_add_printf(out, " %s=%llu", tunnel_drop_names[i],
 		    (unsigned long long)c->drops[i]);
-		any = true;
-	}
-	evbuffer_add_printf(out, "%s\n", any ? "" : " none");
-}
-
-/* UDP flows, once there has been one or a datagram was dropped: drops
- * by cause, the nonzero ones. */
-static void
-text_udp(struct evbuffer *out, const struct udp_flow_counters *u)
-{
-	bool any = u->opened != 0 || u->refused != 0 || u->expired != 0;
-
-	for (int i = 0; i < UDP_DROP_COUNT; i++)
-		any |= u->drops[i] != 0;
-	if (!any)
-		return;
-	evbuffer_add_printf(out, "  udp flows: %llu opened, %llu refused, "
-	    "%llu expired; dropped:", (unsigned long long)u->opened,
-	    (unsigned long long)u->refused, (unsigned long long)u->expired);
-	any = false;
-	for (int i = 0; i < UDP_DROP_COUNT; i++) {
-		if (u->drops[i] == 0)
-			continue;
-		evbuffer_add_printf(out, " %s=%llu",
-		    udp_drop_name((enum udp_drop)i),
-		    (unsigned long long)u->drops[i]);
 		any = true;
 	}
 	evbuffer_add_printf(out, "%s\n", any ? "" : " none");
@@ -720,7 +675,7 @@ text_peer(struct evbuffer *out, const struct status_peer *p, bool server)
 	if (p->fwd_counters != NULL)
 		fwd_status_text(p->fwds, p->fwd_counters, out);
 	if (p->udp_counters != NULL)
-		text_udp(out, p->udp_counters);
+		udp_flows_status_text(p->udp_flows, p->udp_counters, out);
 	if (p->nlisteners > 0)
 		evbuffer_add_printf(out, "  listeners:\n");
 	for (size_t i = 0; i < p->nlisteners; i++) {

@@ -86,6 +86,7 @@ struct status_peer {
 	size_t nlisteners;
 	const struct fwd_counters *fwd_counters; /* NULL: no forwarding */
 	const struct udp_flow_counters *udp_counters; /* NULL: none */
+	const struct udp_flow_set *udp_flows;    /* NULL when not connected */
 	/* A server with workers: the worker holding its session, if any. */
 	bool has_worker;
 	unsigned worker;

@@ -109,6 +109,18 @@ for p in status["peers"]:
                   float(p["forward_counters"][c]))
         check("%s forwards open" % name,
               peer_value("rove_peer_forwards_open", name), float(len(p["forwards"])))
+    if "udp_counters" in p:
+        u = p["udp_counters"]
+        for c in ("opened", "refused", "expired"):
+            check("%s udp flows %s" % (name, c),
+                  peer_value("rove_peer_udp_flows_%s_total" % c, name), float(u[c]))
+        for k, n in u.items():
+            if k.startswith("dropped_"):
+                check("%s udp %s" % (name, k),
+                      peer_value("rove_peer_udp_dropped_total", name,
+                                 cause=k[len("dropped_"):]), float(n))
+        check("%s udp flows open" % name,
+              peer_value("rove_peer_udp_flows_open", name), float(len(p["udp_flows"])))
 for proc in ("process_cpu_seconds_total", "process_resident_memory_bytes",
              "process_open_fds"):
     v = samples.get((proc, ()))

@@ -55,6 +55,26 @@ expect_eq "dig answers exactly $ANSWER through udp/$DNS_PORT" "$QUERIES" "$good"
 expect_eq "roved's UDP flows opened" "$QUERIES" "$(srv_uc opened)"
 expect_eq "rove's UDP flows opened" "$QUERIES" "$(lap_uc opened)"
 expect_eq "roved's UDP flows refused (so far)" 0 "$(srv_uc refused)"
+# Each flow listed in both statuses: its target, one datagram each way,
+# the query's bytes out and the answer's back; rove names its source.
+flows() {
+	status "$1" "$2" | "$PY" -c '
+import json, sys
+want_src = sys.argv[2] == "src"
+peers = json.load(sys.stdin)["peers"]
+p = peers[0] if sys.argv[3] == "-" else [p for p in peers if p["name"] == sys.argv[3]][0]
+f = p["udp_flows"]
+ok = [x for x in f if x["target"] == sys.argv[1] and x["tx_datagrams"] == 1 and
+      x["rx_datagrams"] == 1 and x["tx_bytes"] > 0 and x["rx_bytes"] > 0 and
+      not x["refused"] and (x["source"].startswith("127.0.0.1:") == want_src)]
+print(len(f), len(ok), len({x["source"] for x in ok}))' "$LAN_HOST:$DNS_PORT" "$3" "$4"
+}
+expect_eq "rove's flows listed: all, as expected, distinct sources" \
+	"$QUERIES $QUERIES $QUERIES" "$(flows "$NS_LAP" "$LAP_SOCK" src -)"
+expect_eq "roved's flows listed: all, as expected (no source)" \
+	"$QUERIES $QUERIES 1" "$(flows "$NS_SRV" "$ROVED_SOCK" nosrc laptop)"
+check "rove status names a flow" eval \
+	'nsx "$NS_LAP" "$BUILD/rove" status -s "$LAP_SOCK" | grep -q "^    127.0.0.1:41000 -> $LAN_HOST:$DNS_PORT: "'
 
 out=$(nsx "$NS_LAP" timeout 5 dig @127.0.0.1 -p "$TCP_ONLY_PORT" +short \
 	+tries=1 +time=2 test.example 2>&1)
