@@ -164,7 +164,7 @@ remote_forward(struct session *sess, const uint8_t *body, size_t len)
 		rf.status = PROTO_FWD_ERR_LIMIT;
 	else {
 		struct egress_listener *l = egress_listen(sess->srv->egress,
-		    sess->peer->cfg, &sess->fwds, &rf, &rf.status);
+		    sess->peer->cfg, &sess->fwds, &sess->udp, &rf, &rf.status);
 		if (l != NULL)
 			sess->rlisteners[sess->nrlisteners++] = l;
 	}

@@ -17,8 +17,8 @@
 /* Opener: datagrams of a new flow held until the acceptor answers; a
  * DNS client's retry or two, not a stream of them. */
 #define LINK_QUEUE 8
-/* Acceptor: datagrams read from one target per readiness, so that one
- * busy flow does not hold up the rest of the loop. */
+/* Datagrams read from one socket per readiness, so that one busy flow
+ * or listener does not hold up the rest of the loop. */
 #define READ_BURST 16
 /* The largest UDP payload, and room for the context in front. */
 #define DGRAM_BUF (65535 + 8)
@@ -39,6 +39,7 @@ struct udp_link {
 	socklen_t srclen;
 	struct event *ev;     /* acceptor: fd is readable */
 	void *work;           /* acceptor: the owner's check and dial */
+	bool opener;          /* this side set the flow up */
 	bool ready;           /* answered (opener) / connected (acceptor) */
 	struct held_dgram q[LINK_QUEUE];
 	size_t nq;
@@ -46,12 +47,6 @@ struct udp_link {
 
 static struct log_ratelimit refuse_rl = LOG_RATELIMIT_INIT(10000, 5);
 static uint8_t dgram_buf[DGRAM_BUF];
-
-static bool
-is_opener(const struct udp_relay *r)
-{
-	return r->set.self == PROTO_UDP_BY_CLIENT;
-}
 
 static void
 link_release(struct udp_flow *flow, void *arg)
@@ -69,7 +64,7 @@ link_release(struct udp_flow *flow, void *arg)
 		r->cancel(l->work);
 	if (l->ev != NULL)
 		event_free(l->ev);
-	if (!is_opener(r) && l->fd >= 0)
+	if (!l->opener && l->fd >= 0)
 		close(l->fd);
 	for (size_t i = 0; i < l->nq; i++)
 		free(l->q[i].data);
@@ -192,11 +187,32 @@ link_refused(struct udp_link *l, uint64_t code)
 	udp_flow_refused(&r->set, l->flow);
 }
 
+/* The flow of a source of the listening socket `fd`: a source that sends
+ * to two forwards is a flow of each. */
+static struct udp_flow *
+flow_of_source(struct udp_relay *r, int fd, const struct ipaddr *a,
+    uint16_t port)
+{
+	struct udp_flow *flow;
+
+	TAILQ_FOREACH(flow, &r->set.list, link) {
+		const struct udp_link *l = flow->arg;
+
+		if (l != NULL && l->opener && l->fd == fd &&
+		    flow->src_port == port && addr_equal(&flow->src, a))
+			return flow;
+	}
+	return NULL;
+}
+
 void
 udp_relay_from_source(struct udp_relay *r, int fd, const struct sockaddr *src,
     const char *host, uint16_t port, const uint8_t *data, size_t len)
 {
-	struct proto_udp_header hdr = { .type = PROTO_FWD_UDP_CONNECT };
+	/* The client names the target; roved names its listener's port,
+	 * whose target only the client knows. */
+	struct proto_udp_header hdr = { .type = r->set.self ==
+	    PROTO_UDP_BY_CLIENT ? PROTO_FWD_UDP_CONNECT : PROTO_FWD_UDP_REMOTE };
 	uint8_t hbuf[PROTO_FWD_MAX_HOST + 32];
 	char target[PROTO_FWD_MAX_HOST + 8];
 	struct udp_flow *flow;
@@ -207,12 +223,16 @@ udp_relay_from_source(struct udp_relay *r, int fd, const struct sockaddr *src,
 
 	if (addr_from_sockaddr(src, &a, &sport) != 0)
 		return;
-	if ((flow = udp_flow_by_src(&r->set, &a, sport)) == NULL) {
+	if ((flow = flow_of_source(r, fd, &a, sport)) == NULL) {
 		if (r->qc == NULL) {
 			udp_flow_drop(&r->set, NULL, UDP_DROP_NO_FLOW);
 			return;
 		}
-		addr_hostport_str(target, sizeof target, host, port);
+		if (hdr.type == PROTO_FWD_UDP_REMOTE)
+			snprintf(target, sizeof target, "remote port %u",
+			    (unsigned)port);
+		else
+			addr_hostport_str(target, sizeof target, host, port);
 		if ((flow = udp_flow_open(&r->set, &a, sport, target,
 		    clock_now_ms())) == NULL)
 			return;
@@ -221,12 +241,14 @@ udp_relay_from_source(struct udp_relay *r, int fd, const struct sockaddr *src,
 		l->flow = flow;
 		l->fd = fd;
 		l->sid = -1;
+		l->opener = true;
 		l->srclen = src->sa_family == AF_INET6 ?
 		    sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
 		memcpy(&l->src, src, l->srclen);
 		flow->arg = l;
 		hdr.ctx = flow->ctx;
-		snprintf(hdr.host, sizeof hdr.host, "%s", host);
+		if (hdr.type == PROTO_FWD_UDP_CONNECT)
+			snprintf(hdr.host, sizeof hdr.host, "%s", host);
 		hdr.port = port;
 		if ((n = proto_udp_encode(hbuf, sizeof hbuf, &hdr)) == 0 ||
 		    (l->sid = quic_conn_open_stream(r->qc, l)) < 0) {
@@ -253,6 +275,30 @@ udp_relay_from_source(struct udp_relay *r, int fd, const struct sockaddr *src,
 	l->q[l->nq].data = xmalloc(len > 0 ? len : 1);
 	memcpy(l->q[l->nq].data, data, len);
 	l->q[l->nq++].len = len;
+}
+
+void
+udp_relay_read(struct udp_relay *r, int fd, const char *host, uint16_t port,
+    bool refuse)
+{
+	static uint8_t buf[65535];
+
+	/* A burst, so that one busy source does not hold up the loop. */
+	for (int i = 0; i < READ_BURST; i++) {
+		struct sockaddr_storage ss;
+		socklen_t sslen = sizeof ss;
+		ssize_t n = recvfrom(fd, buf, sizeof buf, MSG_DONTWAIT,
+		    (struct sockaddr *)&ss, &sslen);
+
+		if (n < 0)
+			return;
+		if (refuse) {
+			udp_flow_drop(&r->set, NULL, UDP_DROP_REFUSED);
+			continue;
+		}
+		udp_relay_from_source(r, fd, (struct sockaddr *)&ss, host, port,
+		    buf, (size_t)n);
+	}
 }
 
 void
@@ -286,7 +332,7 @@ udp_relay_datagram(struct udp_relay *r, const uint8_t *data, size_t len)
 	}
 	data += used;
 	len -= used;
-	if (is_opener(r))
+	if (l->opener)
 		n = sendto(l->fd, data, len, MSG_DONTWAIT,
 		    (const struct sockaddr *)&l->src, l->srclen);
 	else
@@ -372,17 +418,25 @@ accept_stream(struct udp_relay *r, int64_t sid, const uint8_t *data,
 	struct udp_flow *flow;
 	struct udp_link *l;
 	uint64_t err = PROTO_FWD_ERR_PROTOCOL;
+	/* roved takes the client's flows to a target, the client roved's
+	 * from a remote-forward listener. */
+	uint64_t want = r->set.self == PROTO_UDP_BY_SERVER ?
+	    PROTO_FWD_UDP_CONNECT : PROTO_FWD_UDP_REMOTE;
 	long used;
 
 	quic_conn_stream_consume(r->qc, sid, len);
 	/* The opener writes its header at once: it comes whole. */
 	used = proto_udp_decode(data, len, &hdr);
-	if (used <= 0 || hdr.type != PROTO_FWD_UDP_CONNECT) {
+	if (used <= 0 || hdr.type != want || r->request == NULL) {
 		r->set.counters->refused++;
 		quic_conn_stream_reset(r->qc, sid, PROTO_FWD_ERR_PROTOCOL);
 		return;
 	}
-	addr_hostport_str(target, sizeof target, hdr.host, hdr.port);
+	if (hdr.type == PROTO_FWD_UDP_REMOTE)
+		snprintf(target, sizeof target, "remote port %u",
+		    (unsigned)hdr.port);
+	else
+		addr_hostport_str(target, sizeof target, hdr.host, hdr.port);
 	if ((flow = udp_flow_accept(&r->set, hdr.ctx, target, clock_now_ms(),
 	    &err)) == NULL) {
 		if (log_ratelimit_ok(&refuse_rl, clock_now_ms()))
@@ -399,7 +453,10 @@ accept_stream(struct udp_relay *r, int64_t sid, const uint8_t *data,
 	flow->arg = l;
 	quic_conn_stream_set_arg(r->qc, sid, l);
 	arm_expiry(r);
-	l->work = r->request(l, hdr.host, hdr.port, r->arg);
+	err = PROTO_FWD_OK;
+	l->work = r->request(l, hdr.host, hdr.port, r->arg, &err);
+	if (l->work == NULL && err != PROTO_FWD_OK)
+		udp_link_dialed(l, -1, err);
 }
 
 bool
@@ -411,7 +468,7 @@ udp_relay_stream_data(struct udp_relay *r, int64_t sid, void *stream_arg,
 	if (r->qc == NULL)
 		return false;
 	if (stream_arg == NULL) {
-		if (is_opener(r) || quic_conn_stream_is_local(r->qc, sid) ||
+		if (quic_conn_stream_is_local(r->qc, sid) ||
 		    len == 0 || proto_udp_is_udp(data, len) != 1)
 			return false;
 		accept_stream(r, sid, data, len);
@@ -420,7 +477,7 @@ udp_relay_stream_data(struct udp_relay *r, int64_t sid, void *stream_arg,
 	if ((l = link_of(r, stream_arg)) == NULL)
 		return false;
 	quic_conn_stream_consume(r->qc, sid, len);
-	if (is_opener(r) && !l->ready && !l->flow->refused && len > 0) {
+	if (l->opener && !l->ready && !l->flow->refused && len > 0) {
 		if (data[0] == PROTO_FWD_OK) {
 			l->ready = true;
 			flush_held(l);
@@ -449,7 +506,7 @@ udp_relay_stream_gone(struct udp_relay *r, int64_t sid, void *stream_arg,
 	l->sid = -1;
 	/* A refused flow stays, dropping its source's datagrams until it
 	 * expires, rather than asking again for each one. */
-	if (is_opener(r) && !l->ready) {
+	if (l->opener && !l->ready) {
 		link_refused(l, code);
 		return true;
 	}

@@ -47,7 +47,7 @@ struct status_roam {
 #define STATUS_LISTENERS_MAX 80   /* -L and -D (64), -R (16) */
 struct status_listener {
 	const char *kind;     /* "local", "dynamic", "remote" */
-	char bind[ADDR_STRLEN + 8];   /* "127.0.0.1:8080", "port 8081" */
+	char bind[ADDR_STRLEN + 24];  /* "127.0.0.1:8080", "port 8081" */
 	char target[PROTO_FWD_MAX_HOST + 8]; /* "" when not known here */
 	const char *state;    /* "listening", "requested", "denied", ... */
 };
