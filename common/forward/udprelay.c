@@ -310,7 +310,7 @@ udp_relay_forget_fd(struct udp_relay *r, int fd)
 		struct udp_link *l = flow->arg;
 
 		next = TAILQ_NEXT(flow, link);
-		if (l != NULL && l->fd == fd)
+		if (l != NULL && l->opener && l->fd == fd)
 			udp_flow_close(&r->set, flow, link_release, r);
 	}
 }

@@ -8,7 +8,9 @@
 # other way, loss and rate bounded. AllowRemoteForward keeps the
 # protocols apart: a port allowed for TCP alone refuses a udp/ forward,
 # and the reverse, said in both logs and statuses. After roved restarts,
-# rove asks again and the forward carries datagrams again.
+# rove asks again and the forward carries datagrams again; a reload that
+# leaves its port allowed for TCP alone closes it, and so does rove's
+# reload that drops a UDP one (its TCP twin on the port stays).
 . "$(dirname "$0")/fwd-lib.sh"
 fwd_init "$@"
 command -v iperf3 >/dev/null || die "iperf3 is not installed"
@@ -152,4 +154,28 @@ echo_check "udp/*:$R_ECHO after the reconnect" 20
 expect_eq "roved's UDP flows opened (since its restart)" 1 "$(srv_uc opened)"
 expect_eq "roved's UDP flows refused" 0 "$(srv_uc refused)"
 expect_eq "rove's UDP flows refused" 0 "$(lap_uc refused)"
+
+# --- 5. A reload that allows port R_ECHO for TCP alone closes the UDP
+# socket (a TCP entry never keeps UDP open) and tells rove.
+peer_set laptop AllowRemoteForward \
+	"*:$R_ECHO, *:$R_PERF, udp/*:$R_PERF, tcp/$TCP_ONLY, udp/$UDP_ONLY"
+kill -HUP "$ROVED_PID"
+logged "$WORK/roved.log" \
+	"reload: peer laptop: remote forward on udp/0.0.0.0:$R_ECHO and [::]:$R_ECHO closed: no longer in AllowRemoteForward" \
+	"roved closes udp/$R_ECHO on reload"
+logged "$WORK/laptop.log" "remote forward on udp/*:$R_ECHO refused by the server: denied" \
+	"rove hears that udp/$R_ECHO is denied now"
+expect_eq "udp/$R_ECHO after the reload" "" "$(udp_addrs "$NS_SRV" "$R_ECHO")"
+expect_eq "udp/$R_PERF after the reload" "0.0.0.0:$R_PERF [::]:$R_PERF" \
+	"$(udp_addrs "$NS_SRV" "$R_PERF")"
+
+# --- 6. rove's reload drops its udp/*:R_PERF: it takes it back, and the
+# TCP forward on the same port stays.
+sed -i "/^RemoteForward = udp\/\*:$R_PERF /d" "$WORK/configs/rove.conf"
+kill -HUP "$LAP_PID"
+logged "$WORK/roved.log" \
+	"peer laptop: remote forward on udp/0.0.0.0:$R_PERF and [::]:$R_PERF closed at its request" \
+	"roved closes udp/$R_PERF at rove's request"
+expect_eq "udp/$R_PERF after rove's reload" "" "$(udp_addrs "$NS_SRV" "$R_PERF")"
+wait_listen "$NS_SRV" "$R_PERF" "TCP $R_PERF after rove's reload"
 fwd_finish
