@@ -32,6 +32,8 @@
 # from just before the restart until all sessions are back;
 # SCALE_PERF_ARGS replaces its options (default "-a -g"), for example
 # "-a -F 499 --call-graph dwarf" for user-space call graphs.
+# SCALE_KEX (hybrid, the default, or classic) sets rove-load's
+# KeyExchange: hybrid's ClientHello spans two Initials, classic's one.
 # SCALE_WORKERS (default 1) sets roved's Workers; its RSS and CPU are then
 # worker 0's alone (rove-load reads one PID), everything else is the
 # whole server's.
@@ -47,6 +49,7 @@ CONF_N=${SCALE_CONF_N:-10000}
 ACTIVE=${SCALE_ACTIVE:-50}
 CONC=${SCALE_CONC:-128}
 WORKERS=${SCALE_WORKERS:-1}
+KEX=${SCALE_KEX:-hybrid}
 [ "$CONF_N" -ge "$N" ] || CONF_N=$N
 [ "$ACTIVE" -le "$N" ] || ACTIVE=$N
 load_init "$1"
@@ -99,7 +102,7 @@ start_rss=$(rss_kb "$ROVED_PID")
 
 log "connecting $N sessions"
 load_run load "$N" -C "$CONC" -c 120 -i 3 -m "$ACTIVE" -t "$LOAD_TUN" -w 8 -S 1200 \
-	-T 5 -r 90 -H 60
+	-T 5 -r 90 -H 60 -K "$KEX"
 load_wait_line load 150 "waiting for a server restart" ||
 	die "rove-load did not reach its restart phase"
 st_up_text=$(status_time)
@@ -182,7 +185,7 @@ forget_pid "$LOAD_PID"
 
 r() { load_result load "$1"; }
 echo
-echo "Scale: roved with $CONF_N configured peers ($WORKERS worker(s)), rove-load with $N sessions" \
+echo "Scale: roved with $CONF_N configured peers ($WORKERS worker(s)), rove-load with $N sessions, KeyExchange $KEX" \
 	"($(basename "$BUILD"); $(nproc) CPUs shared by both)"
 printf '  %-34s %s\n' \
 	"keys and config ($CONF_N peers)" "${LOAD_GEN_S} s to generate" \

@@ -8,6 +8,8 @@
 # running, ssh started at time zero).
 #
 # usage: bench/setup.sh BUILD_DIR [RUNS]     (RUNS: samples per row, 7)
+# SETUP_KEX=hybrid|classic sets KeyExchange at both ends (default: the
+# build's default), to set the post-quantum handshake against X25519.
 #
 # Topology: tests/e2e/roam-lib.sh; the echo server is on the LAN host
 # behind roved, the client runs forward-only (Tun = none). The probe
@@ -26,6 +28,10 @@ roam_report() { :; }
 roam_topo_up 25
 roam_configs
 client_key "$RCONF_C" Tun none
+if [ -n "${SETUP_KEX:-}" ]; then
+	client_key "$RCONF_C" KeyExchange "$SETUP_KEX"
+	server_key "$RCONF_S" KeyExchange "$SETUP_KEX"
+fi
 sed -i "/^Routes *=/d" "$RCONF_C"
 SSH_PORT=22022
 SSHL_PORT=7002

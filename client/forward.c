@@ -76,6 +76,23 @@ struct socks {
 	bool greeted;
 };
 
+/* A SOCKS5 UDP ASSOCIATE: a relay socket of its own, which lives as long
+ * as the TCP connection that asked for it, and answers only the client at
+ * the other end of that connection. */
+struct assoc {
+	TAILQ_ENTRY(assoc) entry;
+	struct forward *fw;
+	int tcp_fd;
+	struct event *tcp_ev;   /* the control connection ends */
+	int udp_fd;
+	struct event *udp_ev;
+	struct ipaddr client;   /* the TCP peer's address */
+	uint16_t client_port;   /* the port it named, 0: any */
+};
+
+/* Associations at once: each holds two descriptors and a socket. */
+#define SOCKS_MAX_ASSOCS 64
+
 static struct log_ratelimit socks_rl = LOG_RATELIMIT_INIT(10000, 1);
 
 struct forward {
@@ -89,6 +106,8 @@ struct forward {
 	TAILQ_HEAD(, socks) socks;  /* oldest first */
 	size_t nsocks;
 	uint64_t socks_evicted;
+	TAILQ_HEAD(, assoc) assocs;
+	size_t nassocs;
 	TAILQ_HEAD(, held) held;  /* oldest first */
 	size_t nheld;
 	struct fwd_set set;
@@ -256,6 +275,165 @@ socks_answered(struct fwd *f, uint64_t code, void *arg)
 }
 
 static void
+assoc_free(struct assoc *as)
+{
+	struct forward *fw = as->fw;
+
+	TAILQ_REMOVE(&fw->assocs, as, entry);
+	fw->nassocs--;
+	/* Its flows answer through its socket. */
+	udp_relay_forget_fd(&fw->udp, as->udp_fd);
+	event_free(as->udp_ev);
+	event_free(as->tcp_ev);
+	close(as->udp_fd);
+	close(as->tcp_fd);
+	free(as);
+}
+
+/* The control connection says nothing more after the reply: anything it
+ * sends is read and ignored, and its end ends the association. */
+static void
+assoc_tcp_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct assoc *as = arg;
+	uint8_t buf[512];
+	ssize_t n;
+
+	(void)what;
+	n = read(fd, buf, sizeof buf);
+	if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EINTR)))
+		return;
+	log_debug("SOCKS5 UDP association closed by its client");
+	assoc_free(as);
+}
+
+/* A datagram for the relay: from the association's client, whole, with a
+ * header that names its target; it goes on as a flow of its own for
+ * each (source, target). */
+static void
+assoc_udp_cb(evutil_socket_t fd, short what, void *arg)
+{
+	static uint8_t buf[65535];
+	struct assoc *as = arg;
+	struct forward *fw = as->fw;
+
+	(void)what;
+	for (int i = 0; i < 16; i++) {
+		struct sockaddr_storage ss;
+		socklen_t sslen = sizeof ss;
+		struct socks5_udp_header h;
+		uint8_t prefix[SOCKS5_UDP_HEADER_MAX];
+		struct ipaddr a;
+		uint16_t port;
+		size_t plen;
+		ssize_t n = recvfrom(fd, buf, sizeof buf, MSG_DONTWAIT,
+		    (struct sockaddr *)&ss, &sslen);
+		long used;
+
+		if (n < 0)
+			return;
+		if (addr_from_sockaddr((struct sockaddr *)&ss, &a, &port) != 0 ||
+		    !addr_equal(&a, &as->client) ||
+		    (as->client_port != 0 && port != as->client_port)) {
+			udp_flow_drop(&fw->udp.set, NULL, UDP_DROP_FOREIGN);
+			continue;
+		}
+		if ((used = socks5_udp_decode(buf, (size_t)n, &h)) < 0) {
+			udp_flow_drop(&fw->udp.set, NULL, UDP_DROP_HEADER);
+			continue;
+		}
+		if (h.frag != 0) {
+			udp_flow_drop(&fw->udp.set, NULL, UDP_DROP_FRAG);
+			continue;
+		}
+		if (fw->features_known && !fw->udp_ok) {
+			udp_flow_drop(&fw->udp.set, NULL, UDP_DROP_REFUSED);
+			continue;
+		}
+		/* Answers name their target as the client wrote it. */
+		if ((plen = socks5_udp_encode(prefix, sizeof prefix, &h)) == 0) {
+			udp_flow_drop(&fw->udp.set, NULL, UDP_DROP_HEADER);
+			continue;
+		}
+		udp_relay_from_socks(&fw->udp, fd, (struct sockaddr *)&ss,
+		    h.host, h.port, prefix, plen, buf + used,
+		    (size_t)n - (size_t)used);
+	}
+}
+
+/* UDP ASSOCIATE: a relay socket on the address the client reached, an
+ * ephemeral port, named in the reply. */
+static void
+assoc_start(struct forward *fw, int fd, const struct socks5_request *req)
+{
+	static struct log_ratelimit rl = LOG_RATELIMIT_INIT(10000, 5);
+	struct sockaddr_storage local, peer;
+	socklen_t llen = sizeof local, plen = sizeof peer;
+	uint8_t out[SOCKS5_REPLY_MAX];
+	struct assoc *as;
+	struct ipaddr a, la;
+	uint16_t port;
+	char *cause = NULL;
+	char abuf[ADDR_STRLEN];
+	int ufd;
+	uint8_t rep = SOCKS5_REP_GENERAL_FAILURE;
+
+	if (fw->features_known && !fw->udp_ok) {
+		if (log_ratelimit_ok(&rl, clock_now_ms()))
+			log_warn("DynamicForward: UDP ASSOCIATE refused: the "
+			    "server does not take UDP forwards (an older roved)");
+		rep = SOCKS5_REP_CMD_NOT_SUPPORTED;
+		goto fail;
+	}
+	if (fw->nassocs >= SOCKS_MAX_ASSOCS) {
+		if (log_ratelimit_ok(&rl, clock_now_ms()))
+			log_warn("DynamicForward: UDP ASSOCIATE refused: %d "
+			    "associations at once", SOCKS_MAX_ASSOCS);
+		goto fail;
+	}
+	if (getsockname(fd, (struct sockaddr *)&local, &llen) != 0 ||
+	    getpeername(fd, (struct sockaddr *)&peer, &plen) != 0 ||
+	    addr_from_sockaddr((struct sockaddr *)&local, &la, &port) != 0 ||
+	    addr_from_sockaddr((struct sockaddr *)&peer, &a, &port) != 0)
+		goto fail;
+	addr_to_sockaddr(&la, 0, &local, &llen);
+	if ((ufd = udp_listen((struct sockaddr *)&local, llen, &cause)) == -1) {
+		log_warn("DynamicForward: UDP ASSOCIATE: %s", cause);
+		free(cause);
+		goto fail;
+	}
+	llen = sizeof local;
+	if (getsockname(ufd, (struct sockaddr *)&local, &llen) != 0) {
+		close(ufd);
+		goto fail;
+	}
+	as = xcalloc(1, sizeof *as);
+	as->fw = fw;
+	as->tcp_fd = fd;
+	as->udp_fd = ufd;
+	as->client = a;
+	as->client_port = req->port;
+	as->tcp_ev = event_new(fw->base, fd, EV_READ | EV_PERSIST,
+	    assoc_tcp_cb, as);
+	as->udp_ev = event_new(fw->base, ufd, EV_READ | EV_PERSIST,
+	    assoc_udp_cb, as);
+	if (as->tcp_ev == NULL || as->udp_ev == NULL)
+		fatalx("out of memory");
+	event_add(as->tcp_ev, NULL);
+	event_add(as->udp_ev, NULL);
+	TAILQ_INSERT_TAIL(&fw->assocs, as, entry);
+	fw->nassocs++;
+	send_reply(fd, out, socks5_reply(out, sizeof out, SOCKS5_REP_SUCCEEDED,
+	    (struct sockaddr *)&local));
+	log_debug("SOCKS5 UDP association: relay %s",
+	    addr_sockaddr_str((struct sockaddr *)&local, abuf));
+	return;
+fail:
+	send_reply(fd, out, socks5_reply(out, sizeof out, rep, NULL));
+	reset_close(fd);
+}
+
+static void
 socks_read_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct socks *sk = arg;
@@ -299,14 +477,18 @@ socks_read_cb(evutil_socket_t fd, short what, void *arg)
 		socks_fail(sk, socks5_rep_from_parse_error(used));
 		return;
 	}
-	/* The forward (or the wait for the session) owns the socket from
-	 * here. */
+	/* The forward (or the wait for the session), or the association,
+	 * owns the socket from here. */
 	{
 		struct forward *fw = sk->fw;
 		int sfd = sk->fd;
 
 		socks_free(sk, false);
-		open_forward(fw, FWD_DYNAMIC, sfd, req.host, req.port, NULL);
+		if (req.cmd == SOCKS5_CMD_UDP_ASSOCIATE)
+			assoc_start(fw, sfd, &req);
+		else
+			open_forward(fw, FWD_DYNAMIC, sfd, req.host, req.port,
+			    NULL);
 	}
 }
 
@@ -373,6 +555,7 @@ udp_read_cb(evutil_socket_t fd, short what, void *arg)
 	udp_relay_read(&fw->udp, fd, l->cf.target_host, l->cf.target_port,
 	    fw->features_known && !fw->udp_ok);
 }
+
 static struct listener *
 listener_open(struct forward *fw, const struct cfg_forward *cf,
     enum fwd_kind kind, char **cause)
@@ -544,6 +727,7 @@ forward_create(struct event_base *base, const struct cfg *cfg, char **cause)
 	fw->set.park_ms = (uint64_t)cfg->idle_timeout * 1000;
 	TAILQ_INIT(&fw->socks);
 	TAILQ_INIT(&fw->held);
+	TAILQ_INIT(&fw->assocs);
 	udp_relay_init(&fw->udp, base, PROTO_UDP_BY_CLIENT, &fw->udp_counters,
 	    udp_remote_request, udp_remote_cancel, fw, "the server");
 	fw->remotes = xcalloc(cfg->nremote_forward + 1, sizeof *fw->remotes);
@@ -580,6 +764,8 @@ forward_free(struct forward *fw)
 		socks_free(sk, true);
 	while (!TAILQ_EMPTY(&fw->held))
 		held_free(TAILQ_FIRST(&fw->held), true);
+	while (!TAILQ_EMPTY(&fw->assocs))
+		assoc_free(TAILQ_FIRST(&fw->assocs));
 	udp_relay_clear(&fw->udp);
 	for (size_t i = 0; i < fw->nlisteners; i++)
 		listener_free(fw->listeners[i]);

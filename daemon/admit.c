@@ -338,12 +338,16 @@ void
 admit_wait_add(struct admit *a, struct admit_waiter *w, const uint8_t *pkt,
     size_t len, uint8_t ecn)
 {
-	/* A retransmitted Initial changes nothing: the first one keeps
-	 * the client's place in line. 0-RTT packets are kept, so that the
-	 * early data need not be sent again once the handshake starts. */
-	bool initial = len > 0 && (pkt[0] & 0xb0) == 0x80;
-
-	if (initial || w->npkts == ADMIT_WAIT_PKTS) {
+	/* Whatever comes, the first Initial keeps the client's place in
+	 * line. Each datagram is kept while there is room, in the order it
+	 * came, Initials too: a ClientHello with a post-quantum key share
+	 * spans two Initials, and a handshake started from the first alone
+	 * would hold its half-open slot until the client's retransmission
+	 * back-off (which a client does not reset on the server's ACK of an
+	 * Initial) sent the rest. Retransmissions come a PTO after the first
+	 * flight, so the flight and its 0-RTT packets are kept before them;
+	 * one that is kept is only a duplicate to the handshake. */
+	if (w->npkts == ADMIT_WAIT_PKTS) {
 		a->stats.wait_dups++;
 		return;
 	}

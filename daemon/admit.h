@@ -56,11 +56,15 @@
 #define ADMIT_SECRET_LEN 32
 /* Initials waiting for a half-open slot, at most: enough for every peer
  * of a large server to come back at once after a restart (a waiter costs
- * its datagram, some 1.4 KiB, against some 40 KiB for a session), and
- * bounded at about 24 MiB. How long one may wait: its client gives up on
- * the attempt after 10 s (quic-udp.c), so one started later would only hold
- * a slot for nothing. The datagrams kept per waiter: the Initial and the
- * 0-RTT packets that follow it. */
+ * its datagrams, 1.2-1.4 KiB each, against some 40 KiB for a session),
+ * and bounded at about 24 MiB for one datagram each, 90 MiB for
+ * ADMIT_WAIT_PKTS each. How long one may wait: its client gives up on
+ * the attempt after 10 s (quic-udp.c), so one started later would only
+ * hold a slot for nothing. The datagrams kept per waiter: its first
+ * flight, in the order they came, which is the Initial and the 0-RTT
+ * packets after it, or two Initials (0-RTT coalesced) when the
+ * ClientHello carries a post-quantum key share; then, while there is
+ * room, the client's retransmissions. */
 #define ADMIT_WAIT_MAX 16384
 /* Waiters started in one pass of the event loop (listener.c). */
 #define ADMIT_WAIT_BATCH 16
@@ -84,7 +88,8 @@ struct admit_stats {
 	uint64_t half_open_full; /* dropped: too many handshakes under way
 	                          * and the line of waiters full */
 	uint64_t waited;         /* ... of the accepted: after a wait */
-	uint64_t wait_dups;      /* Initials of a waiter again: dropped */
+	uint64_t wait_dups;      /* datagrams of a waiter beyond
+	                          * ADMIT_WAIT_PKTS: dropped */
 	uint64_t wait_expired;   /* waiters whose client must have given up */
 	/* TLS over TCP: connections closed at once, the budget being full
 	 * and nothing to evict for them (or their source unknown); handshakes
@@ -203,8 +208,8 @@ void admit_wait_push(struct admit *, const ngtcp2_pkt_hd *hd,
     const struct admit_result *res, const uint8_t *pkt, size_t len,
     uint8_t ecn, const struct sockaddr *from, socklen_t fromlen, void *arg,
     uint64_t now);
-/* Another datagram for waiter `w`'s DCID: kept when it is not another
- * copy of the Initial and there is room, else dropped (counted). */
+/* Another datagram for waiter `w`'s DCID (an Initial or 0-RTT): kept
+ * while there is room, else dropped (counted). */
 void admit_wait_add(struct admit *, struct admit_waiter *w,
     const uint8_t *pkt, size_t len, uint8_t ecn);
 /* The next waiter, returning clients first, oldest first; those waiting

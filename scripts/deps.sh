@@ -83,8 +83,9 @@ PACKAGES=(build-essential pkg-config autoconf automake libtool cmake dpkg-dev pa
 	python3-prometheus-client tshark openssh-client openssh-server
 	dbus-daemon squid dante-server haproxy nginx
 	# a DNS server and client that rove did not write, for the UDP
-	# forward test (test-fwd-udp)
-	dnsmasq-base bind9-dnsutils)
+	# forward test (test-fwd-udp), and a SOCKS5 UDP client (PySocks,
+	# test-fwd-socks-udp)
+	dnsmasq-base bind9-dnsutils python3-socks)
 
 log() { printf 'deps: %s\n' "$*" >&2; }
 die() { log "$*"; exit 1; }

@@ -12,6 +12,9 @@ static const char *const drop_names[UDP_DROP_COUNT] = {
 	[UDP_DROP_NO_FLOW] = "no_flow",
 	[UDP_DROP_LIMIT] = "limit",
 	[UDP_DROP_QUEUE] = "queue",
+	[UDP_DROP_FRAG] = "frag",
+	[UDP_DROP_FOREIGN] = "foreign_source",
+	[UDP_DROP_HEADER] = "bad_header",
 };
 
 const char *

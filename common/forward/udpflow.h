@@ -21,6 +21,10 @@ enum udp_drop {
 	UDP_DROP_NO_FLOW,  /* a context that names no flow (yet) */
 	UDP_DROP_LIMIT,    /* a new source while the flows are all taken */
 	UDP_DROP_QUEUE,    /* the DATAGRAM queue or the socket was full */
+	/* SOCKS5 UDP ASSOCIATE relays (DynamicForward): */
+	UDP_DROP_FRAG,     /* a SOCKS fragment (FRAG not 0): not reassembled */
+	UDP_DROP_FOREIGN,  /* from a source other than the association's client */
+	UDP_DROP_HEADER,   /* a SOCKS UDP header that does not parse */
 	UDP_DROP_COUNT
 };
 

@@ -6,7 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "base/clock.h"
@@ -41,6 +43,8 @@ struct udp_link {
 	void *work;           /* acceptor: the owner's check and dial */
 	bool opener;          /* this side set the flow up */
 	bool ready;           /* answered (opener) / connected (acceptor) */
+	uint8_t *prefix;      /* opener, SOCKS: put in front of answers */
+	size_t prefixlen;
 	struct held_dgram q[LINK_QUEUE];
 	size_t nq;
 };
@@ -68,6 +72,7 @@ link_release(struct udp_flow *flow, void *arg)
 		close(l->fd);
 	for (size_t i = 0; i < l->nq; i++)
 		free(l->q[i].data);
+	free(l->prefix);
 	free(l);
 	flow->arg = NULL;
 }
@@ -187,11 +192,13 @@ link_refused(struct udp_link *l, uint64_t code)
 	udp_flow_refused(&r->set, l->flow);
 }
 
-/* The flow of a source of the listening socket `fd`: a source that sends
- * to two forwards is a flow of each. */
+/* The source's flow on this socket: for a SOCKS relay (`socks`), the
+ * one to this target; for a LocalForward's or a remote forward's socket,
+ * its only one. A program may send from one port to both kinds, or to two
+ * forwards: their flows stay apart. */
 static struct udp_flow *
-flow_of_source(struct udp_relay *r, int fd, const struct ipaddr *a,
-    uint16_t port)
+source_flow(struct udp_relay *r, int fd, const struct ipaddr *a,
+    uint16_t port, bool socks, const char *target)
 {
 	struct udp_flow *flow;
 
@@ -199,15 +206,18 @@ flow_of_source(struct udp_relay *r, int fd, const struct ipaddr *a,
 		const struct udp_link *l = flow->arg;
 
 		if (l != NULL && l->opener && l->fd == fd &&
-		    flow->src_port == port && addr_equal(&flow->src, a))
+		    (l->prefix != NULL) == socks &&
+		    flow->src_port == port && addr_equal(&flow->src, a) &&
+		    (!socks || strcmp(flow->target, target) == 0))
 			return flow;
 	}
 	return NULL;
 }
 
-void
-udp_relay_from_source(struct udp_relay *r, int fd, const struct sockaddr *src,
-    const char *host, uint16_t port, const uint8_t *data, size_t len)
+static void
+from_source(struct udp_relay *r, int fd, const struct sockaddr *src,
+    const char *host, uint16_t port, const uint8_t *prefix, size_t prefixlen,
+    const uint8_t *data, size_t len)
 {
 	/* The client names the target; roved names its listener's port,
 	 * whose target only the client knows. */
@@ -223,16 +233,17 @@ udp_relay_from_source(struct udp_relay *r, int fd, const struct sockaddr *src,
 
 	if (addr_from_sockaddr(src, &a, &sport) != 0)
 		return;
-	if ((flow = flow_of_source(r, fd, &a, sport)) == NULL) {
+	if (hdr.type == PROTO_FWD_UDP_REMOTE)
+		snprintf(target, sizeof target, "remote port %u",
+		    (unsigned)port);
+	else
+		addr_hostport_str(target, sizeof target, host, port);
+	if ((flow = source_flow(r, fd, &a, sport, prefix != NULL,
+	    target)) == NULL) {
 		if (r->qc == NULL) {
 			udp_flow_drop(&r->set, NULL, UDP_DROP_NO_FLOW);
 			return;
 		}
-		if (hdr.type == PROTO_FWD_UDP_REMOTE)
-			snprintf(target, sizeof target, "remote port %u",
-			    (unsigned)port);
-		else
-			addr_hostport_str(target, sizeof target, host, port);
 		if ((flow = udp_flow_open(&r->set, &a, sport, target,
 		    clock_now_ms())) == NULL)
 			return;
@@ -245,6 +256,11 @@ udp_relay_from_source(struct udp_relay *r, int fd, const struct sockaddr *src,
 		l->srclen = src->sa_family == AF_INET6 ?
 		    sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
 		memcpy(&l->src, src, l->srclen);
+		if (prefix != NULL) {
+			l->prefix = xmalloc(prefixlen > 0 ? prefixlen : 1);
+			memcpy(l->prefix, prefix, prefixlen);
+			l->prefixlen = prefixlen;
+		}
 		flow->arg = l;
 		hdr.ctx = flow->ctx;
 		if (hdr.type == PROTO_FWD_UDP_CONNECT)
@@ -302,6 +318,21 @@ udp_relay_read(struct udp_relay *r, int fd, const char *host, uint16_t port,
 }
 
 void
+udp_relay_from_source(struct udp_relay *r, int fd, const struct sockaddr *src,
+    const char *host, uint16_t port, const uint8_t *data, size_t len)
+{
+	from_source(r, fd, src, host, port, NULL, 0, data, len);
+}
+
+void
+udp_relay_from_socks(struct udp_relay *r, int fd, const struct sockaddr *src,
+    const char *host, uint16_t port, const uint8_t *prefix, size_t prefixlen,
+    const uint8_t *data, size_t len)
+{
+	from_source(r, fd, src, host, port, prefix, prefixlen, data, len);
+}
+
+void
 udp_relay_forget_fd(struct udp_relay *r, int fd)
 {
 	struct udp_flow *flow, *next;
@@ -332,10 +363,24 @@ udp_relay_datagram(struct udp_relay *r, const uint8_t *data, size_t len)
 	}
 	data += used;
 	len -= used;
-	if (l->opener)
+	if (l->opener && l->prefix != NULL) {
+		/* The SOCKS header, then the payload, as one datagram. */
+		struct iovec iov[2] = {
+			{ l->prefix, l->prefixlen },
+			{ (void *)(uintptr_t)data, len },
+		};
+		struct msghdr mh = {
+			.msg_name = &l->src,
+			.msg_namelen = l->srclen,
+			.msg_iov = iov,
+			.msg_iovlen = 2,
+		};
+
+		n = sendmsg(l->fd, &mh, MSG_DONTWAIT);
+	} else if (l->opener) {
 		n = sendto(l->fd, data, len, MSG_DONTWAIT,
 		    (const struct sockaddr *)&l->src, l->srclen);
-	else
+	} else
 		n = send(l->fd, data, len, MSG_DONTWAIT);
 	if (n < 0) {
 		udp_flow_drop(&r->set, flow, UDP_DROP_QUEUE);

@@ -66,6 +66,15 @@ void udp_relay_from_source(struct udp_relay *, int fd,
 void udp_relay_read(struct udp_relay *, int fd, const char *host,
     uint16_t port, bool refuse);
 
+/* Opener, for a SOCKS5 UDP ASSOCIATE relay socket `fd`: as
+ * udp_relay_from_source, but a flow is one source and one target (a
+ * source may send to many), and the target's datagrams go back to the
+ * source with `prefix` (the SOCKS UDP header naming the target, at most
+ * SOCKS5_UDP_HEADER_MAX bytes) in front. */
+void udp_relay_from_socks(struct udp_relay *, int fd,
+    const struct sockaddr *src, const char *host, uint16_t port,
+    const uint8_t *prefix, size_t prefixlen, const uint8_t *data, size_t len);
+
 /* Opener: the listening socket `fd` is going away; its flows end. */
 void udp_relay_forget_fd(struct udp_relay *, int fd);
 

@@ -506,6 +506,32 @@ text_drops(struct evbuffer *out, const char *indent, const struct tunnel_counter
 	evbuffer_add_printf(out, "%s\n", any ? "" : " none");
 }
 
+/* UDP flows, once there has been one or a datagram was dropped: drops
+ * by cause, the nonzero ones. */
+static void
+text_udp(struct evbuffer *out, const struct udp_flow_counters *u)
+{
+	bool any = u->opened != 0 || u->refused != 0 || u->expired != 0;
+
+	for (int i = 0; i < UDP_DROP_COUNT; i++)
+		any |= u->drops[i] != 0;
+	if (!any)
+		return;
+	evbuffer_add_printf(out, "  udp flows: %llu opened, %llu refused, "
+	    "%llu expired; dropped:", (unsigned long long)u->opened,
+	    (unsigned long long)u->refused, (unsigned long long)u->expired);
+	any = false;
+	for (int i = 0; i < UDP_DROP_COUNT; i++) {
+		if (u->drops[i] == 0)
+			continue;
+		evbuffer_add_printf(out, " %s=%llu",
+		    udp_drop_name((enum udp_drop)i),
+		    (unsigned long long)u->drops[i]);
+		any = true;
+	}
+	evbuffer_add_printf(out, "%s\n", any ? "" : " none");
+}
+
 static void
 text_head(struct evbuffer *out, const struct status *st)
 {
@@ -693,6 +719,8 @@ text_peer(struct evbuffer *out, const struct status_peer *p, bool server)
 	text_drops(out, "  ", p->counters);
 	if (p->fwd_counters != NULL)
 		fwd_status_text(p->fwds, p->fwd_counters, out);
+	if (p->udp_counters != NULL)
+		text_udp(out, p->udp_counters);
 	if (p->nlisteners > 0)
 		evbuffer_add_printf(out, "  listeners:\n");
 	for (size_t i = 0; i < p->nlisteners; i++) {

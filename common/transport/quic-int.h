@@ -114,6 +114,8 @@ struct quic_conn {
 	 * nothing of ours was in flight: the stall detector's reference. */
 	uint64_t last_ack;
 	uint64_t inflight;     /* bytes in flight after the last read or write */
+	bool all_acked;        /* a read left nothing in flight, and no
+	                        * write has put anything there since */
 	/* cbs->loss: when it may next be called, and the loss it last told */
 	uint64_t loss_next, loss_told;
 	size_t dgram_fit;      /* largest DATAGRAM the path takes, this loop */

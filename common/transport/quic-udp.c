@@ -851,6 +851,8 @@ quic_conn_read(struct quic_conn *qc, const struct udp_socket *sock,
 		if (inflight < qc->inflight)
 			qc->last_ack = qc->last_rx;
 		qc->inflight = inflight;
+		if (inflight == 0)
+			qc->all_acked = true;
 		/* Follow the peer to a new address once ngtcp2 accepted it. */
 		const ngtcp2_path *cur = ngtcp2_conn_get_path(qc->conn);
 		if (cur->remote.addrlen <= sizeof qc->remote &&
@@ -1271,9 +1273,19 @@ quic_udp_write(struct quic_conn *qc)
 	}
 	if (npkts > 0)
 		ngtcp2_conn_update_pkt_tx_time(qc->conn, ts);
-	/* Nothing outstanding: nothing can be overdue either. */
-	if ((qc->inflight = bytes_in_flight(qc)) == 0)
+	/* Nothing outstanding: nothing can be overdue either. And the first
+	 * packet in flight after a quiet spell (the peer had acknowledged
+	 * everything) starts the silence afresh: a quiet with nothing to
+	 * acknowledge is no silence of the path, and counted in, its first
+	 * round trip would read as seconds of one (a TCP race and a move
+	 * for nothing). Not after a move to a new path, though: ngtcp2
+	 * then counts nothing in flight, but the old path's packets are
+	 * as unanswered as before. */
+	qc->inflight = bytes_in_flight(qc);
+	if (qc->inflight == 0 || qc->all_acked)
 		qc->last_ack = ts;
+	if (qc->inflight > 0)
+		qc->all_acked = false;
 	if (other != NULL)
 		udp_batch_flush(other);
 	/* More is waiting than the quantum allowed: the timer brings us back. */

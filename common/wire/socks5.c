@@ -81,7 +81,7 @@ socks5_parse_request(const uint8_t *in, size_t len, struct socks5_request *req)
 	if (len - off < alen + 2)
 		return 0;
 	port = (uint16_t)(in[off + alen] << 8 | in[off + alen + 1]);
-	if (port == 0)
+	if (port == 0 && in[1] != SOCKS5_CMD_UDP_ASSOCIATE)
 		return SOCKS5_MALFORMED;
 
 	memset(host, 0, sizeof host);
@@ -102,7 +102,8 @@ socks5_parse_request(const uint8_t *in, size_t len, struct socks5_request *req)
 	req->cmd = in[1];
 	memcpy(req->host, host, sizeof req->host);
 	req->port = port;
-	if (req->cmd != SOCKS5_CMD_CONNECT)
+	if (req->cmd != SOCKS5_CMD_CONNECT &&
+	    req->cmd != SOCKS5_CMD_UDP_ASSOCIATE)
 		return SOCKS5_CMD_UNSUPPORTED;
 	return (long)(off + alen + 2);
 }
@@ -177,4 +178,104 @@ socks5_rep_from_fwd_error(uint64_t code)
 	default:
 		return SOCKS5_REP_GENERAL_FAILURE;
 	}
+}
+
+long
+socks5_udp_decode(const uint8_t *in, size_t len, struct socks5_udp_header *h)
+{
+	size_t alen, off;
+	uint16_t port;
+
+	if (len < 4 || in[0] != 0 || in[1] != 0)
+		return SOCKS5_MALFORMED;
+	switch (in[3]) {
+	case SOCKS5_ATYP_IPV4:
+		alen = 4;
+		off = 4;
+		break;
+	case SOCKS5_ATYP_IPV6:
+		alen = 16;
+		off = 4;
+		break;
+	case SOCKS5_ATYP_DOMAIN:
+		if (len < 5 || in[4] == 0)
+			return SOCKS5_MALFORMED;
+		alen = in[4];
+		off = 5;
+		break;
+	default:
+		return SOCKS5_MALFORMED;
+	}
+	if (len - off < alen + 2)
+		return SOCKS5_MALFORMED;
+	if (in[3] == SOCKS5_ATYP_DOMAIN &&
+	    !proto_fwd_host_valid((const char *)in + off, alen))
+		return SOCKS5_MALFORMED;
+	port = (uint16_t)(in[off + alen] << 8 | in[off + alen + 1]);
+	if (port == 0)
+		return SOCKS5_MALFORMED;
+	memset(h, 0, sizeof *h);
+	h->frag = in[2];
+	h->atyp = in[3];
+	h->port = port;
+	switch (in[3]) {
+	case SOCKS5_ATYP_IPV4:
+		(void)inet_ntop(AF_INET, in + off, h->host, sizeof h->host);
+		break;
+	case SOCKS5_ATYP_IPV6:
+		(void)inet_ntop(AF_INET6, in + off, h->host, sizeof h->host);
+		break;
+	default:
+		memcpy(h->host, in + off, alen);
+		break;
+	}
+	return (long)(off + alen + 2);
+}
+
+size_t
+socks5_udp_encode(uint8_t *out, size_t outlen,
+    const struct socks5_udp_header *h)
+{
+	uint8_t addr[16];
+	size_t alen, off, hostlen = strnlen(h->host, sizeof h->host);
+
+	if (h->port == 0 || hostlen == sizeof h->host)
+		return 0;
+	switch (h->atyp) {
+	case SOCKS5_ATYP_IPV4:
+		if (inet_pton(AF_INET, h->host, addr) != 1)
+			return 0;
+		alen = 4;
+		off = 4;
+		break;
+	case SOCKS5_ATYP_IPV6:
+		if (inet_pton(AF_INET6, h->host, addr) != 1)
+			return 0;
+		alen = 16;
+		off = 4;
+		break;
+	case SOCKS5_ATYP_DOMAIN:
+		if (!proto_fwd_host_valid(h->host, hostlen))
+			return 0;
+		alen = hostlen;
+		off = 5;
+		break;
+	default:
+		return 0;
+	}
+	if (outlen < off + alen + 2)
+		return 0;
+	out[0] = 0;
+	out[1] = 0;
+	out[2] = h->frag;
+	out[3] = h->atyp;
+	if (h->atyp == SOCKS5_ATYP_DOMAIN) {
+		out[4] = (uint8_t)alen;
+		memcpy(out + off, h->host, alen);
+	} else {
+		memcpy(out + off, addr, alen);
+	}
+	out[off + alen] = (uint8_t)(h->port >> 8);
+	out[off + alen + 1] = (uint8_t)h->port;
+	return off + alen + 2;
 }

@@ -1,7 +1,9 @@
 /* SOCKS5 (RFC 1928) server side for DynamicForward: parse a client's
  * greeting and request, build the replies. Pure functions over byte
  * buffers, no I/O; parsers never read past their input. Only the "no
- * authentication" method and the CONNECT command are supported. */
+ * authentication" method and the CONNECT and UDP ASSOCIATE commands are
+ * supported; the UDP relay's datagram header (section 7) is parsed and
+ * built here too. */
 #ifndef ROVE_SOCKS5_H
 #define ROVE_SOCKS5_H
 
@@ -16,6 +18,7 @@
 #define SOCKS5_METHOD_NONE 0xff /* "no acceptable methods" */
 
 #define SOCKS5_CMD_CONNECT 1
+#define SOCKS5_CMD_UDP_ASSOCIATE 3
 
 #define SOCKS5_ATYP_IPV4 1
 #define SOCKS5_ATYP_DOMAIN 3
@@ -62,8 +65,10 @@ struct socks5_request {
  * dotted IPv4 address, ATYP 4 inet_ntop's IPv6 text, ATYP 3 the domain
  * itself, which must be 1..255 bytes valid for proto_fwd_host_valid (so it
  * can go into a forward header as is). Returns the bytes consumed when
- * complete and CMD is CONNECT; 0 if more are needed; SOCKS5_MALFORMED for
- * another version, RSV not 0, a bad domain or DST.PORT 0;
+ * complete and CMD is CONNECT or UDP ASSOCIATE; 0 if more are needed;
+ * SOCKS5_MALFORMED for another version, RSV not 0, a bad domain or a
+ * DST.PORT 0 in a CONNECT (UDP ASSOCIATE's DST names where the client will
+ * send from, and 0 says it does not know yet);
  * SOCKS5_ATYP_UNSUPPORTED for another ATYP, as soon as that byte arrives
  * (the address length is then unknown); SOCKS5_CMD_UNSUPPORTED once a whole
  * well-formed request with another CMD has arrived (*req is then filled,
@@ -86,5 +91,31 @@ size_t socks5_reply(uint8_t *out, size_t outlen, uint8_t rep,
  * HOST_UNREACHABLE, denied -> NOT_ALLOWED, timeout -> TTL_EXPIRED, anything
  * else -> GENERAL_FAILURE. */
 uint8_t socks5_rep_from_fwd_error(uint64_t code);
+
+/* The header in front of each datagram between a UDP ASSOCIATE's client
+ * and its relay (RFC 1928 section 7): RSV (2 bytes, 0), FRAG, ATYP,
+ * DST.ADDR, DST.PORT, then the payload. */
+struct socks5_udp_header {
+	uint8_t frag;   /* 0: a whole datagram; else a fragment's number */
+	uint8_t atyp;   /* SOCKS5_ATYP_*: how the address is written */
+	char host[256]; /* NUL-terminated, as in struct socks5_request */
+	uint16_t port;
+};
+
+/* The longest header: a 255-byte domain. */
+#define SOCKS5_UDP_HEADER_MAX (4 + 1 + 255 + 2)
+
+/* A datagram's header, the datagram being whole: returns the header's
+ * length (the payload follows it), or SOCKS5_MALFORMED when it is cut
+ * short, RSV is not 0, ATYP is unknown, the domain is bad (as for a
+ * request) or DST.PORT is 0. FRAG is reported, not judged: the relay
+ * drops fragments. *h is written only on success. */
+long socks5_udp_decode(const uint8_t *in, size_t len,
+    struct socks5_udp_header *h);
+/* The header for `h` (RSV 0): its ATYP says how host is written (IPv4 or
+ * IPv6 text, or a domain valid as for a request). Returns its length, or
+ * 0 if it does not fit in outlen or socks5_udp_decode would refuse it. */
+size_t socks5_udp_encode(uint8_t *out, size_t outlen,
+    const struct socks5_udp_header *h);
 
 #endif

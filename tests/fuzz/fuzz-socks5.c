@@ -62,7 +62,7 @@ check_parsed(const uint8_t *data, long r, const struct socks5_request *req)
 	hostlen = strnlen(req->host, sizeof req->host);
 	assert(hostlen > 0 && hostlen < sizeof req->host);
 	assert(proto_fwd_host_valid(req->host, hostlen));
-	assert(req->port != 0);
+	assert(req->port != 0 || req->cmd == SOCKS5_CMD_UDP_ASSOCIATE);
 	assert(req->cmd == data[1]);
 	switch (data[3]) {
 	case 1:
@@ -86,10 +86,15 @@ check_parsed(const uint8_t *data, long r, const struct socks5_request *req)
 	}
 	assert(req->port == (data[used - 2] << 8 | data[used - 1]));
 	if (r > 0)
-		assert((size_t)r == used && req->cmd == SOCKS5_CMD_CONNECT);
+		assert((size_t)r == used && (req->cmd == SOCKS5_CMD_CONNECT ||
+		    req->cmd == SOCKS5_CMD_UDP_ASSOCIATE));
 	else
 		assert(r == SOCKS5_CMD_UNSUPPORTED &&
-		    req->cmd != SOCKS5_CMD_CONNECT);
+		    req->cmd != SOCKS5_CMD_CONNECT &&
+		    req->cmd != SOCKS5_CMD_UDP_ASSOCIATE);
+	/* UDP ASSOCIATE's port 0 ("not known yet") names no target. */
+	if (req->port == 0)
+		return;
 
 	memset(&h, 0, sizeof h);
 	h.type = PROTO_FWD_CONNECT;

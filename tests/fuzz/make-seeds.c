@@ -35,6 +35,7 @@
 #include "wire/proto-udp.h"
 #include "wire/proto.h"
 #include "wire/qmux.h"
+#include "wire/socks5.h"
 
 static const char *top;
 
@@ -617,6 +618,40 @@ socks5_seeds(void)
 	put("socks5", "bind", bind, sizeof bind);
 }
 
+/* SOCKS5 UDP datagram headers, with a payload behind each. */
+static void
+socks5_udp_seeds(void)
+{
+	static const struct socks5_udp_header v4 = {
+		.atyp = SOCKS5_ATYP_IPV4, .host = "198.18.5.7", .port = 7777,
+	};
+	static const struct socks5_udp_header v6 = {
+		.atyp = SOCKS5_ATYP_IPV6, .host = "fd00::53", .port = 53,
+	};
+	static const struct socks5_udp_header name = {
+		.atyp = SOCKS5_ATYP_DOMAIN, .host = "echo.example", .port = 7,
+	};
+	static const struct socks5_udp_header frag = {
+		.frag = 1, .atyp = SOCKS5_ATYP_IPV4, .host = "127.0.0.1",
+		.port = 9,
+	};
+	const struct {
+		const char *name;
+		const struct socks5_udp_header *h;
+	} seeds[] = {
+		{ "v4", &v4 }, { "v6", &v6 }, { "name", &name }, { "frag", &frag },
+	};
+	uint8_t out[SOCKS5_UDP_HEADER_MAX + 8];
+	size_t n;
+
+	for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++) {
+		if ((n = socks5_udp_encode(out, sizeof out, seeds[i].h)) == 0)
+			die("socks5-udp: encoding a header failed");
+		memcpy(out + n, "payload", 7);
+		put("socks5-udp", seeds[i].name, out, n + 7);
+	}
+}
+
 /* --- StateDir files, as the real code writes them --- */
 
 static void
@@ -995,6 +1030,7 @@ main(int argc, char **argv)
 	proto_fwd_seeds();
 	proto_udp_seeds();
 	socks5_seeds();
+	socks5_udp_seeds();
 	state_seeds();
 	control_seeds();
 	quic_seeds();

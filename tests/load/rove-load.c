@@ -53,6 +53,9 @@
  *              came back with 0-RTT
  *   -H SECS    at the end, keep the sessions up for SECS more (print
  *              "holding the sessions"), so a script can look at roved
+ *   -K KEX     the clients' KeyExchange: hybrid (the default, as rove's:
+ *              X25519MLKEM768, a ClientHello of two Initials) or classic
+ *              (X25519 alone, one Initial)
  *   -v         log more (twice: QUIC internals too)
  *
  * It prints a line per phase and, at the end, "RESULT key=value ..." lines
@@ -1384,7 +1387,7 @@ usage(void)
 	    "[-B B] [-C C]\n"
 	    "                 [-c SECS] [-i SECS] [-j J] [-R PID] [-m M (-t ADDR [-w W] "
 	    "[-S BYTES] | -F ADDR:PORT) [-T SECS]]\n"
-	    "                 [-r SECS] [-H SECS] [-v]\n");
+	    "                 [-r SECS] [-H SECS] [-K hybrid|classic] [-v]\n");
 	exit(2);
 }
 
@@ -1592,6 +1595,7 @@ cmd_run(int argc, char **argv)
 	struct rlimit rl;
 	char *cause = NULL;
 	uint64_t t0;
+	enum tls_kex kex = TLS_KEX_HYBRID;
 	int ch;
 
 	ld->per_src = 8;
@@ -1603,7 +1607,7 @@ cmd_run(int argc, char **argv)
 	ld->traffic_s = 5;
 	ld->ok = true;
 	ld->procs = 1;
-	while ((ch = getopt(argc, argv, "s:P:k:n:b:B:C:c:i:j:R:m:t:w:S:T:F:r:H:v")) != -1) {
+	while ((ch = getopt(argc, argv, "s:P:k:n:b:B:C:c:i:j:R:m:t:w:S:T:F:r:H:K:v")) != -1) {
 		switch (ch) {
 		case 's': server = optarg; break;
 		case 'P': pub = optarg; break;
@@ -1654,6 +1658,14 @@ cmd_run(int argc, char **argv)
 		}
 		case 'r': ld->restart_s = (unsigned)num(optarg, 1, 3600); break;
 		case 'H': ld->hold_s = (unsigned)num(optarg, 1, 3600); break;
+		case 'K':
+			if (strcmp(optarg, "hybrid") == 0)
+				kex = TLS_KEX_HYBRID;
+			else if (strcmp(optarg, "classic") == 0)
+				kex = TLS_KEX_CLASSIC;
+			else
+				usage();
+			break;
 		case 'v': ld->verbose++; break;
 		default: usage();
 		}
@@ -1707,6 +1719,8 @@ cmd_run(int argc, char **argv)
 	if ((ld->base = event_base_new()) == NULL)
 		fatalx("event_base_new failed");
 	quic_set_pin_check(pin_check);
+	if (tls_set_kex(kex, &cause) != 0)
+		fatalx("-K: %s", cause);
 	random_bytes(ld->reset_secret, sizeof ld->reset_secret);
 	t0 = clock_now();
 	for (size_t i = ld->me; i < ld->n; i += ld->procs) {

@@ -320,7 +320,7 @@ wait_one(uint8_t seed, const struct sockaddr_in *from, bool returning,
 }
 
 /* The line: returning clients first, then the others, each in arrival
- * order; a waiter keeps its first Initial and the 0-RTT packets after
+ * order; a waiter keeps its first Initial and the datagrams after
  * it; one that waited too long is dropped on the way out. */
 static void
 test_wait_line(void **state)
@@ -346,15 +346,17 @@ test_wait_line(void **state)
 	assert_true(ngtcp2_cid_eq(&w->dcid, &dcid));
 	dcid.data[0] ^= 1;
 	assert_null(admit_wait_find(&adm, dcid.data, dcid.datalen));
-	/* A retransmitted Initial is dropped; 0-RTT packets are kept, up
-	 * to ADMIT_WAIT_PKTS in all. */
-	memset(again, 0xc0, sizeof again);
-	admit_wait_add(&adm, w, again, sizeof again, 0);
+	/* The datagrams after the first are kept in the order they came,
+	 * 0-RTT packets and Initials alike, up to ADMIT_WAIT_PKTS in all;
+	 * the rest are dropped and counted. */
 	memset(zrtt, 0xd0, sizeof zrtt);
 	for (int i = 0; i < ADMIT_WAIT_PKTS; i++)
 		admit_wait_add(&adm, w, zrtt, sizeof zrtt, 0);
+	memset(again, 0xc0, sizeof again);
+	admit_wait_add(&adm, w, again, sizeof again, 0);
 	assert_int_equal(w->npkts, ADMIT_WAIT_PKTS);
 	assert_int_equal(w->pkts[1].len, sizeof zrtt);
+	assert_int_equal(w->pkts[ADMIT_WAIT_PKTS - 1].len, sizeof zrtt);
 	assert_int_equal(adm.stats.wait_dups, 2);
 
 	/* 14 came first but has waited past ADMIT_WAIT_TIMEOUT. */
@@ -371,6 +373,51 @@ test_wait_line(void **state)
 	assert_int_equal(adm.stats.waited, 4);
 	assert_int_equal(adm.stats.accepted, 4);
 	assert_int_equal(adm.stats.wait_expired, 1);
+}
+
+/* A ClientHello with a post-quantum key share (X25519MLKEM768) spans two
+ * Initials. A waiter keeps both, so the handshake that starts from the
+ * line has the whole ClientHello, and not half of it until the client's
+ * retransmission back-off sends the rest; retransmissions that come
+ * after the flight are kept while there is room, then counted. */
+static void
+test_wait_split_client_hello(void **state)
+{
+	struct sockaddr_in a = v4("198.18.1.3", 4000);
+	struct admit_waiter *w;
+	ngtcp2_cid dcid;
+	uint8_t second[1200], zrtt[300], rexmit[1200];
+
+	(void)state;
+	wait_one(21, &a, true, T0);
+	dcid = initial(21, NULL, 0).dcid;
+	w = admit_wait_find(&adm, dcid.data, dcid.datalen);
+	assert_non_null(w);
+	/* The flight's second Initial, with 0-RTT coalesced after it; then
+	 * a 0-RTT datagram of its own. */
+	memset(second, 0xc3, sizeof second);
+	second[1] = 0x02;
+	admit_wait_add(&adm, w, second, sizeof second, 0);
+	memset(zrtt, 0xd1, sizeof zrtt);
+	admit_wait_add(&adm, w, zrtt, sizeof zrtt, 0);
+	assert_int_equal(w->npkts, 3);
+	assert_int_equal(adm.stats.wait_dups, 0);
+	/* The client's retransmissions while it waits: one more fits. */
+	memset(rexmit, 0xc5, sizeof rexmit);
+	for (int i = 0; i < 3; i++)
+		admit_wait_add(&adm, w, rexmit, sizeof rexmit, 0);
+	assert_int_equal(w->npkts, ADMIT_WAIT_PKTS);
+	assert_int_equal(adm.stats.wait_dups, 2);
+
+	w = admit_wait_pop(&adm, T0 + NGTCP2_SECONDS);
+	assert_non_null(w);
+	assert_int_equal(w->pkts[0].data[1], 21);
+	assert_int_equal(w->pkts[1].len, sizeof second);
+	assert_memory_equal(w->pkts[1].data, second, sizeof second);
+	assert_int_equal(w->pkts[2].len, sizeof zrtt);
+	assert_int_equal(w->pkts[3].data[0], 0xc5);
+	admit_waiter_free(w);
+	assert_int_equal(adm.nwaiting, 0);
 }
 
 /* ADMIT_PREFIX_BURST at once, then ADMIT_PREFIX_RATE a second, per /32
@@ -484,6 +531,8 @@ main(void)
 		cmocka_unit_test_setup(test_new_token, setup),
 		cmocka_unit_test_setup(test_half_open_cap, setup),
 		cmocka_unit_test_setup_teardown(test_wait_line, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_wait_split_client_hello, setup,
+		    teardown),
 		cmocka_unit_test(test_tokens_survive_restart),
 		cmocka_unit_test_setup(test_prefix_rate, setup),
 		cmocka_unit_test_setup(test_tcp_budget, setup),

@@ -60,6 +60,12 @@ test_no_connection(void **state)
 	assert_true(c.drops[UDP_DROP_NO_FLOW] == 1);
 	assert_true(c.opened == 0);
 	assert_int_equal(r.set.n, 0);
+	/* Likewise a SOCKS relay's datagram. */
+	udp_relay_from_socks(&r, -1, (struct sockaddr *)&src, "dns.example",
+	    53, payload, sizeof payload, payload, sizeof payload);
+	assert_true(c.drops[UDP_DROP_NO_FLOW] == 2);
+	assert_true(c.opened == 0);
+	assert_int_equal(r.set.n, 0);
 	/* Not a flow's stream, with no connection: left to the forwards. */
 	assert_false(udp_relay_stream_data(&r, 4, NULL, payload,
 	    sizeof payload, false));

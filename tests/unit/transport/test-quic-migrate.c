@@ -225,6 +225,54 @@ test_probe_through_full_window(void **state)
 	pair_free(p);
 }
 
+/* The ack silence that sends a client to a new port (1 s) and races TCP
+ * (2 s) counts from the oldest packet still unacknowledged. The first
+ * packet after a quiet spell starts it afresh: the quiet, when nothing
+ * was in flight, is no silence, and a round trip's wait for the first
+ * ack must not read as seconds of it. */
+static void
+test_silence_after_quiet(void **state)
+{
+	static const uint8_t ping[] = "ping";
+
+	(void)state;
+	struct pair *p = established_pair();
+
+	assert_int_equal(quic_conn_ack_silence_ms(p->c.qc), 0);
+	pair_now += 5 * NGTCP2_SECONDS;
+	assert_int_equal(quic_conn_send_datagram(p->c.qc, ping, sizeof ping), 0);
+	pair_write(p);
+	assert_int_not_equal(p->cbatch.sent_packets, 0);
+	pair_now += 40 * NGTCP2_MILLISECONDS;  /* not answered yet */
+	assert_int_equal(quic_conn_ack_silence_ms(p->c.qc), 40);
+	/* Answered: nothing in flight, no silence. */
+	assert_true(pair_run(p, 400) > 0);
+	assert_int_equal(quic_conn_ack_silence_ms(p->c.qc), 0);
+	/* Unanswered from then on (a cut flow): the silence grows from the
+	 * packet that went first. */
+	p->c1_dead = true;
+	pair_now += 3 * NGTCP2_SECONDS;
+	assert_int_equal(quic_conn_send_datagram(p->c.qc, ping, sizeof ping), 0);
+	pair_write(p);
+	for (int r = 0; r < 1000; r++)
+		pair_round(p);
+	assert_int_equal(quic_conn_ack_silence_ms(p->c.qc), 1000);
+	/* A move to a new port (as after 1 s of silence), on a link as dead:
+	 * ngtcp2 counts nothing in flight on the new path, but nothing has
+	 * been answered either, and the silence goes on from where it was
+	 * (it is what races TCP at 2 s). */
+	struct udp_batch *to = pair_open_move(p);
+	p->mdead[p->nmoves - 1] = true;
+	assert_int_equal(quic_conn_migrate(p->c.qc, to, true), 0);
+	pair_write(p);
+	assert_int_equal(quic_conn_send_datagram(p->c.qc, ping, sizeof ping), 0);
+	pair_write(p);
+	for (int r = 0; r < 500; r++)
+		pair_round(p);
+	assert_int_equal(quic_conn_ack_silence_ms(p->c.qc), 1500);
+	pair_free(p);
+}
+
 int
 main(void)
 {
@@ -237,6 +285,7 @@ main(void)
 		cmocka_unit_test_teardown(test_rebind_then_migrate, pair_free_all),
 		cmocka_unit_test_teardown(test_probe_through_full_window,
 		    pair_free_all),
+		cmocka_unit_test_teardown(test_silence_after_quiet, pair_free_all),
 	};
 
 	return cmocka_run_group_tests(tests, pair_group_setup, pair_group_teardown);

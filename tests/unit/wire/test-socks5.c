@@ -337,7 +337,7 @@ test_request_unsupported_cmd(void **state)
 	uint8_t v4[] = { 0x05, 0x02, 0x00, 0x01, 0x0a, 0x00, 0x00, 0x01, 0x04,
 		0x38 };
 	uint8_t name[] = { 0x05, 0x03, 0x00, 0x03, 0x01, 'h', 0x00, 0x35 };
-	static const uint8_t cmds[] = { 0x00, 0x02, 0x03, 0x04, 0xff };
+	static const uint8_t cmds[] = { 0x00, 0x02, 0x04, 0xff };
 
 	(void)state;
 	/* Reported once the whole request is in, with its fields. */
@@ -349,6 +349,213 @@ test_request_unsupported_cmd(void **state)
 		check_request(name, sizeof name, SOCKS5_CMD_UNSUPPORTED, 8,
 		    cmds[i], "h", 53);
 	}
+}
+
+/* UDP ASSOCIATE is taken; its DST names the client's own address and
+ * port, which may be all zeros (not known yet), or a name (PySocks sends
+ * "0" and its port). */
+static void
+test_request_udp_associate(void **state)
+{
+	static const uint8_t zero[] = { 0x05, 0x03, 0x00, 0x01, 0, 0, 0, 0,
+		0x00, 0x00 };
+	static const uint8_t v4[] = { 0x05, 0x03, 0x00, 0x01, 0x7f, 0x00, 0x00,
+		0x01, 0xa4, 0x10 };
+	static const uint8_t name[] = { 0x05, 0x03, 0x00, 0x03, 0x01, '0',
+		0xd4, 0x31 };
+	static const uint8_t v6[] = { 0x05, 0x03, 0x00, 0x04,
+		0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0x00, 0x00 };
+	static const uint8_t bad_name[] = { 0x05, 0x03, 0x00, 0x03, 0x01, ' ',
+		0x00, 0x00 };
+
+	(void)state;
+	check_request(zero, sizeof zero, 10, 10, SOCKS5_CMD_UDP_ASSOCIATE,
+	    "0.0.0.0", 0);
+	check_request(v4, sizeof v4, 10, 10, SOCKS5_CMD_UDP_ASSOCIATE,
+	    "127.0.0.1", 42000);
+	check_request(name, sizeof name, 8, 8, SOCKS5_CMD_UDP_ASSOCIATE, "0",
+	    54321);
+	check_request(v6, sizeof v6, 22, 22, SOCKS5_CMD_UDP_ASSOCIATE,
+	    "fd00::2", 0);
+	check_request_refused(bad_name, sizeof bad_name, 6, SOCKS5_MALFORMED);
+}
+
+static void
+poison_udp(struct socks5_udp_header *h)
+{
+	memset(h, 0xa5, sizeof *h);
+}
+
+/* The datagram `in` has a header of `used` bytes with these fields;
+ * encoding them gives those bytes back exactly. */
+static void
+check_udp(const uint8_t *in, size_t len, size_t used, uint8_t frag,
+    uint8_t atyp, const char *host, uint16_t port)
+{
+	struct socks5_udp_header h, want;
+	uint8_t out[SOCKS5_UDP_HEADER_MAX + 8];
+
+	memset(&want, 0, sizeof want);
+	want.frag = frag;
+	want.atyp = atyp;
+	strcpy(want.host, host);
+	want.port = port;
+
+	poison_udp(&h);
+	assert_int_equal(socks5_udp_decode(in, len, &h), (long)used);
+	assert_int_equal(h.frag, frag);
+	assert_int_equal(h.atyp, atyp);
+	assert_string_equal(h.host, host);
+	assert_int_equal(h.port, port);
+	assert_memory_equal(&h, &want, sizeof h);
+	/* Whole or nothing: every shorter datagram is cut short. */
+	for (size_t i = 0; i < used; i++) {
+		poison_udp(&h);
+		assert_int_equal(socks5_udp_decode(in, i, &h), SOCKS5_MALFORMED);
+	}
+
+	memset(out, 0xee, sizeof out);
+	assert_int_equal(socks5_udp_encode(out, sizeof out, &want), used);
+	assert_memory_equal(out, in, used);
+	assert_int_equal(out[used], 0xee);
+	/* Exactly the room it needs, and not a byte less. */
+	memset(out, 0xee, sizeof out);
+	assert_int_equal(socks5_udp_encode(out, used, &want), used);
+	assert_memory_equal(out, in, used);
+	for (size_t i = 0; i < used; i++) {
+		memset(out, 0xee, sizeof out);
+		assert_int_equal(socks5_udp_encode(out, i, &want), 0);
+		for (size_t k = 0; k < sizeof out; k++)
+			assert_int_equal(out[k], 0xee);
+	}
+}
+
+static void
+test_udp_header(void **state)
+{
+	static const uint8_t v4[] = { 0x00, 0x00, 0x00, 0x01, 198, 18, 5, 7,
+		0x1e, 0x61, 'p', 'a', 'y' };
+	static const uint8_t v4_empty[] = { 0x00, 0x00, 0x00, 0x01, 10, 0, 0,
+		1, 0x00, 0x35 };
+	static const uint8_t v6[] = { 0x00, 0x00, 0x00, 0x04,
+		0xfd, 0x00, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x12, 0x34,
+		0xff, 0xff, 0x01 };
+	static const uint8_t name[] = { 0x00, 0x00, 0x00, 0x03, 0x0c,
+		'e', 'c', 'h', 'o', '.', 'e', 'x', 'a', 'm', 'p', 'l', 'e',
+		0x00, 0x07, 0xde, 0xad };
+	static const uint8_t frag[] = { 0x00, 0x00, 0x81, 0x01, 127, 0, 0, 1,
+		0x00, 0x07, 'x' };
+	uint8_t longest[SOCKS5_UDP_HEADER_MAX];
+	char host[256];
+
+	(void)state;
+	check_udp(v4, sizeof v4, 10, 0, SOCKS5_ATYP_IPV4, "198.18.5.7", 7777);
+	check_udp(v4_empty, sizeof v4_empty, 10, 0, SOCKS5_ATYP_IPV4,
+	    "10.0.0.1", 53);
+	check_udp(v6, sizeof v6, 22, 0, SOCKS5_ATYP_IPV6, "fd00::1234", 65535);
+	check_udp(name, sizeof name, 19, 0, SOCKS5_ATYP_DOMAIN, "echo.example",
+	    7);
+	/* FRAG is reported as it is, for the caller to drop. */
+	check_udp(frag, sizeof frag, 10, 0x81, SOCKS5_ATYP_IPV4, "127.0.0.1", 7);
+
+	/* A 255-byte name: the longest header. */
+	memset(longest, 0, sizeof longest);
+	longest[3] = SOCKS5_ATYP_DOMAIN;
+	longest[4] = 255;
+	memset(longest + 5, 'a', 255);
+	longest[5 + 255 + 1] = 9;
+	memset(host, 'a', 255);
+	host[255] = '\0';
+	check_udp(longest, sizeof longest, SOCKS5_UDP_HEADER_MAX, 0,
+	    SOCKS5_ATYP_DOMAIN, host, 9);
+}
+
+static void
+test_udp_decode_malformed(void **state)
+{
+	static const uint8_t rsv0[] = { 0x01, 0x00, 0x00, 0x01, 127, 0, 0, 1,
+		0x00, 0x07 };
+	static const uint8_t rsv1[] = { 0x00, 0x80, 0x00, 0x01, 127, 0, 0, 1,
+		0x00, 0x07 };
+	static const uint8_t port0[] = { 0x00, 0x00, 0x00, 0x01, 127, 0, 0, 1,
+		0x00, 0x00 };
+	static const uint8_t empty_name[] = { 0x00, 0x00, 0x00, 0x03, 0x00,
+		0x00, 0x07 };
+	static const uint8_t bad_name[] = { 0x00, 0x00, 0x00, 0x03, 0x03, 'a',
+		0x00, 'b', 0x00, 0x07 };
+	static const uint8_t short_name[] = { 0x00, 0x00, 0x00, 0x03, 0x05, 'a',
+		'b', 0x00, 0x07 };
+	static const uint8_t atyps[] = { 0, 2, 5, 0x80, 0xff };
+	uint8_t bad_atyp[] = { 0x00, 0x00, 0x00, 0x00, 127, 0, 0, 1, 0x00, 0x07,
+		'x', 'y', 'z', 'w', 'v', 'u', 't', 's', 'r', 'q', 'p', 'o' };
+	const struct {
+		const uint8_t *in;
+		size_t len;
+	} bad[] = {
+		{ rsv0, sizeof rsv0 },
+		{ rsv1, sizeof rsv1 },
+		{ port0, sizeof port0 },
+		{ empty_name, sizeof empty_name },
+		{ bad_name, sizeof bad_name },
+		{ short_name, sizeof short_name },
+	};
+	struct socks5_udp_header h, p;
+
+	(void)state;
+	poison_udp(&p);
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		poison_udp(&h);
+		assert_int_equal(socks5_udp_decode(bad[i].in, bad[i].len, &h),
+		    SOCKS5_MALFORMED);
+		assert_memory_equal(&h, &p, sizeof h);
+	}
+	for (size_t i = 0; i < sizeof atyps; i++) {
+		bad_atyp[3] = atyps[i];
+		poison_udp(&h);
+		assert_int_equal(socks5_udp_decode(bad_atyp, sizeof bad_atyp,
+		    &h), SOCKS5_MALFORMED);
+		assert_memory_equal(&h, &p, sizeof h);
+	}
+}
+
+static void
+test_udp_encode_refused(void **state)
+{
+	struct socks5_udp_header h;
+	uint8_t out[SOCKS5_UDP_HEADER_MAX + 8];
+	const struct {
+		uint8_t atyp;
+		const char *host;
+		uint16_t port;
+	} bad[] = {
+		{ SOCKS5_ATYP_IPV4, "198.18.0.1", 0 },   /* port 0 */
+		{ SOCKS5_ATYP_IPV4, "fd00::1", 53 },     /* not IPv4 text */
+		{ SOCKS5_ATYP_IPV4, "example.org", 53 },
+		{ SOCKS5_ATYP_IPV6, "198.18.0.1", 53 },  /* not IPv6 text */
+		{ SOCKS5_ATYP_DOMAIN, "", 53 },          /* empty name */
+		{ SOCKS5_ATYP_DOMAIN, "a b", 53 },       /* a bad byte */
+		{ 0, "198.18.0.1", 53 },                 /* unknown ATYP */
+		{ 2, "198.18.0.1", 53 },
+		{ 5, "198.18.0.1", 53 },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		memset(&h, 0, sizeof h);
+		h.atyp = bad[i].atyp;
+		strcpy(h.host, bad[i].host);
+		h.port = bad[i].port;
+		memset(out, 0xee, sizeof out);
+		assert_int_equal(socks5_udp_encode(out, sizeof out, &h), 0);
+		for (size_t k = 0; k < sizeof out; k++)
+			assert_int_equal(out[k], 0xee);
+	}
+	/* A host with no NUL in its buffer. */
+	memset(&h, 'a', sizeof h);
+	h.atyp = SOCKS5_ATYP_DOMAIN;
+	h.frag = 0;
+	h.port = 53;
+	assert_int_equal(socks5_udp_encode(out, sizeof out, &h), 0);
 }
 
 static void
@@ -545,6 +752,10 @@ main(void)
 		cmocka_unit_test(test_request_malformed),
 		cmocka_unit_test(test_request_domain_bytes),
 		cmocka_unit_test(test_request_unsupported_cmd),
+		cmocka_unit_test(test_request_udp_associate),
+		cmocka_unit_test(test_udp_header),
+		cmocka_unit_test(test_udp_decode_malformed),
+		cmocka_unit_test(test_udp_encode_refused),
 		cmocka_unit_test(test_rep_from_parse_error),
 		cmocka_unit_test(test_reply),
 		cmocka_unit_test(test_reply_codes),
