@@ -95,8 +95,6 @@ struct assoc {
 
 static struct log_ratelimit socks_rl = LOG_RATELIMIT_INIT(10000, 1);
 
-static int udp_bind(const struct sockaddr *, socklen_t, char **cause);
-
 struct forward {
 	struct event_base *base;
 	const struct cfg *cfg;
@@ -114,7 +112,7 @@ struct forward {
 	size_t nheld;
 	struct fwd_set set;
 	bool attached;
-	struct udp_relay udp;       /* udp/ LocalForwards' flows */
+	struct udp_relay udp;       /* udp/ Local and RemoteForwards' flows */
 	struct udp_flow_counters udp_counters;
 	bool udp_ok;          /* the server takes UDP flows */
 	bool udp_warned;      /* said once that it does not */
@@ -399,7 +397,7 @@ assoc_start(struct forward *fw, int fd, const struct socks5_request *req)
 	    addr_from_sockaddr((struct sockaddr *)&peer, &a, &port) != 0)
 		goto fail;
 	addr_to_sockaddr(&la, 0, &local, &llen);
-	if ((ufd = udp_bind((struct sockaddr *)&local, llen, &cause)) == -1) {
+	if ((ufd = udp_listen((struct sockaddr *)&local, llen, &cause)) == -1) {
 		log_warn("DynamicForward: UDP ASSOCIATE: %s", cause);
 		free(cause);
 		goto fail;
@@ -550,47 +548,12 @@ listener_str(const struct cfg_forward *cf, enum fwd_kind kind, char *buf,
 static void
 udp_read_cb(evutil_socket_t fd, short what, void *arg)
 {
-	static uint8_t buf[65535];
 	struct listener *l = arg;
 	struct forward *fw = l->fw;
 
 	(void)what;
-	/* A burst, so that one busy source does not hold up the loop. */
-	for (int i = 0; i < 16; i++) {
-		struct sockaddr_storage ss;
-		socklen_t sslen = sizeof ss;
-		ssize_t n = recvfrom(fd, buf, sizeof buf, MSG_DONTWAIT,
-		    (struct sockaddr *)&ss, &sslen);
-
-		if (n < 0)
-			return;
-		if (fw->features_known && !fw->udp_ok) {
-			udp_flow_drop(&fw->udp.set, NULL, UDP_DROP_REFUSED);
-			continue;
-		}
-		udp_relay_from_source(&fw->udp, fd, (struct sockaddr *)&ss,
-		    l->cf.target_host, l->cf.target_port, buf, (size_t)n);
-	}
-}
-
-static int
-udp_bind(const struct sockaddr *sa, socklen_t len, char **cause)
-{
-	char abuf[ADDR_STRLEN];
-	int fd;
-
-	fd = socket(sa->sa_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd == -1) {
-		xasprintf(cause, "socket: %s", strerror(errno));
-		return -1;
-	}
-	if (bind(fd, sa, len) != 0) {
-		xasprintf(cause, "bind %s (udp): %s", addr_sockaddr_str(sa, abuf),
-		    strerror(errno));
-		close(fd);
-		return -1;
-	}
-	return fd;
+	udp_relay_read(&fw->udp, fd, l->cf.target_host, l->cf.target_port,
+	    fw->features_known && !fw->udp_ok);
 }
 
 static struct listener *
@@ -610,7 +573,7 @@ listener_open(struct forward *fw, const struct cfg_forward *cf,
 	}
 	addr_to_sockaddr(&a, cf->bind_port, &ss, &sslen);
 	if (cf->udp) {
-		if ((fd = udp_bind((struct sockaddr *)&ss, sslen, cause)) == -1)
+		if ((fd = udp_listen((struct sockaddr *)&ss, sslen, cause)) == -1)
 			return NULL;
 	} else if ((fd = tcp_listen((struct sockaddr *)&ss, sslen, cause)) == -1) {
 		return NULL;
@@ -679,7 +642,7 @@ remote_request(struct fwd_set *set, struct fwd *f, const struct proto_fwd_header
 
 	/* Only the targets we configured, never one the server names. */
 	for (size_t i = 0; i < fw->nremotes && hdr->type == PROTO_FWD_REMOTE; i++) {
-		if (fw->remotes[i].cf.bind_port == hdr->port)
+		if (!fw->remotes[i].cf.udp && fw->remotes[i].cf.bind_port == hdr->port)
 			cf = &fw->remotes[i].cf;
 	}
 	if (cf == NULL) {
@@ -690,6 +653,41 @@ remote_request(struct fwd_set *set, struct fwd *f, const struct proto_fwd_header
 	fwd_set_target(f, target);
 	fwd_set_arg(f, dial_start(fw->base, fw->dns, cf->target_host, cf->target_port,
 	    NULL, fwd_dialed, f));
+}
+
+/* -R udp/: roved set up a flow for a source of our remote forward of port
+ * `port`; it goes to the target we configured, never one the server
+ * names. */
+static void
+udp_remote_dialed(int fd, uint64_t err, void *arg)
+{
+	udp_link_dialed(arg, fd, err);
+}
+
+static void *
+udp_remote_request(struct udp_link *l, const char *host, uint16_t port,
+    void *arg, uint64_t *err)
+{
+	struct forward *fw = arg;
+	const struct cfg_forward *cf = NULL;
+
+	(void)host;
+	for (size_t i = 0; i < fw->nremotes; i++) {
+		if (fw->remotes[i].cf.udp && fw->remotes[i].cf.bind_port == port)
+			cf = &fw->remotes[i].cf;
+	}
+	if (cf == NULL) {
+		*err = PROTO_FWD_ERR_DENIED;
+		return NULL;
+	}
+	return dial_start_udp(fw->base, fw->dns, cf->target_host,
+	    cf->target_port, NULL, udp_remote_dialed, l);
+}
+
+static void
+udp_remote_cancel(void *work)
+{
+	dial_cancel(work);
 }
 
 static void
@@ -731,7 +729,7 @@ forward_create(struct event_base *base, const struct cfg *cfg, char **cause)
 	TAILQ_INIT(&fw->held);
 	TAILQ_INIT(&fw->assocs);
 	udp_relay_init(&fw->udp, base, PROTO_UDP_BY_CLIENT, &fw->udp_counters,
-	    NULL, NULL, fw, "the server");
+	    udp_remote_request, udp_remote_cancel, fw, "the server");
 	fw->remotes = xcalloc(cfg->nremote_forward + 1, sizeof *fw->remotes);
 	for (size_t i = 0; i < cfg->nremote_forward; i++)
 		cfg_forward_copy(&fw->remotes[fw->nremotes++].cf,
@@ -861,6 +859,14 @@ remote_request_one(struct forward *fw, struct remote *r, struct quic_conn *qc)
 	r->asked = true;
 	r->replied = false;
 	r->unsupported = false;
+	/* An older roved would skip the protocol and listen on TCP. */
+	if (rf.udp && !fw->udp_ok) {
+		r->unsupported = true;
+		log_error("remote forward on %s not asked for: the server does "
+		    "not take UDP forwards (an older roved)",
+		    proto_fwd_remote_str(&rf, s));
+		return;
+	}
 	if (!fw->bind_ok && !old_server_may(&rf)) {
 		r->unsupported = true;
 		log_error("remote forward on %s not asked for: the server is "
@@ -952,7 +958,7 @@ forward_control(struct forward *fw, uint64_t type, const uint8_t *body, size_t l
 		/* A server that takes bind addresses echoes ours; an older
 		 * one names the port alone (one RemoteForward per port). */
 		cfg_forward_remote(cf, &mine);
-		if (cf->bind_port != rf.port ||
+		if (cf->bind_port != rf.port || cf->udp != rf.udp ||
 		    (fw->bind_ok && !proto_fwd_remote_same(&mine, &rf)))
 			continue;
 		fw->remotes[i].ok = rf.status == PROTO_FWD_OK;
@@ -1005,9 +1011,11 @@ forward_listeners(const struct forward *fw, bool connected,
 		struct status_listener *sl = &out[n++];
 		char s[PROTO_FWD_REMOTE_STRLEN];
 
-		sl->kind = "remote";
+		/* The protocol is the kind's, as for a local one. */
+		sl->kind = r->cf.udp ? "remote udp" : "remote";
+		remote_where(fw, &r->cf, s);
 		snprintf(sl->bind, sizeof sl->bind, "server %s",
-		    remote_where(fw, &r->cf, s));
+		    r->cf.udp ? s + strlen("udp/") : s);
 		addr_hostport_str(sl->target, sizeof sl->target,
 		    r->cf.target_host, r->cf.target_port);
 		sl->state = !connected || !r->asked ? "waiting for a session" :

@@ -47,6 +47,7 @@ struct egress_req {
 
 struct egress_listener {
 	struct fwd_set *set;
+	struct udp_relay *udp;           /* a udp/ one's flows */
 	struct proto_remote_forward rf;  /* as asked */
 	size_t nfd;
 	int fd[LISTENER_FDS];
@@ -236,6 +237,16 @@ accept_cb(evutil_socket_t lfd, short what, void *arg)
 	}
 }
 
+/* A udp/ remote forward: each source is a flow to the client. */
+static void
+udp_read_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct egress_listener *l = arg;
+
+	(void)what;
+	udp_relay_read(l->udp, fd, "", l->rf.port, false);
+}
+
 /* Where a request listens: its addresses, the first required, the second
  * (IPv6 beside IPv4) only where the host has that family. */
 static size_t
@@ -280,7 +291,7 @@ static const char *
 deny_hint(const struct cfg_peer *peer, const struct proto_remote_forward *rf,
     char *buf, size_t len)
 {
-	struct proto_remote_forward lo = { .port = rf->port };
+	struct proto_remote_forward lo = { .port = rf->port, .udp = rf->udp };
 	char s[PROTO_FWD_REMOTE_STRLEN];
 
 	/* The port is listed (loopback is allowed): the bind address is
@@ -302,7 +313,8 @@ deny_hint(const struct cfg_peer *peer, const struct proto_remote_forward *rf,
 
 struct egress_listener *
 egress_listen(struct egress *eg, const struct cfg_peer *peer, struct fwd_set *set,
-    const struct proto_remote_forward *want, uint64_t *code)
+    struct udp_relay *udp, const struct proto_remote_forward *want,
+    uint64_t *code)
 {
 	struct egress_listener *l;
 	struct ipaddr addrs[LISTENER_FDS];
@@ -321,6 +333,7 @@ egress_listen(struct egress *eg, const struct cfg_peer *peer, struct fwd_set *se
 	}
 	l = xcalloc(1, sizeof *l);
 	l->set = set;
+	l->udp = udp;
 	l->rf = *want;
 	n = listen_addrs(want, addrs, optional);
 	for (size_t i = 0; i < n; i++) {
@@ -330,7 +343,9 @@ egress_listen(struct egress *eg, const struct cfg_peer *peer, struct fwd_set *se
 		int fd;
 
 		addr_to_sockaddr(&addrs[i], want->port, &ss, &sslen);
-		if ((fd = tcp_listen((struct sockaddr *)&ss, sslen, &cause)) == -1) {
+		if ((fd = want->udp ? udp_listen((struct sockaddr *)&ss, sslen,
+		    &cause) : tcp_listen((struct sockaddr *)&ss, sslen,
+		    &cause)) == -1) {
 			if (optional[i] && family_missing(errno)) {
 				free(cause);
 				continue;
@@ -344,9 +359,10 @@ egress_listen(struct egress *eg, const struct cfg_peer *peer, struct fwd_set *se
 		}
 		l->fd[l->nfd] = fd;
 		l->ev[l->nfd] = event_new(eg->base, fd, EV_READ | EV_PERSIST,
-		    accept_cb, l);
-		if (l->ev[l->nfd] == NULL || accept_guard_init(&l->guard[l->nfd],
-		    eg->base, l->ev[l->nfd], "remote forward") != 0)
+		    want->udp ? udp_read_cb : accept_cb, l);
+		if (l->ev[l->nfd] == NULL || (!want->udp && accept_guard_init(
+		    &l->guard[l->nfd], eg->base, l->ev[l->nfd],
+		    "remote forward") != 0))
 			fatalx("out of memory");
 		l->nfd++;
 		addr_hostport_str(hp, sizeof hp, addr_ip_str(&addrs[i], a),
@@ -356,8 +372,8 @@ egress_listen(struct egress *eg, const struct cfg_peer *peer, struct fwd_set *se
 	}
 	for (size_t i = 0; i < l->nfd; i++)
 		event_add(l->ev[i], NULL);
-	log_info("peer %s: remote forward listening on %s", peer->name,
-	    l->where);
+	log_info("peer %s: remote forward listening on %s%s", peer->name,
+	    want->udp ? "udp/" : "", l->where);
 	return l;
 }
 
@@ -379,7 +395,11 @@ egress_listener_free(struct egress_listener *l)
 	if (l == NULL)
 		return;
 	for (size_t i = 0; i < l->nfd; i++) {
-		accept_guard_free(&l->guard[i]);
+		/* Its flows answer through its sockets. */
+		if (l->rf.udp)
+			udp_relay_forget_fd(l->udp, l->fd[i]);
+		else
+			accept_guard_free(&l->guard[i]);
 		event_free(l->ev[i]);
 		close(l->fd[i]);
 	}

@@ -48,20 +48,23 @@ void *egress_udp_request(struct egress *, const struct cfg_peer *peer,
     struct udp_link *, const char *host, uint16_t port);
 void egress_udp_cancel(void *work);
 
-/* Listen where `want` asks (its port and bind address) for `peer` if
- * AllowRemoteForward permits: no bind address is the loopback addresses
- * (127.0.0.1, and ::1 where the host has IPv6), "all" is 0.0.0.0 and ::
- * (IPv6 where the host has it). Each accepted connection is opened as a
- * forward through `set`. Returns the listener, or NULL with *code
- * PROTO_FWD_ERR_DENIED or another error. */
+/* Listen where `want` asks (its port, bind address and protocol) for
+ * `peer` if AllowRemoteForward permits: no bind address is the loopback
+ * addresses (127.0.0.1, and ::1 where the host has IPv6), "all" is
+ * 0.0.0.0 and :: (IPv6 where the host has it). Each accepted connection
+ * is opened as a forward through `set`; for a UDP one, each source that
+ * sends to it is a flow of `udp`. Returns the listener, or NULL with
+ * *code PROTO_FWD_ERR_DENIED or another error. */
+struct udp_relay;
 struct egress_listener *egress_listen(struct egress *, const struct cfg_peer *peer,
-    struct fwd_set *set, const struct proto_remote_forward *want,
-    uint64_t *code);
+    struct fwd_set *set, struct udp_relay *udp,
+    const struct proto_remote_forward *want, uint64_t *code);
 void egress_listener_free(struct egress_listener *);
 /* The request it was made for (port and bind address, as asked). */
 const struct proto_remote_forward *egress_listener_request(
     const struct egress_listener *);
-/* The addresses it listens on: "127.0.0.1:2222 and [::1]:2222". */
+/* The addresses it listens on: "127.0.0.1:2222 and [::1]:2222" (a udp/
+ * one's too, without the prefix). */
 const char *egress_listener_where(const struct egress_listener *);
 
 #endif

@@ -171,7 +171,9 @@ status_peer_fill(const struct server *srv, struct status_peer *sp,
 		for (size_t i = 0; i < p->sess->nrlisteners; i++) {
 			struct status_listener *l = &listeners[i];
 
-			l->kind = "remote";
+			l->kind = egress_listener_request(
+			    p->sess->rlisteners[i])->udp ? "remote udp" :
+			    "remote";
 			snprintf(l->bind, sizeof l->bind, "%s",
 			    egress_listener_where(p->sess->rlisteners[i]));
 			l->target[0] = '\0';
@@ -180,10 +182,14 @@ status_peer_fill(const struct server *srv, struct status_peer *sp,
 		for (size_t i = 0; i < p->sess->nrrefused; i++) {
 			struct status_listener *l =
 			    &listeners[p->sess->nrlisteners + i];
+			/* The protocol is the kind's, as for a listener. */
+			struct proto_remote_forward rf = p->sess->rrefused[i];
+			char rs[PROTO_FWD_REMOTE_STRLEN];
 
-			l->kind = "remote";
-			(void)proto_fwd_remote_str(&p->sess->rrefused[i],
-			    l->bind);
+			l->kind = rf.udp ? "remote udp" : "remote";
+			rf.udp = false;
+			snprintf(l->bind, sizeof l->bind, "%s",
+			    proto_fwd_remote_str(&rf, rs));
 			l->target[0] = '\0';
 			l->state = proto_fwd_error_name(p->sess->rrefused[i].status);
 		}

@@ -164,7 +164,7 @@ remote_forward(struct session *sess, const uint8_t *body, size_t len)
 		rf.status = PROTO_FWD_ERR_LIMIT;
 	else {
 		struct egress_listener *l = egress_listen(sess->srv->egress,
-		    sess->peer->cfg, &sess->fwds, &rf, &rf.status);
+		    sess->peer->cfg, &sess->fwds, &sess->udp, &rf, &rf.status);
 		if (l != NULL)
 			sess->rlisteners[sess->nrlisteners++] = l;
 	}
@@ -196,8 +196,9 @@ remote_forward_cancel(struct session *sess, const uint8_t *body, size_t len)
 			sess->rlisteners[kept++] = l;
 			continue;
 		}
-		log_info("peer %s: remote forward on %s closed at its "
-		    "request", sess->peer->cfg->name, egress_listener_where(l));
+		log_info("peer %s: remote forward on %s%s closed at its "
+		    "request", sess->peer->cfg->name, rf.udp ? "udp/" : "",
+		    egress_listener_where(l));
 		egress_listener_free(l);
 	}
 	sess->nrlisteners = kept;
@@ -292,9 +293,9 @@ session_ctl_close_remote(struct session *sess, const struct cfg_peer *cp)
 			sess->rlisteners[kept++] = l;
 			continue;
 		}
-		log_info("reload: peer %s: remote forward on %s closed: "
+		log_info("reload: peer %s: remote forward on %s%s closed: "
 		    "no longer in AllowRemoteForward", cp->name,
-		    egress_listener_where(l));
+		    rf.udp ? "udp/" : "", egress_listener_where(l));
 		egress_listener_free(l);
 		rf.status = PROTO_FWD_ERR_DENIED;
 		session_note_refused(sess, &rf);

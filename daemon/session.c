@@ -288,10 +288,12 @@ peer_park(struct server *srv, struct peer *peer)
 
 /* A UDP flow's target, checked against the peer's udp/ rules. */
 static void *
-udp_request(struct udp_link *l, const char *host, uint16_t port, void *arg)
+udp_request(struct udp_link *l, const char *host, uint16_t port, void *arg,
+    uint64_t *err)
 {
 	struct session *sess = arg;
 
+	(void)err;
 	return egress_udp_request(sess->srv->egress, sess->fwd_peer->cfg, l,
 	    host, port);
 }

@@ -421,7 +421,7 @@ line_str(const struct cfg_parse *cp, unsigned line, char *buf, size_t len)
 /* Two forwards may not listen on one address: LocalForward and
  * DynamicForward share this host, RemoteForwards the server, where a port
  * is taken whatever the bind address (a connection to it reaches rove
- * named by its port alone). Each clash is reported at the later line. */
+ * named by its port alone; a TCP and a UDP one may share it). Each clash is reported at the later line. */
 static void
 check_binds(struct cfg_parse *cp, size_t ka, size_t kb)
 {
@@ -441,7 +441,8 @@ check_binds(struct cfg_parse *cp, size_t ka, size_t kb)
 		for (size_t j = 0; j < n; j++) {
 			if (b[j].f->line < b[i].f->line &&
 			    (ka == CFG_KEY_REMOTE_FORWARD ?
-			    b[j].f->bind_port == b[i].f->bind_port :
+			    (b[j].f->bind_port == b[i].f->bind_port &&
+			    b[j].f->udp == b[i].f->udp) :
 			    cfg_forward_same_bind(b[j].f, b[i].f)) &&
 			    (first == NULL || b[j].f->line < first->f->line))
 				first = &b[j];

@@ -59,7 +59,7 @@ remote_rule_eq(const void *va, const void *vb)
 {
 	const struct cfg_remote_rule *a = va, *b = vb;
 
-	return a->port == b->port && a->bind == b->bind &&
+	return a->port == b->port && a->bind == b->bind && a->udp == b->udp &&
 	    (a->bind != PROTO_RBIND_ADDR || addr_equal(&a->addr, &b->addr));
 }
 

@@ -194,14 +194,14 @@ print_key(const struct cfg_key *k, const void *obj, FILE *f)
 		for (size_t i = 0; i < n; i++) {
 			struct proto_remote_forward rf = {
 				.port = v[i].port, .bind = v[i].bind,
-				.bind_addr = v[i].addr,
+				.bind_addr = v[i].addr, .udp = v[i].udp,
 			};
 
 			/* The plain port as written: loopback is the
 			 * default. */
 			if (v[i].bind == PROTO_RBIND_DEFAULT)
-				fprintf(f, "%s%u", i ? ", " : "",
-				    (unsigned)v[i].port);
+				fprintf(f, "%s%s%u", i ? ", " : "",
+				    v[i].udp ? "udp/" : "", (unsigned)v[i].port);
 			else
 				fprintf(f, "%s%s", i ? ", " : "",
 				    proto_fwd_remote_str(&rf, rs));

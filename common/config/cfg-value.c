@@ -675,7 +675,8 @@ static int
 parse_remote_rules(struct cfg_parse *cp, const struct cfg_key *k,
     struct cfg_remote_rule **dst, size_t *dstn, char *v)
 {
-	char e[ESC_LEN], s[ADDR_STRLEN + 8], *item, *host, *rest = *v ? v : NULL;
+	char e[ESC_LEN], s[PROTO_FWD_REMOTE_STRLEN], *item, *host;
+	char *rest = *v ? v : NULL;
 	struct cfg_remote_rule *l = NULL, r;
 	struct proto_remote_forward rf;
 	struct cfg_forward f;
@@ -688,7 +689,8 @@ parse_remote_rules(struct cfg_parse *cp, const struct cfg_key *k,
 			goto fail;
 		}
 		memset(&f, 0, sizeof f);
-		if ((rc = parse_bind(item, true, &host, &f.bind_port)) != 0) {
+		if ((rc = parse_bind(skip_proto(item, &f.udp), true, &host,
+		    &f.bind_port)) != 0) {
 			parse_error(cp, "%s: '%s' is not a port (1..65535), "
 			    "ADDR:PORT, [IPv6-ADDR]:PORT or *:PORT", k->name,
 			    quote(e, item));
@@ -701,8 +703,10 @@ parse_remote_rules(struct cfg_parse *cp, const struct cfg_key *k,
 		r.bind = rf.bind;
 		r.addr = rf.bind_addr;
 		r.port = rf.port;
+		r.udp = rf.udp;
 		for (size_t i = 0; i < n; i++) {
 			if (l[i].port == r.port && l[i].bind == r.bind &&
+			    l[i].udp == r.udp &&
 			    (r.bind != PROTO_RBIND_ADDR ||
 			    addr_equal(&l[i].addr, &r.addr))) {
 				parse_error(cp, "%s: %s is listed twice",
@@ -754,14 +758,8 @@ parse_forward(struct cfg_parse *cp, const struct cfg_key *k,
 	int rc;
 
 	memset(&f, 0, sizeof f);
-	if (k->type == CFG_T_FORWARD &&
-	    (v = skip_proto(v, &udp), udp) && remote) {
-		/* Refused rather than taken for TCP: the wire format is
-		 * there (docs/PROTOCOL.md), the relay is not yet. */
-		parse_error(cp, "%s: UDP remote forwards (udp/) are not "
-		    "supported yet", k->name);
-		return -1;
-	}
+	if (k->type == CFG_T_FORWARD)
+		v = skip_proto(v, &udp);
 	f.udp = udp;
 	snprintf(buf, sizeof buf, "%s", v);
 	if (k->type == CFG_T_FORWARD) {

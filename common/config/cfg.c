@@ -321,6 +321,7 @@ cfg_forward_remote(const struct cfg_forward *f, struct proto_remote_forward *rf)
 
 	memset(rf, 0, sizeof *rf);
 	rf->port = f->bind_port;
+	rf->udp = f->udp;
 	if (f->bind_host == NULL)
 		rf->bind = PROTO_RBIND_DEFAULT;
 	else if (strcmp(f->bind_host, "*") == 0)
@@ -387,7 +388,7 @@ cfg_remote_allowed(const struct cfg_peer *peer,
 		const struct cfg_remote_rule *r = &peer->allow_remote_forward[i];
 		struct ipaddr ra;
 
-		if (r->port != want->port)
+		if (r->port != want->port || r->udp != want->udp)
 			continue;
 		/* Loopback on a port listed, as ssh without GatewayPorts. */
 		if (want->bind == PROTO_RBIND_DEFAULT ||

@@ -81,8 +81,11 @@ struct cfg_peer;
  * (PROTO_RBIND_DEFAULT); "*:PORT": any address (PROTO_RBIND_ALL);
  * "ADDR:PORT" or "[v6]:PORT": that address, where 0.0.0.0 stands for any
  * IPv4 address and :: for any IPv6 one (PROTO_RBIND_ADDR). Loopback is
- * allowed on every port listed. */
+ * allowed on every port listed. TCP remote forwards, or with a "udp/"
+ * prefix UDP ones only ("tcp/" means no prefix): an entry never admits
+ * the other protocol. */
 struct cfg_remote_rule {
+	bool udp;
 	enum proto_remote_bind bind;
 	struct ipaddr addr; /* when bind is PROTO_RBIND_ADDR */
 	uint16_t port;
@@ -95,7 +98,7 @@ struct cfg_forward {
 	uint16_t bind_port;
 	char *target_host;
 	uint16_t target_port;
-	bool udp;      /* udp/: a UDP LocalForward */
+	bool udp;      /* udp/: a UDP LocalForward or RemoteForward */
 	unsigned line; /* in the config file, for messages */
 };
 
@@ -111,11 +114,13 @@ bool cfg_forward_addr_allowed(const struct cfg_peer *peer, bool udp,
     const struct ipaddr *a, uint16_t port);
 bool cfg_forward_name_allowed(const struct cfg_peer *peer, bool udp,
     const char *name, uint16_t port);
-/* A RemoteForward as a request names it on the wire: its port and bind
- * address (none, "*", or an address, IPv4-mapped made IPv4). */
+/* A RemoteForward as a request names it on the wire: its port, bind
+ * address (none, "*", or an address, IPv4-mapped made IPv4) and
+ * protocol. */
 void cfg_forward_remote(const struct cfg_forward *, struct proto_remote_forward *);
 /* Whether `peer`'s AllowRemoteForward lets the server listen where `want`
- * asks (its port and bind address; the status is not looked at). */
+ * asks (its port, bind address and protocol: only entries of that
+ * protocol count; the status is not looked at). */
 bool cfg_remote_allowed(const struct cfg_peer *peer,
     const struct proto_remote_forward *want);
 /* 127.0.0.0/8 and ::1 (IPv4-mapped made IPv4 first). */

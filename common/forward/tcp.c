@@ -127,31 +127,47 @@ tcp_connect_cancel(struct tcp_connect *tc)
 	free(tc);
 }
 
-int
-tcp_listen(const struct sockaddr *sa, socklen_t salen, char **cause)
+/* A nonblocking socket of `type` bound to `sa`, listening if a stream. */
+static int
+bound_socket(const struct sockaddr *sa, socklen_t salen, int type,
+    char **cause)
 {
 	char buf[ADDR_STRLEN];
 	int fd, one = 1, err;
 
-	fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	fd = socket(sa->sa_family, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd == -1) {
 		err = errno;
 		xasprintf(cause, "socket: %s", strerror(err));
 		errno = err;
 		return -1;
 	}
-	(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+	if (type == SOCK_STREAM)
+		(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
 	if (sa->sa_family == AF_INET6)
 		(void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
-	if (bind(fd, sa, salen) == -1 || listen(fd, 128) == -1) {
+	if (bind(fd, sa, salen) == -1 ||
+	    (type == SOCK_STREAM && listen(fd, 128) == -1)) {
 		/* Kept for the caller, which may take some errors as "this
 		 * address family is not here" (egress.c). */
 		err = errno;
-		xasprintf(cause, "listen on %s: %s", addr_sockaddr_str(sa, buf),
-		    strerror(err));
+		xasprintf(cause, "listen on %s%s: %s", type == SOCK_DGRAM ?
+		    "udp/" : "", addr_sockaddr_str(sa, buf), strerror(err));
 		close(fd);
 		errno = err;
 		return -1;
 	}
 	return fd;
+}
+
+int
+tcp_listen(const struct sockaddr *sa, socklen_t salen, char **cause)
+{
+	return bound_socket(sa, salen, SOCK_STREAM, cause);
+}
+
+int
+udp_listen(const struct sockaddr *sa, socklen_t salen, char **cause)
+{
+	return bound_socket(sa, salen, SOCK_DGRAM, cause);
 }

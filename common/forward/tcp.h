@@ -1,5 +1,6 @@
 /* Nonblocking TCP connect with a timeout, its failure named as a forward
- * error code, and listening sockets. */
+ * error code, and listening sockets (TCP, and the bound UDP sockets of
+ * udp/ forwards). */
 #ifndef ROVE_TCP_H
 #define ROVE_TCP_H
 
@@ -31,5 +32,8 @@ uint64_t tcp_errno_to_fwd(int err);
 /* A nonblocking listening socket on `sa`. Returns the fd or -1 with *cause
  * and errno as the call that failed left it. */
 int tcp_listen(const struct sockaddr *, socklen_t, char **cause);
+/* The same for UDP: a nonblocking socket bound to `sa` (IPv6 ones
+ * V6ONLY), whose datagrams are a udp/ forward's. */
+int udp_listen(const struct sockaddr *, socklen_t, char **cause);
 
 #endif

@@ -19,8 +19,8 @@
 /* Opener: datagrams of a new flow held until the acceptor answers; a
  * DNS client's retry or two, not a stream of them. */
 #define LINK_QUEUE 8
-/* Acceptor: datagrams read from one target per readiness, so that one
- * busy flow does not hold up the rest of the loop. */
+/* Datagrams read from one socket per readiness, so that one busy flow
+ * or listener does not hold up the rest of the loop. */
 #define READ_BURST 16
 /* The largest UDP payload, and room for the context in front. */
 #define DGRAM_BUF (65535 + 8)
@@ -41,6 +41,7 @@ struct udp_link {
 	socklen_t srclen;
 	struct event *ev;     /* acceptor: fd is readable */
 	void *work;           /* acceptor: the owner's check and dial */
+	bool opener;          /* this side set the flow up */
 	bool ready;           /* answered (opener) / connected (acceptor) */
 	uint8_t *prefix;      /* opener, SOCKS: put in front of answers */
 	size_t prefixlen;
@@ -50,12 +51,6 @@ struct udp_link {
 
 static struct log_ratelimit refuse_rl = LOG_RATELIMIT_INIT(10000, 5);
 static uint8_t dgram_buf[DGRAM_BUF];
-
-static bool
-is_opener(const struct udp_relay *r)
-{
-	return r->set.self == PROTO_UDP_BY_CLIENT;
-}
 
 static void
 link_release(struct udp_flow *flow, void *arg)
@@ -73,7 +68,7 @@ link_release(struct udp_flow *flow, void *arg)
 		r->cancel(l->work);
 	if (l->ev != NULL)
 		event_free(l->ev);
-	if (!is_opener(r) && l->fd >= 0)
+	if (!l->opener && l->fd >= 0)
 		close(l->fd);
 	for (size_t i = 0; i < l->nq; i++)
 		free(l->q[i].data);
@@ -198,8 +193,9 @@ link_refused(struct udp_link *l, uint64_t code)
 }
 
 /* The source's flow on this socket: for a SOCKS relay (`socks`), the
- * one to this target; for a LocalForward's socket, its only one. A
- * program may send from one port to both kinds: their flows stay apart. */
+ * one to this target; for a LocalForward's or a remote forward's socket,
+ * its only one. A program may send from one port to both kinds, or to two
+ * forwards: their flows stay apart. */
 static struct udp_flow *
 source_flow(struct udp_relay *r, int fd, const struct ipaddr *a,
     uint16_t port, bool socks, const char *target)
@@ -209,7 +205,8 @@ source_flow(struct udp_relay *r, int fd, const struct ipaddr *a,
 	TAILQ_FOREACH(flow, &r->set.list, link) {
 		const struct udp_link *l = flow->arg;
 
-		if (l != NULL && l->fd == fd && (l->prefix != NULL) == socks &&
+		if (l != NULL && l->opener && l->fd == fd &&
+		    (l->prefix != NULL) == socks &&
 		    flow->src_port == port && addr_equal(&flow->src, a) &&
 		    (!socks || strcmp(flow->target, target) == 0))
 			return flow;
@@ -222,7 +219,10 @@ from_source(struct udp_relay *r, int fd, const struct sockaddr *src,
     const char *host, uint16_t port, const uint8_t *prefix, size_t prefixlen,
     const uint8_t *data, size_t len)
 {
-	struct proto_udp_header hdr = { .type = PROTO_FWD_UDP_CONNECT };
+	/* The client names the target; roved names its listener's port,
+	 * whose target only the client knows. */
+	struct proto_udp_header hdr = { .type = r->set.self ==
+	    PROTO_UDP_BY_CLIENT ? PROTO_FWD_UDP_CONNECT : PROTO_FWD_UDP_REMOTE };
 	uint8_t hbuf[PROTO_FWD_MAX_HOST + 32];
 	char target[PROTO_FWD_MAX_HOST + 8];
 	struct udp_flow *flow;
@@ -233,7 +233,11 @@ from_source(struct udp_relay *r, int fd, const struct sockaddr *src,
 
 	if (addr_from_sockaddr(src, &a, &sport) != 0)
 		return;
-	addr_hostport_str(target, sizeof target, host, port);
+	if (hdr.type == PROTO_FWD_UDP_REMOTE)
+		snprintf(target, sizeof target, "remote port %u",
+		    (unsigned)port);
+	else
+		addr_hostport_str(target, sizeof target, host, port);
 	if ((flow = source_flow(r, fd, &a, sport, prefix != NULL,
 	    target)) == NULL) {
 		if (r->qc == NULL) {
@@ -248,6 +252,7 @@ from_source(struct udp_relay *r, int fd, const struct sockaddr *src,
 		l->flow = flow;
 		l->fd = fd;
 		l->sid = -1;
+		l->opener = true;
 		l->srclen = src->sa_family == AF_INET6 ?
 		    sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
 		memcpy(&l->src, src, l->srclen);
@@ -258,7 +263,8 @@ from_source(struct udp_relay *r, int fd, const struct sockaddr *src,
 		}
 		flow->arg = l;
 		hdr.ctx = flow->ctx;
-		snprintf(hdr.host, sizeof hdr.host, "%s", host);
+		if (hdr.type == PROTO_FWD_UDP_CONNECT)
+			snprintf(hdr.host, sizeof hdr.host, "%s", host);
 		hdr.port = port;
 		if ((n = proto_udp_encode(hbuf, sizeof hbuf, &hdr)) == 0 ||
 		    (l->sid = quic_conn_open_stream(r->qc, l)) < 0) {
@@ -288,6 +294,30 @@ from_source(struct udp_relay *r, int fd, const struct sockaddr *src,
 }
 
 void
+udp_relay_read(struct udp_relay *r, int fd, const char *host, uint16_t port,
+    bool refuse)
+{
+	static uint8_t buf[65535];
+
+	/* A burst, so that one busy source does not hold up the loop. */
+	for (int i = 0; i < READ_BURST; i++) {
+		struct sockaddr_storage ss;
+		socklen_t sslen = sizeof ss;
+		ssize_t n = recvfrom(fd, buf, sizeof buf, MSG_DONTWAIT,
+		    (struct sockaddr *)&ss, &sslen);
+
+		if (n < 0)
+			return;
+		if (refuse) {
+			udp_flow_drop(&r->set, NULL, UDP_DROP_REFUSED);
+			continue;
+		}
+		udp_relay_from_source(r, fd, (struct sockaddr *)&ss, host, port,
+		    buf, (size_t)n);
+	}
+}
+
+void
 udp_relay_from_source(struct udp_relay *r, int fd, const struct sockaddr *src,
     const char *host, uint16_t port, const uint8_t *data, size_t len)
 {
@@ -311,7 +341,7 @@ udp_relay_forget_fd(struct udp_relay *r, int fd)
 		struct udp_link *l = flow->arg;
 
 		next = TAILQ_NEXT(flow, link);
-		if (l != NULL && l->fd == fd)
+		if (l != NULL && l->opener && l->fd == fd)
 			udp_flow_close(&r->set, flow, link_release, r);
 	}
 }
@@ -333,7 +363,7 @@ udp_relay_datagram(struct udp_relay *r, const uint8_t *data, size_t len)
 	}
 	data += used;
 	len -= used;
-	if (is_opener(r) && l->prefix != NULL) {
+	if (l->opener && l->prefix != NULL) {
 		/* The SOCKS header, then the payload, as one datagram. */
 		struct iovec iov[2] = {
 			{ l->prefix, l->prefixlen },
@@ -347,7 +377,7 @@ udp_relay_datagram(struct udp_relay *r, const uint8_t *data, size_t len)
 		};
 
 		n = sendmsg(l->fd, &mh, MSG_DONTWAIT);
-	} else if (is_opener(r)) {
+	} else if (l->opener) {
 		n = sendto(l->fd, data, len, MSG_DONTWAIT,
 		    (const struct sockaddr *)&l->src, l->srclen);
 	} else
@@ -433,17 +463,25 @@ accept_stream(struct udp_relay *r, int64_t sid, const uint8_t *data,
 	struct udp_flow *flow;
 	struct udp_link *l;
 	uint64_t err = PROTO_FWD_ERR_PROTOCOL;
+	/* roved takes the client's flows to a target, the client roved's
+	 * from a remote-forward listener. */
+	uint64_t want = r->set.self == PROTO_UDP_BY_SERVER ?
+	    PROTO_FWD_UDP_CONNECT : PROTO_FWD_UDP_REMOTE;
 	long used;
 
 	quic_conn_stream_consume(r->qc, sid, len);
 	/* The opener writes its header at once: it comes whole. */
 	used = proto_udp_decode(data, len, &hdr);
-	if (used <= 0 || hdr.type != PROTO_FWD_UDP_CONNECT) {
+	if (used <= 0 || hdr.type != want || r->request == NULL) {
 		r->set.counters->refused++;
 		quic_conn_stream_reset(r->qc, sid, PROTO_FWD_ERR_PROTOCOL);
 		return;
 	}
-	addr_hostport_str(target, sizeof target, hdr.host, hdr.port);
+	if (hdr.type == PROTO_FWD_UDP_REMOTE)
+		snprintf(target, sizeof target, "remote port %u",
+		    (unsigned)hdr.port);
+	else
+		addr_hostport_str(target, sizeof target, hdr.host, hdr.port);
 	if ((flow = udp_flow_accept(&r->set, hdr.ctx, target, clock_now_ms(),
 	    &err)) == NULL) {
 		if (log_ratelimit_ok(&refuse_rl, clock_now_ms()))
@@ -460,7 +498,10 @@ accept_stream(struct udp_relay *r, int64_t sid, const uint8_t *data,
 	flow->arg = l;
 	quic_conn_stream_set_arg(r->qc, sid, l);
 	arm_expiry(r);
-	l->work = r->request(l, hdr.host, hdr.port, r->arg);
+	err = PROTO_FWD_OK;
+	l->work = r->request(l, hdr.host, hdr.port, r->arg, &err);
+	if (l->work == NULL && err != PROTO_FWD_OK)
+		udp_link_dialed(l, -1, err);
 }
 
 bool
@@ -472,7 +513,7 @@ udp_relay_stream_data(struct udp_relay *r, int64_t sid, void *stream_arg,
 	if (r->qc == NULL)
 		return false;
 	if (stream_arg == NULL) {
-		if (is_opener(r) || quic_conn_stream_is_local(r->qc, sid) ||
+		if (quic_conn_stream_is_local(r->qc, sid) ||
 		    len == 0 || proto_udp_is_udp(data, len) != 1)
 			return false;
 		accept_stream(r, sid, data, len);
@@ -481,7 +522,7 @@ udp_relay_stream_data(struct udp_relay *r, int64_t sid, void *stream_arg,
 	if ((l = link_of(r, stream_arg)) == NULL)
 		return false;
 	quic_conn_stream_consume(r->qc, sid, len);
-	if (is_opener(r) && !l->ready && !l->flow->refused && len > 0) {
+	if (l->opener && !l->ready && !l->flow->refused && len > 0) {
 		if (data[0] == PROTO_FWD_OK) {
 			l->ready = true;
 			flush_held(l);
@@ -510,7 +551,7 @@ udp_relay_stream_gone(struct udp_relay *r, int64_t sid, void *stream_arg,
 	l->sid = -1;
 	/* A refused flow stays, dropping its source's datagrams until it
 	 * expires, rather than asking again for each one. */
-	if (is_opener(r) && !l->ready) {
+	if (l->opener && !l->ready) {
 		link_refused(l, code);
 		return true;
 	}

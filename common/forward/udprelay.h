@@ -1,9 +1,11 @@
 /* The UDP flows of one QUIC connection at work (docs/PROTOCOL.md section
- * 5, UDP flows): the opener (rove, -L udp/) sets a flow up on a stream for
- * each new source of its listening socket and passes that source's
- * datagrams on under the flow's context; the acceptor (roved) checks the
- * target with its owner, connects a UDP socket to it, answers, and passes
- * the target's datagrams back. udpflow.h keeps the books. */
+ * 5, UDP flows): the opener sets a flow up on a stream for each new
+ * source of its listening socket and passes that source's datagrams on
+ * under the flow's context; the acceptor checks the target with its
+ * owner, connects a UDP socket to it, answers, and passes the target's
+ * datagrams back. Either side is both: rove opens the flows of its -L
+ * udp/ listeners and accepts those of its -R udp/ forwards, roved the
+ * other way round. udpflow.h keeps the books. */
 #ifndef ROVE_UDPRELAY_H
 #define ROVE_UDPRELAY_H
 
@@ -20,12 +22,14 @@
 struct udp_link;
 struct udp_relay;
 
-/* Acceptor: the owner checks the target `host`:`port` and connects a UDP
- * socket to it (dial_start_udp), then calls udp_link_dialed with the
- * outcome (now or later); it returns its handle for the work (may be
- * NULL), which udp_relay hands to `cancel` if the flow ends first. */
+/* Acceptor: the owner checks the target `host`:`port` (roved) or finds
+ * the remote forward of port `port` (rove, `host` empty) and connects a
+ * UDP socket to it (dial_start_udp), then calls udp_link_dialed with the
+ * outcome, later, never from within the callback; it returns its handle
+ * for the work, which udp_relay hands to `cancel` if the flow ends first.
+ * NULL with *err set to a PROTO_FWD_ERR_* code: refused at once. */
 typedef void *(*udp_request_cb)(struct udp_link *, const char *host,
-    uint16_t port, void *arg);
+    uint16_t port, void *arg, uint64_t *err);
 typedef void (*udp_cancel_cb)(void *work);
 
 struct udp_relay {
@@ -39,7 +43,8 @@ struct udp_relay {
 	const char *log_name;       /* the peer, for messages */
 };
 
-/* `self`: which side this is (PROTO_UDP_BY_CLIENT: the opener). */
+/* `self`: which side this is, which picks the contexts of the flows it
+ * opens. `request` may be NULL: flows from the peer are refused. */
 void udp_relay_init(struct udp_relay *, struct event_base *,
     enum proto_udp_opener self, struct udp_flow_counters *,
     udp_request_cb, udp_cancel_cb, void *arg, const char *log_name);
@@ -49,10 +54,17 @@ void udp_relay_attach(struct udp_relay *, struct quic_conn *);
 void udp_relay_clear(struct udp_relay *);
 
 /* Opener: datagram `data` from `src` reached the listening socket `fd`
- * of a forward to `host`:`port`. */
+ * of a forward to `host`:`port` (rove), or of the remote forward of port
+ * `port` (roved, `host` ignored). */
 void udp_relay_from_source(struct udp_relay *, int fd,
     const struct sockaddr *src, const char *host, uint16_t port,
     const uint8_t *data, size_t len);
+
+/* Opener: the listening socket `fd` is readable: what it holds (a burst
+ * at most) to udp_relay_from_source, or, with `refuse`, dropped and
+ * counted as refused. */
+void udp_relay_read(struct udp_relay *, int fd, const char *host,
+    uint16_t port, bool refuse);
 
 /* Opener, for a SOCKS5 UDP ASSOCIATE relay socket `fd`: as
  * udp_relay_from_source, but a flow is one source and one target (a

@@ -46,8 +46,8 @@ struct status_roam {
  * (the client lists its -R too, as the server answered them). */
 #define STATUS_LISTENERS_MAX 80   /* -L and -D (64), -R (16) */
 struct status_listener {
-	const char *kind;     /* "local", "dynamic", "remote" */
-	char bind[ADDR_STRLEN + 8];   /* "127.0.0.1:8080", "port 8081" */
+	const char *kind;     /* "local", "dynamic", "remote", "local udp", "remote udp" */
+	char bind[ADDR_STRLEN + 24];  /* "127.0.0.1:8080", "port 8081" */
 	char target[PROTO_FWD_MAX_HOST + 8]; /* "" when not known here */
 	const char *state;    /* "listening", "requested", "denied", ... */
 };

@@ -10,6 +10,7 @@ enum {
 	REMOTE_PORT = 1,
 	REMOTE_STATUS = 2,
 	REMOTE_BIND = 3,
+	REMOTE_UDP = 4,
 };
 
 static const char *const error_names[PROTO_FWD_ERR_COUNT] = {
@@ -250,6 +251,9 @@ proto_fwd_remote_encode(uint8_t *out, size_t outlen, uint64_t type,
 	default:
 		return 0;
 	}
+	/* Absent for TCP, what an older peer sends and understands. */
+	if (rf->udp)
+		tlv_put_field(&w, REMOTE_UDP, NULL, 0);
 	return tlv_put_message(out, outlen, type, &w);
 }
 
@@ -257,6 +261,7 @@ struct remote_fields {
 	uint64_t port, status;
 	enum proto_remote_bind bind;
 	struct ipaddr bind_addr;
+	bool udp;
 };
 
 static int
@@ -285,6 +290,11 @@ take_remote(const struct tlv_field *f, void *arg)
 		r->bind_addr.family = f->len == 4 ? AF_INET : AF_INET6;
 		memcpy(r->bind_addr.b, f->v, f->len);
 		return 0;
+	case REMOTE_UDP:
+		if (f->len != 0)
+			return -1;
+		r->udp = true;
+		return 0;
 	default:
 		return 0;
 	}
@@ -307,6 +317,7 @@ proto_fwd_remote_decode(const uint8_t *body, size_t len,
 	rf->status = r.status;
 	rf->bind = r.bind;
 	rf->bind_addr = r.bind_addr;
+	rf->udp = r.udp;
 	return 0;
 }
 
@@ -314,7 +325,7 @@ bool
 proto_fwd_remote_same(const struct proto_remote_forward *a,
     const struct proto_remote_forward *b)
 {
-	if (a->port != b->port || a->bind != b->bind)
+	if (a->port != b->port || a->bind != b->bind || a->udp != b->udp)
 		return false;
 	return a->bind != PROTO_RBIND_ADDR ||
 	    addr_equal(&a->bind_addr, &b->bind_addr);
@@ -325,16 +336,25 @@ proto_fwd_remote_str(const struct proto_remote_forward *rf,
     char buf[static PROTO_FWD_REMOTE_STRLEN])
 {
 	char a[ADDR_STRLEN];
+	size_t off = 0;
 
+	if (rf->udp) {
+		memcpy(buf, "udp/", 4);
+		off = 4;
+	}
 	switch (rf->bind) {
 	case PROTO_RBIND_DEFAULT:
-		return addr_hostport_str(buf, PROTO_FWD_REMOTE_STRLEN,
+		addr_hostport_str(buf + off, PROTO_FWD_REMOTE_STRLEN - off,
 		    "localhost", rf->port);
+		break;
 	case PROTO_RBIND_ALL:
-		return addr_hostport_str(buf, PROTO_FWD_REMOTE_STRLEN, "*",
+		addr_hostport_str(buf + off, PROTO_FWD_REMOTE_STRLEN - off, "*",
 		    rf->port);
+		break;
 	default:
-		return addr_hostport_str(buf, PROTO_FWD_REMOTE_STRLEN,
+		addr_hostport_str(buf + off, PROTO_FWD_REMOTE_STRLEN - off,
 		    addr_ip_str(&rf->bind_addr, a), rf->port);
+		break;
 	}
+	return buf;
 }

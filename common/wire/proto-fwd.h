@@ -103,6 +103,11 @@ struct proto_remote_forward {
 	uint64_t status;   /* field 2, in replies: PROTO_FWD_OK or an error */
 	enum proto_remote_bind bind; /* field 3 */
 	struct ipaddr bind_addr;     /* when bind is PROTO_RBIND_ADDR */
+	/* field 4, empty (PROTO_FEATURE_UDP_FORWARD): a UDP listener, whose
+	 * sources become UDP flows (proto-udp.h); absent, TCP. Sent only to
+	 * a roved that announced the feature: an older one skips the field
+	 * and would listen on TCP. */
+	bool udp;
 };
 /* Encode a whole control message of `type` (REMOTE_FORWARD, its reply, or
  * REMOTE_FORWARD_CANCEL, which carries what a request does); returns its
@@ -120,13 +125,15 @@ size_t proto_fwd_remote_encode(uint8_t *out, size_t outlen, uint64_t type,
     const struct proto_remote_forward *);
 int proto_fwd_remote_decode(const uint8_t *body, size_t len,
     struct proto_remote_forward *);
-/* Whether two messages name the same forward: port and bind address. */
+/* Whether two messages name the same forward: port, bind address and
+ * protocol. */
 bool proto_fwd_remote_same(const struct proto_remote_forward *,
     const struct proto_remote_forward *);
 /* The forward's bind address and port for logs and status, as the
  * configuration writes them: "localhost:2222" (the default), "*:2222",
- * "198.18.0.1:2222", "[fd00::1]:2222". Returns `buf`. */
-#define PROTO_FWD_REMOTE_STRLEN (ADDR_STRLEN + 8)
+ * "198.18.0.1:2222", "[fd00::1]:2222", with "udp/" in front for a UDP
+ * one. Returns `buf`. */
+#define PROTO_FWD_REMOTE_STRLEN (ADDR_STRLEN + 12)
 const char *proto_fwd_remote_str(const struct proto_remote_forward *,
     char buf[static PROTO_FWD_REMOTE_STRLEN]);
 

@@ -137,6 +137,26 @@ jfield() {
 # peers[name=laptop].
 lap_fc() { sget "$NS_LAP" "$LAP_SOCK" "peers[0].forward_counters.$1"; }
 srv_fc() { sget "$NS_SRV" "$ROVED_SOCK" "peers[name=laptop].forward_counters.$1"; }
+# UDP flow counters (opened, refused, expired, drops.CAUSE), the same way.
+lap_uc() { sget "$NS_LAP" "$LAP_SOCK" "peers[0].udp_counters.$1"; }
+srv_uc() { sget "$NS_SRV" "$ROVED_SOCK" "peers[name=laptop].udp_counters.$1"; }
+
+# text NS SOCKET [ARGS...]: rove status (or roved's) as text.
+text() {
+	local ns=$1 sock=$2
+	shift 2
+	nsx "$ns" "$BUILD/rove" status -s "$sock" "$@"
+}
+# has WHAT TEXT LINE: TEXT has LINE, whole.
+has() {
+	if printf '%s\n' "$2" | grep -qxF -- "$3"; then ok "$1"
+	else fail "$1: no line '$3' in: $2"; fi
+}
+# logged FILE TEXT WHAT: TEXT (a fixed string) shows up in FILE within 10 s.
+logged() {
+	if wait_for 10 "$3" grep -qF -- "$2" "$1"; then ok "$3"
+	else fail "$3: no '$2' in $(basename "$1"): $(tail -n 5 "$1")"; fi
+}
 
 FWD_COUNTERS="opened completed reset refused unreachable denied timeout limit protocol name"
 

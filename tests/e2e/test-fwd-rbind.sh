@@ -48,21 +48,6 @@ except OSError as e:
     print(errno.errorcode.get(e.errno, str(e)))
 ' "$2" "$3"
 }
-# logged FILE TEXT WHAT: TEXT (a fixed string) shows up in FILE within 10 s.
-logged() {
-	if wait_for 10 "$3" grep -qF -- "$2" "$1"; then ok "$3"
-	else fail "$3: no '$2' in $(basename "$1"): $(tail -n 5 "$1")"; fi
-}
-# has WHAT TEXT LINE: TEXT has LINE, whole.
-has() {
-	if printf '%s\n' "$2" | grep -qxF -- "$3"; then ok "$1"
-	else fail "$1: no line '$3' in: $2"; fi
-}
-text() {
-	local ns=$1 sock=$2
-	shift 2
-	nsx "$ns" "$BUILD/rove" status -s "$sock" "$@"
-}
 
 for p in 2222 2223 2225; do
 	wait_listen "$NS_SRV" "$p" "roved's RemoteForward"

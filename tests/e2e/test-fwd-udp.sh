@@ -35,9 +35,6 @@ wait_for 10 "dnsmasq on udp $DNS_PORT" udp_bound "$NS_LAN" "$DNS_PORT" ||
 wait_for 10 "rove's udp/$DNS_PORT" udp_bound "$NS_LAP" "$DNS_PORT" ||
 	die "rove does not bind udp/$DNS_PORT"
 
-srv_uc() { sget "$NS_SRV" "$ROVED_SOCK" "peers[name=laptop].udp_counters.$1"; }
-lap_uc() { sget "$NS_LAP" "$LAP_SOCK" "peers[0].udp_counters.$1"; }
-
 # Each query from a source port of its own (dig's random ones may meet
 # again within a flow's idle time, and then share its flow): one flow each.
 good=0 other=0

@@ -833,6 +833,33 @@ test_allow_remote_forward(void **state)
 	roundtrip("/s.conf", SRV PEER_A "AllowRemoteForward = 22, localhost:23, "
 	    "*:24, 198.18.1.1:25, [fd00::1]:26\n", CFG_ROLE_SERVER, NULL);
 
+	/* udp/ entries admit UDP remote forwards alone, and the others TCP
+	 * alone, on the same port and address. */
+	load_ok("/s.conf", SRV PEER_A "AllowRemoteForward = tcp/5000, "
+	    "udp/*:5001, udp/5000, 5001\n", CFG_ROLE_SERVER, &cfg);
+	assert_int_equal(cfg.peers[0].nallow_remote_forward, 4);
+	printed = print_to_string(&cfg);
+	assert_non_null(strstr(printed, "\nAllowRemoteForward = 5000, "
+	    "udp/*:5001, udp/5000, 5001\n"));
+	free(printed);
+	memset(&rf, 0, sizeof rf);
+	rf.port = 5001;
+	rf.bind = PROTO_RBIND_ALL;
+	assert_false(cfg_remote_allowed(&cfg.peers[0], &rf));
+	rf.udp = true;
+	assert_true(cfg_remote_allowed(&cfg.peers[0], &rf));
+	rf.port = 5000;
+	assert_false(cfg_remote_allowed(&cfg.peers[0], &rf));
+	rf.bind = PROTO_RBIND_DEFAULT;
+	assert_true(cfg_remote_allowed(&cfg.peers[0], &rf));
+	cfg_clear(&cfg);
+	load_ok("/s.conf", SRV PEER_A "AllowRemoteForward = udp/5002\n",
+	    CFG_ROLE_SERVER, &cfg);
+	memset(&rf, 0, sizeof rf);
+	rf.port = 5002;
+	assert_false(cfg_remote_allowed(&cfg.peers[0], &rf));
+	cfg_clear(&cfg);
+
 	/* No list: nothing, loopback included. */
 	load_ok("/s.conf", SRV PEER_A, CFG_ROLE_SERVER, &cfg);
 	memset(&rf, 0, sizeof rf);
@@ -865,6 +892,28 @@ test_local_forward_udp(void **state)
 	assert_non_null(strstr(text, "LocalForward = udp/5353 = "
 	    "dns.example:53\nLocalForward = 5353 = dns.example:53\n"
 	    "LocalForward = udp/[::1]:5354 = 10.0.0.53:53\n"));
+	free(text);
+	cfg_clear(&cfg);
+
+	/* RemoteForward alike, and a UDP one names its protocol on the
+	 * wire. */
+	load_ok("/c.conf", CLI "RemoteForward = udp/*:5353 = 127.0.0.1:53\n"
+	    "RemoteForward = 5353 = 127.0.0.1:53\n", CFG_ROLE_CLIENT, &cfg);
+	assert_int_equal(cfg.nremote_forward, 2);
+	assert_true(cfg.remote_forward[0].udp);
+	assert_false(cfg.remote_forward[1].udp);
+	{
+		struct proto_remote_forward rf;
+		char s[PROTO_FWD_REMOTE_STRLEN];
+
+		cfg_forward_remote(&cfg.remote_forward[0], &rf);
+		assert_true(rf.udp);
+		assert_string_equal(proto_fwd_remote_str(&rf, s),
+		    "udp/*:5353");
+	}
+	text = print_to_string(&cfg);
+	assert_non_null(strstr(text, "RemoteForward = udp/*:5353 = "
+	    "127.0.0.1:53\nRemoteForward = 5353 = 127.0.0.1:53\n"));
 	free(text);
 	cfg_clear(&cfg);
 }
@@ -1327,11 +1376,10 @@ static const struct bad_case bad_cases[] = {
 	      "key" } },
 	{ C, CLI "Tun = none\nRoutes = 10.0.0.0/8\n", 0,
 	    { "t.conf:6: Routes: has no effect with Tun = none" } },
-	/* UDP remote forwards have their wire format, not their relay yet:
-	 * refused by name rather than taken for TCP. */
-	{ C, CLI "RemoteForward = udp/5353 = 127.0.0.1:53\n", 0,
-	    { "t.conf:5: RemoteForward: UDP remote forwards (udp/) are not "
-	      "supported yet" } },
+	{ C, CLI "RemoteForward = udp/5353 = a.example:53\n"
+	    "RemoteForward = udp/5353 = b.example:53\n", 0,
+	    { "t.conf:6: RemoteForward: port 5353 is already used by "
+	      "RemoteForward on line 5" } },
 	{ C, CLI "LocalForward = udp/5353 = a.example:53\n"
 	    "LocalForward = udp/5353 = b.example:53\n", 0,
 	    { "t.conf:6: LocalForward: port 5353 is already used by "
@@ -1673,7 +1721,7 @@ test_options(void **state)
 			{ 'D', "99999" },
 			{ 'R', "gw.example:2222:h:22" },
 			{ 'L', "8080:other.example:80" },
-			{ 'R', "udp/5353:127.0.0.1:53" },
+			{ 'R', "udp/5353:127.0.0.1" },
 		};
 		const char *const msgs[] = {
 			NULL, /* the file's error, named by its path */
@@ -1688,8 +1736,7 @@ test_options(void **state)
 			    "localhost or *)",
 			"-L 8080:other.example:80: LocalForward: port 8080 is "
 			    "already used by LocalForward on line 6",
-			"-R udp/5353:127.0.0.1:53: RemoteForward: UDP remote "
-			    "forwards (udp/) are not supported yet",
+			"-R udp/5353:127.0.0.1: not [bind:]port:host:hostport",
 		};
 		const char bad_text[] = CLI "KeepAlive = 5000\nLocalForward = 8080 = db:1\n";
 

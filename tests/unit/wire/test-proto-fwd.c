@@ -577,13 +577,13 @@ test_remote_bind(void **state)
 
 	(void)state;
 	rf = back = (struct proto_remote_forward){ 2222, 0, PROTO_RBIND_ALL,
-		{ 0, { 0 } } };
+		{ 0, { 0 } }, false };
 	check_remote(PROTO_MSG_REMOTE_FORWARD, &rf, all2222, sizeof all2222,
 	    &back);
 	assert_string_equal(proto_fwd_remote_str(&rf, s), "*:2222");
 
 	rf = back = (struct proto_remote_forward){ 2222, 0, PROTO_RBIND_ADDR,
-		{ AF_INET, { 198, 18, 1, 1 } } };
+		{ AF_INET, { 198, 18, 1, 1 } }, false };
 	check_remote(PROTO_MSG_REMOTE_FORWARD, &rf, v4_2222, sizeof v4_2222,
 	    &back);
 	assert_string_equal(proto_fwd_remote_str(&rf, s), "198.18.1.1:2222");
@@ -593,7 +593,7 @@ test_remote_bind(void **state)
 
 	rf = back = (struct proto_remote_forward){ 80, 0, PROTO_RBIND_ADDR,
 		{ AF_INET6, { 0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-		1 } } };
+		1 } }, false };
 	check_remote(PROTO_MSG_REMOTE_FORWARD_CANCEL, &rf, v6_80, sizeof v6_80,
 	    &back);
 	assert_string_equal(proto_fwd_remote_str(&rf, s), "[fd00::1]:80");
@@ -601,16 +601,16 @@ test_remote_bind(void **state)
 	/* The default sends no field at all: the message an older client
 	 * sends, byte for byte, and what an older server answers. */
 	rf = (struct proto_remote_forward){ 2222, 0, PROTO_RBIND_DEFAULT,
-		{ AF_INET, { 127, 0, 0, 1 } } };
+		{ AF_INET, { 127, 0, 0, 1 } }, false };
 	back = (struct proto_remote_forward){ 2222, 0, PROTO_RBIND_DEFAULT,
-		{ 0, { 0 } } };
+		{ 0, { 0 } }, false };
 	check_remote(PROTO_MSG_REMOTE_FORWARD, &rf,
 	    (const uint8_t[]){ 0x04, 0x04, 0x01, 0x02, 0x48, 0xae }, 6, &back);
 	assert_string_equal(proto_fwd_remote_str(&rf, s), "localhost:2222");
 
 	/* The same forward is the same port and bind address. */
 	rf = back = (struct proto_remote_forward){ 2222, 0, PROTO_RBIND_ADDR,
-		{ AF_INET, { 198, 18, 1, 1 } } };
+		{ AF_INET, { 198, 18, 1, 1 } }, false };
 	back.status = 4;
 	assert_true(proto_fwd_remote_same(&rf, &back));
 	back.bind_addr.b[3] = 2;
@@ -621,6 +621,26 @@ test_remote_bind(void **state)
 	back = rf;
 	back.port = 2223;
 	assert_false(proto_fwd_remote_same(&rf, &back));
+	back = rf;
+	back.udp = true;
+	assert_false(proto_fwd_remote_same(&rf, &back));
+
+	/* Field 4, empty: a UDP remote forward, after the bind address;
+	 * absent, TCP. Anything in it is malformed. */
+	rf = back = (struct proto_remote_forward){ 5353, 0, PROTO_RBIND_ALL,
+		{ 0, { 0 } }, true };
+	check_remote(PROTO_MSG_REMOTE_FORWARD, &rf,
+	    (const uint8_t[]){ 0x04, 0x08, 0x01, 0x02, 0x54, 0xe9, 0x03, 0x00,
+	    0x04, 0x00 }, 10, &back);
+	assert_string_equal(proto_fwd_remote_str(&rf, s), "udp/*:5353");
+	assert_int_equal(proto_fwd_remote_decode((const uint8_t[]){ 0x01,
+	    0x02, 0x54, 0xe9, 0x04, 0x01, 0x00 }, 7, &back), -1);
+	assert_int_equal(proto_fwd_remote_decode((const uint8_t[]){ 0x01,
+	    0x02, 0x54, 0xe9, 0x04, 0x00 }, 6, &back), 0);
+	assert_true(back.udp);
+	assert_int_equal(back.bind, PROTO_RBIND_DEFAULT);
+	rf = back = (struct proto_remote_forward){ 2222, 0, PROTO_RBIND_ADDR,
+		{ AF_INET, { 198, 18, 1, 1 } }, false };
 	/* An address of no known family, or an unknown bind, is not sent. */
 	rf.bind_addr.family = 0;
 	assert_int_equal(proto_fwd_remote_encode(buf, sizeof buf,
