@@ -27,13 +27,25 @@
  * be raised inside a namespace, so use the FORCE variants when root. */
 #define UDP_SOCKBUF (8 * 1024 * 1024)
 
+/* The handshake socket's queue: a restart storm's first flights arrive
+ * all at once, one datagram per buffer (no GRO there), and what the queue
+ * cannot hold is only sent again a probe timeout later. 10,000 clients
+ * with the hybrid key share send two Initials each. */
+#define UDP_HS_RCVBUF (32 * 1024 * 1024)
+
+static void
+set_rcvbuf(int fd, int size)
+{
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof size) == -1)
+		(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
+}
+
 static void
 set_buffers(int fd)
 {
 	int size = UDP_SOCKBUF;
 
-	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof size) == -1)
-		(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
+	set_rcvbuf(fd, size);
 	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &size, sizeof size) == -1)
 		(void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
 }
@@ -172,6 +184,7 @@ udp_open_split(struct udp_socket *est, struct udp_socket *hs, int family,
 	/* Long headers are handshakes: one datagram per read keeps the work
 	 * of one read small and bounded, whatever a flood coalesces. */
 	(void)setsockopt(hs->fd, SOL_UDP, UDP_GRO, &zero, sizeof zero);
+	set_rcvbuf(hs->fd, UDP_HS_RCVBUF);
 	return 0;
 }
 
@@ -242,6 +255,7 @@ udp_open_workers(struct udp_socket *est, struct udp_socket *hs, size_t n,
 		    est[0].locallen, true, cause) != 0)
 			goto fail;
 		(void)setsockopt(hs[w].fd, SOL_UDP, UDP_GRO, &zero, sizeof zero);
+		set_rcvbuf(hs[w].fd, UDP_HS_RCVBUF);
 	}
 	if (setsockopt(est[0].fd, SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, &prog,
 	    sizeof prog) == -1) {

@@ -3,7 +3,7 @@
 # that never answers (tests/e2e/quic-flood), first from one source address
 # and port, then, on a fresh roved, from random sources in 198.19.128.0/18,
 # then 50,000 from one source: ten times what roved can take in while they
-# arrive, so its handshake socket overflows. The established connections'
+# arrive, so they queue at (or overflow) its handshake socket. The established connections'
 # socket is another one (roved steers long headers to a socket of their
 # own), and so no ping may be lost even then.
 # While each flood lands, the laptop pings roved's tunnel address every
