@@ -284,6 +284,13 @@ from_source(struct udp_relay *r, int fd, const struct sockaddr *src,
 		send_dgram(l, data, len);
 		return;
 	}
+	/* Held only if it could ever go: what a sender can make a flow in
+	 * set-up hold is LINK_QUEUE packets of the path's size, not of
+	 * 64 KiB each (flows x LINK_QUEUE x 64 KiB would be 128 MiB). */
+	if (varint_len(flow->ctx) + len > quic_conn_dgram_max(r->qc)) {
+		udp_flow_drop(&r->set, flow, UDP_DROP_TOO_BIG);
+		return;
+	}
 	if (l->nq == LINK_QUEUE) {
 		udp_flow_drop(&r->set, flow, UDP_DROP_QUEUE);
 		return;

@@ -1,6 +1,7 @@
-/* Unit tests for common/forward/udprelay.c without a connection: what
- * it does with DATAGRAMs that name no flow, and with sources while there
- * is no connection (dropped and counted, nothing else). */
+/* Unit tests for common/forward/udprelay.c: what it does with DATAGRAMs
+ * that name no flow, and with sources while there is no connection
+ * (dropped and counted, nothing else); and, on a connection, what a flow
+ * in set-up holds. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +14,7 @@
 #include <netinet/in.h>
 
 #include "forward/udprelay.h"
+#include "transport/quic-pair.h"
 
 static void
 test_unknown_context(void **state)
@@ -74,13 +76,58 @@ test_no_connection(void **state)
 	event_base_free(base);
 }
 
+/* A new flow holds its source's datagrams until the far side answers,
+ * LINK_QUEUE of them; one larger than the path's DATAGRAM frames could
+ * never go, and is dropped at once rather than held (a sender must not
+ * make a flow in set-up hold 64 KiB datagrams). */
+static void
+test_held_too_big(void **state)
+{
+	static uint8_t big[4000], small[100];
+	struct sockaddr_in src = { .sin_family = AF_INET,
+	    .sin_port = htons(40000), .sin_addr.s_addr = htonl(0x7f000001) };
+	struct udp_flow_counters c;
+	struct udp_relay r;
+	struct pair *p = pair_new_plain();
+
+	(void)state;
+	pair_connect(p, NULL);
+	assert_true(pair_run(p, 400) > 0);
+	assert_int_equal(quic_conn_state(p->c.qc), QUIC_STATE_ESTABLISHED);
+	assert_true(sizeof big > quic_conn_dgram_max(p->c.qc));
+	memset(&c, 0, sizeof c);
+	udp_relay_init(&r, pair_base, PROTO_UDP_BY_CLIENT, &c, NULL, NULL, NULL,
+	    "test");
+	udp_relay_attach(&r, p->c.qc);
+	udp_relay_from_source(&r, -1, (struct sockaddr *)&src, "dns.example",
+	    53, small, sizeof small);
+	assert_int_equal(r.set.n, 1);
+	udp_relay_from_source(&r, -1, (struct sockaddr *)&src, "dns.example",
+	    53, big, sizeof big);
+	assert_true(c.drops[UDP_DROP_TOO_BIG] == 1);
+	/* The queue is the small ones': 7 more fit, the next does not. */
+	for (int i = 0; i < 7; i++)
+		udp_relay_from_source(&r, -1, (struct sockaddr *)&src,
+		    "dns.example", 53, small, sizeof small);
+	assert_true(c.drops[UDP_DROP_QUEUE] == 0);
+	udp_relay_from_source(&r, -1, (struct sockaddr *)&src, "dns.example",
+	    53, small, sizeof small);
+	assert_true(c.drops[UDP_DROP_QUEUE] == 1);
+	assert_true(c.drops[UDP_DROP_TOO_BIG] == 1);
+	assert_int_equal(r.set.n, 1);
+	udp_relay_clear(&r);
+	pair_free(p);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_unknown_context),
 		cmocka_unit_test(test_no_connection),
+		cmocka_unit_test_teardown(test_held_too_big, pair_free_all),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return cmocka_run_group_tests(tests, pair_group_setup,
+	    pair_group_teardown);
 }
