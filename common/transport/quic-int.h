@@ -107,6 +107,9 @@ struct quic_conn {
 	char id[QUIC_CONN_ID_STRLEN];
 	bool early_ready;      /* client: 0-RTT keys installed */
 	bool early_rx;         /* server: 0-RTT keys installed */
+	bool early_refused;    /* server: TLS asked the client again
+	                        * (HelloRetryRequest): the first
+	                        * ClientHello's 0-RTT dropped */
 	bool ticket_offered;   /* client: resuming, and the server has not
 	                        * answered yet (cbs->ticket_spent) */
 	uint64_t last_rx;      /* clock_now() of the last packet read */

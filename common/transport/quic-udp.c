@@ -414,10 +414,30 @@ recv_crypto_data_cb(ngtcp2_conn *conn, ngtcp2_encryption_level level,
 {
 	struct quic_conn *qc = user_data;
 
+	int rv;
+
 	if (qc->ssl == NULL)
 		return NGTCP2_ERR_CALLBACK_FAILURE;
-	return ngtcp2_crypto_recv_crypto_data_cb(conn, level, offset, data,
+	rv = ngtcp2_crypto_recv_crypto_data_cb(conn, level, offset, data,
 	    datalen, user_data);
+	/* A whole ClientHello read and no handshake keys: TLS asked the
+	 * client again for a key share (HelloRetryRequest). wolfSSL 5.9
+	 * has then installed the 0-RTT key of a resuming client all the
+	 * same: ngtcp2 would read the 0-RTT packets behind that ClientHello
+	 * before it knows the version (an assertion: the process gone), or
+	 * abort when the second ClientHello installs a 0-RTT key again. The
+	 * first one's key and early data go here (RFC 8446 4.2.10: a retry
+	 * rejects them); what wolfSSL makes of the second ClientHello is
+	 * then an ordinary handshake. */
+	if (rv == 0 && qc->role == QUIC_ROLE_SERVER &&
+	    level == NGTCP2_ENCRYPTION_LEVEL_INITIAL && !qc->early_refused &&
+	    ngtcp2_conn_get_negotiated_version(conn) == 0 &&
+	    wolfSSL_get_early_data_status(qc->ssl) == WOLFSSL_EARLY_DATA_ACCEPTED) {
+		qc->early_refused = true;
+		qc->early_rx = false;
+		rv = ngtcp2_conn_tls_early_data_rejected(conn);
+	}
+	return rv;
 }
 
 /* The server's TLS object has done its work once the handshake is over:

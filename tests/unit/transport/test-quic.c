@@ -20,6 +20,7 @@
 
 #include "base/random.h"
 #include "quic-pair.h"
+#include "transport/quic-int.h"
 #include "transport/state.h"
 
 /* wolfSSL 5.9 calls the verify callback of the leaf certificate a second
@@ -1374,6 +1375,63 @@ test_resumption_0rtt(void **state)
 	saved_clear(&s2);
 }
 
+/* A resuming client whose key share the server cannot take: the server
+ * asks again (HelloRetryRequest), and the 0-RTT packets sent behind the
+ * first ClientHello must go unread (a retry rejects them) while the
+ * handshake goes on with the ticket. A client that wolfSSL left to pick
+ * its own share once made roved abort here (ngtcp2 reading 0-RTT before
+ * it knew the version, or installing a 0-RTT key twice): whatever a peer
+ * shares, roved must finish or refuse, never crash. */
+static void
+test_resumption_0rtt_retry_request(void **state)
+{
+	static const char msg[] = "too early";
+	int groups[] = { WOLFSSL_ECC_X25519, WOLFSSL_ECC_SECP384R1 };
+	struct resumption *rs = *state;
+	static struct saved s1;
+	struct quic_conn_stats cs, ss;
+	struct pair *p;
+
+	full_handshake(rs, &s1);
+	p = resumption_pair(rs);
+	struct quic_resume r = {
+		.session = s1.der,
+		.sessionlen = s1.derlen,
+		.params = s1.params,
+		.paramslen = s1.paramslen,
+		.early_data = true,
+	};
+	pair_connect(p, &r);
+	/* Before the ClientHello is written: one share, of a group the
+	 * server does not have, while X25519 is offered. */
+	assert_int_equal(wolfSSL_NoKeyShares(p->c.qc->ssl), WOLFSSL_SUCCESS);
+	assert_int_equal(wolfSSL_set_groups(p->c.qc->ssl, groups, 2),
+	    WOLFSSL_SUCCESS);
+	assert_int_equal(wolfSSL_UseKeyShare(p->c.qc->ssl, WOLFSSL_ECC_SECP384R1),
+	    WOLFSSL_SUCCESS);
+	quic_conn_write(p->c.qc);
+	if (quic_conn_early_ready(p->c.qc))
+		assert_int_equal(quic_conn_send_datagram(p->c.qc,
+		    (const uint8_t *)msg, strlen(msg)), 0);
+	assert_true(pair_run(p, ROUNDS) > 0);
+	assert_int_equal(quic_conn_state(p->c.qc), QUIC_STATE_ESTABLISHED);
+	assert_int_equal(quic_conn_state(p->s.qc), QUIC_STATE_ESTABLISHED);
+	quic_conn_get_stats(p->c.qc, &cs);
+	quic_conn_get_stats(p->s.qc, &ss);
+	assert_true(cs.early_attempted);
+	/* The DATAGRAM that went behind the first ClientHello. */
+	assert_int_equal(p->s.ndgrams, 0);
+	assert_string_equal(cs.kex_group, "x25519");
+	assert_string_equal(ss.kex_group, "x25519");
+	/* And the connection works. */
+	assert_int_equal(quic_conn_send_datagram(p->c.qc,
+	    (const uint8_t *)"after", 5), 0);
+	assert_true(pair_run(p, ROUNDS) > 0);
+	assert_int_equal(p->s.ndgrams, 1);
+	pair_free(p);
+	saved_clear(&s1);
+}
+
 static void
 test_replayed_flight(void **state)
 {
@@ -1727,6 +1785,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_resumption_0rtt_streams,
 		    resumption_setup, resumption_teardown),
 		cmocka_unit_test_setup_teardown(test_resumption_0rtt,
+		    resumption_setup, resumption_teardown),
+		cmocka_unit_test_setup_teardown(test_resumption_0rtt_retry_request,
 		    resumption_setup, resumption_teardown),
 		cmocka_unit_test_setup_teardown(test_replayed_flight,
 		    resumption_setup, resumption_teardown),
