@@ -34,6 +34,49 @@ socks5_method_reply(uint8_t out[static 2], bool accept)
 	return 2;
 }
 
+/* Where the address of a request or a UDP header (ATYP at in[3]) lies:
+ * *off and *alen. 1, or 0 while `len` does not yet show a domain's
+ * length, SOCKS5_MALFORMED for an empty domain, SOCKS5_ATYP_UNSUPPORTED
+ * for another ATYP. */
+static long
+addr_span(const uint8_t *in, size_t len, size_t *off, size_t *alen)
+{
+	switch (in[3]) {
+	case SOCKS5_ATYP_IPV4:
+		*off = 4;
+		*alen = 4;
+		return 1;
+	case SOCKS5_ATYP_IPV6:
+		*off = 4;
+		*alen = 16;
+		return 1;
+	case SOCKS5_ATYP_DOMAIN:
+		if (len < 5)
+			return 0;
+		if (in[4] == 0)
+			return SOCKS5_MALFORMED;
+		*off = 5;
+		*alen = in[4];
+		return 1;
+	default:
+		return SOCKS5_ATYP_UNSUPPORTED;
+	}
+}
+
+/* The address `a` of type `atyp` as text: an IP address, or the domain
+ * as sent (checked by the caller). `host` must hold 256 bytes. */
+static void
+addr_text(uint8_t atyp, const uint8_t *a, size_t alen, char host[static 256])
+{
+	memset(host, 0, 256);
+	if (atyp == SOCKS5_ATYP_IPV4)
+		(void)inet_ntop(AF_INET, a, host, 256);
+	else if (atyp == SOCKS5_ATYP_IPV6)
+		(void)inet_ntop(AF_INET6, a, host, 256);
+	else
+		memcpy(host, a, alen);
+}
+
 /* As with the forward header, each check runs on the bytes present so far:
  * a client sending garbage is answered at once, and any prefix of a valid
  * request only asks for more. */
@@ -43,6 +86,7 @@ socks5_parse_request(const uint8_t *in, size_t len, struct socks5_request *req)
 	char host[sizeof req->host];
 	size_t alen, off, avail;
 	uint16_t port;
+	long r;
 
 	if (len < 1)
 		return 0;
@@ -54,50 +98,19 @@ socks5_parse_request(const uint8_t *in, size_t len, struct socks5_request *req)
 		return SOCKS5_MALFORMED;
 	if (len < 4)
 		return 0;
-	switch (in[3]) {
-	case SOCKS5_ATYP_IPV4:
-		alen = 4;
-		off = 4;
-		break;
-	case SOCKS5_ATYP_IPV6:
-		alen = 16;
-		off = 4;
-		break;
-	case SOCKS5_ATYP_DOMAIN:
-		if (len < 5)
-			return 0;
-		alen = in[4];
-		off = 5;
-		if (alen == 0)
-			return SOCKS5_MALFORMED;
-		avail = len - off < alen ? len - off : alen;
-		if (avail > 0 &&
-		    !proto_fwd_host_valid((const char *)in + off, avail))
-			return SOCKS5_MALFORMED;
-		break;
-	default:
-		return SOCKS5_ATYP_UNSUPPORTED;
-	}
+	if ((r = addr_span(in, len, &off, &alen)) <= 0)
+		return r;
+	/* A domain is checked on the bytes that came so far. */
+	avail = len - off < alen ? len - off : alen;
+	if (in[3] == SOCKS5_ATYP_DOMAIN && avail > 0 &&
+	    !proto_fwd_host_valid((const char *)in + off, avail))
+		return SOCKS5_MALFORMED;
 	if (len - off < alen + 2)
 		return 0;
 	port = (uint16_t)(in[off + alen] << 8 | in[off + alen + 1]);
 	if (port == 0 && in[1] != SOCKS5_CMD_UDP_ASSOCIATE)
 		return SOCKS5_MALFORMED;
-
-	memset(host, 0, sizeof host);
-	switch (in[3]) {
-	case SOCKS5_ATYP_IPV4:
-		if (inet_ntop(AF_INET, in + off, host, sizeof host) == NULL)
-			return SOCKS5_MALFORMED;
-		break;
-	case SOCKS5_ATYP_IPV6:
-		if (inet_ntop(AF_INET6, in + off, host, sizeof host) == NULL)
-			return SOCKS5_MALFORMED;
-		break;
-	default:
-		memcpy(host, in + off, alen);
-		break;
-	}
+	addr_text(in[3], in + off, alen, host);
 	memset(req, 0, sizeof *req);
 	req->cmd = in[1];
 	memcpy(req->host, host, sizeof req->host);
@@ -186,27 +199,8 @@ socks5_udp_decode(const uint8_t *in, size_t len, struct socks5_udp_header *h)
 	size_t alen, off;
 	uint16_t port;
 
-	if (len < 4 || in[0] != 0 || in[1] != 0)
-		return SOCKS5_MALFORMED;
-	switch (in[3]) {
-	case SOCKS5_ATYP_IPV4:
-		alen = 4;
-		off = 4;
-		break;
-	case SOCKS5_ATYP_IPV6:
-		alen = 16;
-		off = 4;
-		break;
-	case SOCKS5_ATYP_DOMAIN:
-		if (len < 5 || in[4] == 0)
-			return SOCKS5_MALFORMED;
-		alen = in[4];
-		off = 5;
-		break;
-	default:
-		return SOCKS5_MALFORMED;
-	}
-	if (len - off < alen + 2)
+	if (len < 4 || in[0] != 0 || in[1] != 0 ||
+	    addr_span(in, len, &off, &alen) != 1 || len - off < alen + 2)
 		return SOCKS5_MALFORMED;
 	if (in[3] == SOCKS5_ATYP_DOMAIN &&
 	    !proto_fwd_host_valid((const char *)in + off, alen))
@@ -218,17 +212,7 @@ socks5_udp_decode(const uint8_t *in, size_t len, struct socks5_udp_header *h)
 	h->frag = in[2];
 	h->atyp = in[3];
 	h->port = port;
-	switch (in[3]) {
-	case SOCKS5_ATYP_IPV4:
-		(void)inet_ntop(AF_INET, in + off, h->host, sizeof h->host);
-		break;
-	case SOCKS5_ATYP_IPV6:
-		(void)inet_ntop(AF_INET6, in + off, h->host, sizeof h->host);
-		break;
-	default:
-		memcpy(h->host, in + off, alen);
-		break;
-	}
+	addr_text(in[3], in + off, alen, h->host);
 	return (long)(off + alen + 2);
 }
 
