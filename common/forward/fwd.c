@@ -13,6 +13,7 @@
 #include "base/xmalloc.h"
 #include "fwd.h"
 #include "relay.h"
+#include "stream-tag.h"
 
 enum fwd_state {
 	FWD_S_WAIT_STATUS, /* opener: header sent and relaying, the answer's
@@ -27,6 +28,7 @@ enum fwd_state {
 };
 
 struct fwd {
+	struct stream_tag tag;      /* first: the stream argument's kind */
 	LIST_ENTRY(fwd) entry;
 	struct fwd_set *set;
 	enum fwd_kind kind;
@@ -150,6 +152,7 @@ fwd_new(struct fwd_set *set, enum fwd_kind kind, bool opener)
 {
 	struct fwd *f = xcalloc(1, sizeof *f);
 
+	f->tag.kind = STREAM_FWD;
 	f->set = set;
 	f->kind = kind;
 	f->opener = opener;

@@ -14,6 +14,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/xmalloc.h"
+#include "forward/stream-tag.h"
 #include "wire/varint.h"
 
 /* Opener: datagrams of a new flow held until the acceptor answers; a
@@ -31,6 +32,7 @@ struct held_dgram {
 };
 
 struct udp_link {
+	struct stream_tag tag;  /* first: the stream argument's kind */
 	struct udp_relay *r;
 	struct udp_flow *flow;
 	int64_t sid;          /* -1: the stream is over */
@@ -248,6 +250,7 @@ from_source(struct udp_relay *r, int fd, const struct sockaddr *src,
 		    clock_now_ms())) == NULL)
 			return;
 		l = xcalloc(1, sizeof *l);
+		l->tag.kind = STREAM_UDP_FLOW;
 		l->r = r;
 		l->flow = flow;
 		l->fd = fd;
@@ -443,15 +446,10 @@ udp_link_dialed(struct udp_link *l, int fd, uint64_t err)
 static struct udp_link *
 link_of(struct udp_relay *r, void *stream_arg)
 {
-	struct udp_flow *flow;
+	struct udp_link *l = stream_arg;
 
-	if (stream_arg == NULL)
-		return NULL;
-	TAILQ_FOREACH(flow, &r->set.list, link) {
-		if (flow->arg == stream_arg)
-			return stream_arg;
-	}
-	return NULL;
+	return stream_kind_of(stream_arg) == STREAM_UDP_FLOW && l->r == r ?
+	    l : NULL;
 }
 
 bool
@@ -498,6 +496,7 @@ accept_stream(struct udp_relay *r, int64_t sid, const uint8_t *data,
 		return;
 	}
 	l = xcalloc(1, sizeof *l);
+	l->tag.kind = STREAM_UDP_FLOW;
 	l->r = r;
 	l->flow = flow;
 	l->sid = sid;
