@@ -128,7 +128,9 @@ udp_relay_init(struct udp_relay *r, struct event_base *base,
 void
 udp_relay_attach(struct udp_relay *r, struct quic_conn *qc)
 {
-	r->qc = NULL;
+	/* The connection they were on may live on a while (closing, or
+	 * given up for another transport): their streams there forget
+	 * them, or its next event would hand the owner a freed link. */
 	udp_flows_clear(&r->set, link_release, r);
 	r->qc = qc;
 }

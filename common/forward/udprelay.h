@@ -49,7 +49,8 @@ void udp_relay_init(struct udp_relay *, struct event_base *,
     enum proto_udp_opener self, struct udp_flow_counters *,
     udp_request_cb, udp_cancel_cb, void *arg, const char *log_name);
 /* The connection is here / gone: every flow ends (a later connection sets
- * them up again as their sources send). */
+ * them up again as their sources send). The one before, if any, must
+ * still be valid: its streams are reset and forget their flows. */
 void udp_relay_attach(struct udp_relay *, struct quic_conn *);
 void udp_relay_clear(struct udp_relay *);
 

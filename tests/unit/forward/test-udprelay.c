@@ -14,6 +14,7 @@
 #include <netinet/in.h>
 
 #include "forward/udprelay.h"
+#include "transport/quic-int.h"
 #include "transport/quic-pair.h"
 
 static void
@@ -81,7 +82,7 @@ test_no_connection(void **state)
  * never go, and is dropped at once rather than held (a sender must not
  * make a flow in set-up hold 64 KiB datagrams). */
 static void
-test_held_too_big(void **state)
+test_flow_setup_and_detach(void **state)
 {
 	static uint8_t big[4000], small[100];
 	struct sockaddr_in src = { .sin_family = AF_INET,
@@ -115,6 +116,17 @@ test_held_too_big(void **state)
 	assert_true(c.drops[UDP_DROP_QUEUE] == 1);
 	assert_true(c.drops[UDP_DROP_TOO_BIG] == 1);
 	assert_int_equal(r.set.n, 1);
+	/* The flow's stream (the client's first) names its link until the
+	 * connection goes; then, the connection still there (closing, or
+	 * given up for TCP), the stream forgets it rather than keep a
+	 * freed link for its next event. */
+	struct quic_stream *st = quic_stream_find(p->c.qc, 0);
+	assert_non_null(st);
+	assert_non_null(st->arg);
+	udp_relay_attach(&r, NULL);
+	assert_int_equal(r.set.n, 0);
+	st = quic_stream_find(p->c.qc, 0);
+	assert_true(st == NULL || st->arg == NULL);
 	udp_relay_clear(&r);
 	pair_free(p);
 }
@@ -125,7 +137,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_unknown_context),
 		cmocka_unit_test(test_no_connection),
-		cmocka_unit_test_teardown(test_held_too_big, pair_free_all),
+		cmocka_unit_test_teardown(test_flow_setup_and_detach, pair_free_all),
 	};
 
 	return cmocka_run_group_tests(tests, pair_group_setup,
