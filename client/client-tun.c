@@ -67,24 +67,33 @@ packet_cb(const uint8_t *pkt, size_t len, const struct ippkt_info *info,
 	tunnel_deliver(&c->tun_out, pkt, len, NULL);
 }
 
-/* A DATAGRAM from the server: its IP packets go to the TUN. */
+/* A UDP flow's datagram from the server. */
+static void
+flow_dgram(const uint8_t *data, size_t len, void *arg)
+{
+	struct client *c = arg;
+
+	udp_relay_datagram(forward_udp(c->fwd), data, len);
+}
+
+/* A DATAGRAM from the server: its IP packets go to the TUN, a UDP flow's
+ * datagrams to the flow. */
 void
 client_tun_datagram_cb(struct quic_conn *qc, const uint8_t *data, size_t len,
     void *arg)
 {
 	struct client *c = arg;
-	uint64_t ctx;
+	struct tunnel_sink sink = {
+		.packet = packet_cb,
+		/* Flows are the session's alone. */
+		.flow = qc == c->qc ? flow_dgram : NULL,
+		.arg = c,
+		.global = &c->counters,
+	};
 
-	/* A UDP flow's context, else the tunnel's. */
-	if (varint_get(data, len, &ctx) > 0 && ctx >= PROTO_CTX_UDP_BASE) {
-		if (qc == c->qc)
-			udp_relay_datagram(forward_udp(c->fwd), data, len);
-		return;
-	}
 	/* Only the session's own groups; another (a probe, a racing
 	 * handshake) sends nothing but plain packets. */
-	tunnel_input(qc == c->qc ? c->rec : NULL, data, len, packet_cb, c, NULL,
-	    &c->counters);
+	tunnel_input(qc == c->qc ? c->rec : NULL, data, len, &sink);
 }
 
 void

@@ -450,29 +450,39 @@ packet_cb(const uint8_t *pkt, size_t len, const struct ippkt_info *info,
 	tunnel_deliver(&srv->tun_out, pkt, len, &peer->counters);
 }
 
+/* A UDP flow's datagram from the peer: its forwards' relay, once there
+ * is one. */
+static void
+flow_dgram(const uint8_t *data, size_t len, void *arg)
+{
+	struct session *sess = arg;
+
+	if (sess->fwd_peer != NULL)
+		udp_relay_datagram(&sess->udp, data, len);
+	else
+		dgram_peer(sess)->udp_counters.drops[UDP_DROP_NO_FLOW]++;
+}
+
 static void
 datagram_cb(struct quic_conn *qc, const uint8_t *data, size_t len, void *arg)
 {
 	struct session *sess = arg;
 	struct server *srv = sess->srv;
 	struct peer *peer = dgram_peer(sess);
-	uint64_t ctx;
+	struct tunnel_sink sink = {
+		.packet = packet_cb,
+		.flow = flow_dgram,
+		.arg = sess,
+		.global = &srv->counters,
+	};
 
 	(void)qc;
 	if (peer == NULL) {
 		tunnel_drop(TUNNEL_DROP_UNKNOWN_PEER, NULL, &srv->counters);
 		return;
 	}
-	/* A UDP flow's context, else the tunnel's. */
-	if (varint_get(data, len, &ctx) > 0 && ctx >= PROTO_CTX_UDP_BASE) {
-		if (sess->fwd_peer != NULL)
-			udp_relay_datagram(&sess->udp, data, len);
-		else
-			peer->udp_counters.drops[UDP_DROP_NO_FLOW]++;
-		return;
-	}
-	tunnel_input(sess->rec, data, len, packet_cb, sess, &peer->counters,
-	    &srv->counters);
+	sink.peer = &peer->counters;
+	tunnel_input(sess->rec, data, len, &sink);
 }
 
 /* Stream ends: a UDP flow's, else a forward's. */

@@ -6,6 +6,7 @@
 #include "recovery.h"
 #include "tunnel.h"
 #include "wire/proto.h"
+#include "wire/proto-udp.h"
 
 const char *const tunnel_drop_names[TUNNEL_DROP_COUNT] = {
 	[TUNNEL_DROP_SPOOFED_SOURCE] = "spoofed_source",
@@ -186,31 +187,23 @@ tunnel_decode(const uint8_t *dgram, size_t dlen, const uint8_t **pkt,
 	return 0;
 }
 
-struct input {
-	tunnel_packet_cb cb;
-	void *arg;
-	struct tunnel_counters *peer, *global;
-};
-
 static void
 input_packet(const uint8_t *pkt, size_t len, void *arg)
 {
-	struct input *in = arg;
+	const struct tunnel_sink *sink = arg;
 	struct ippkt_info info;
 
 	if (ippkt_parse(pkt, len, &info) != IPPKT_OK) {
-		tunnel_drop(TUNNEL_DROP_INVALID_PACKET, in->peer, in->global);
+		tunnel_drop(TUNNEL_DROP_INVALID_PACKET, sink->peer, sink->global);
 		return;
 	}
-	in->cb(pkt, info.len, &info, in->arg);
+	sink->packet(pkt, info.len, &info, sink->arg);
 }
 
 void
 tunnel_input(struct recovery *rec, const uint8_t *dgram, size_t dlen,
-    tunnel_packet_cb cb, void *arg, struct tunnel_counters *peer,
-    struct tunnel_counters *global)
+    struct tunnel_sink *sink)
 {
-	struct input in = { cb, arg, peer, global };
 	struct ippkt_info info;
 	const uint8_t *body;
 	size_t blen;
@@ -218,30 +211,38 @@ tunnel_input(struct recovery *rec, const uint8_t *dgram, size_t dlen,
 
 	/* The common case, a plain packet: one-byte context 0. */
 	if (dlen > 0 && dgram[0] == PROTO_CTX_IP) {
-		if (tunnel_decode(dgram, dlen, &body, &blen, &info, peer,
-		    global) == 0)
-			cb(body, blen, &info, arg);
+		if (tunnel_decode(dgram, dlen, &body, &blen, &info, sink->peer,
+		    sink->global) == 0)
+			sink->packet(body, blen, &info, sink->arg);
 		return;
 	}
 	if (proto_dgram_decode(dgram, dlen, &ctx, &body, &blen) != 0) {
-		tunnel_drop(TUNNEL_DROP_INVALID_PACKET, peer, global);
+		tunnel_drop(TUNNEL_DROP_INVALID_PACKET, sink->peer, sink->global);
 		return;
 	}
 	switch (ctx) {
 	case PROTO_CTX_IP:
 		/* context 0 written in more bytes than it needs */
-		input_packet(body, blen, &in);
+		input_packet(body, blen, sink);
 		return;
 	case PROTO_CTX_IP_FEC:
 	case PROTO_CTX_FEC_REPAIR:
 	case PROTO_CTX_FEC_REPORT:
 		if (rec == NULL)
 			break;
-		if (recovery_input(rec, ctx, body, blen, input_packet, &in) != 0)
-			tunnel_drop(TUNNEL_DROP_INVALID_PACKET, peer, global);
+		if (recovery_input(rec, ctx, body, blen, input_packet,
+		    sink) != 0)
+			tunnel_drop(TUNNEL_DROP_INVALID_PACKET, sink->peer,
+			    sink->global);
 		return;
+	default:
+		if (ctx >= PROTO_CTX_UDP_BASE && sink->flow != NULL) {
+			sink->flow(dgram, dlen, sink->arg);
+			return;
+		}
+		break;
 	}
-	tunnel_drop(TUNNEL_DROP_UNKNOWN_CONTEXT, peer, global);
+	tunnel_drop(TUNNEL_DROP_UNKNOWN_CONTEXT, sink->peer, sink->global);
 }
 
 static void

@@ -94,13 +94,23 @@ int tunnel_decode(const uint8_t *dgram, size_t dlen, const uint8_t **pkt,
 typedef void (*tunnel_packet_cb)(const uint8_t *pkt, size_t len,
     const struct ippkt_info *info, void *arg);
 
-/* Decode a received DATAGRAM: an IP packet (context 0), or loss
- * recovery's frames, given to `rec` (NULL: counted as unknown contexts),
- * which yield the packet in a group and any that a repair rebuilt. Each
- * goes to `cb`; what cannot be decoded is counted as a drop. */
+/* Where the parts of a received DATAGRAM go. */
+struct tunnel_sink {
+	tunnel_packet_cb packet;     /* each IP packet it yields */
+	/* A UDP flow's DATAGRAM (a context from PROTO_CTX_UDP_BASE on),
+	 * whole; NULL: counted as an unknown context. */
+	void (*flow)(const uint8_t *dgram, size_t len, void *arg);
+	void *arg;                   /* theirs */
+	struct tunnel_counters *peer, *global;
+};
+
+/* Decode a received DATAGRAM's context, once, and hand it on: an IP
+ * packet (context 0), loss recovery's frames, given to `rec` (NULL:
+ * counted as unknown contexts), which yield the packet in a group and
+ * any that a repair rebuilt, or a UDP flow's datagram. What cannot be
+ * decoded is counted as a drop. */
 void tunnel_input(struct recovery *rec, const uint8_t *dgram, size_t dlen,
-    tunnel_packet_cb cb, void *arg, struct tunnel_counters *peer,
-    struct tunnel_counters *global);
+    struct tunnel_sink *);
 
 /* The TUN's write side: decoded packets wait here until the end of the
  * receive batch, when the coalescer turns runs of TCP segments (and UDP

@@ -241,6 +241,100 @@ test_decode_unknown_context(void **state)
 	assert_counters_zero_but(&global, TUNNEL_DROP_UNKNOWN_CONTEXT, 5);
 }
 
+/* What tunnel_input does with each context: decoded once, an IP packet
+ * to `packet` (also with its context written in two bytes), a UDP flow's
+ * datagram whole to `flow`, or, with no flow handler or no loss
+ * recovery, counted as an unknown context. */
+struct got {
+	unsigned packets, flows;
+	size_t last_len;
+	const uint8_t *last;
+};
+
+static void
+got_packet(const uint8_t *pkt, size_t len, const struct ippkt_info *info,
+    void *arg)
+{
+	struct got *g = arg;
+
+	(void)info;
+	g->packets++;
+	g->last = pkt;
+	g->last_len = len;
+}
+
+static void
+got_flow(const uint8_t *dgram, size_t len, void *arg)
+{
+	struct got *g = arg;
+
+	g->flows++;
+	g->last = dgram;
+	g->last_len = len;
+}
+
+static void
+test_input_dispatch(void **state)
+{
+	struct tunnel_counters peer, global;
+	struct got g;
+	struct tunnel_sink sink = {
+		.packet = got_packet, .flow = got_flow, .arg = &g,
+		.peer = &peer, .global = &global,
+	};
+	uint8_t dgram[2 + 100];
+
+	(void)state;
+	memset(&peer, 0, sizeof peer);
+	memset(&global, 0, sizeof global);
+	memset(&g, 0, sizeof g);
+
+	dgram[0] = 0;
+	mk4(dgram + 1, 100);
+	tunnel_input(NULL, dgram, 1 + 100, &sink);
+	assert_int_equal(g.packets, 1);
+	assert_ptr_equal(g.last, dgram + 1);
+	assert_int_equal(g.last_len, 100);
+	/* Context 0 in two bytes (0x40 0x00). */
+	dgram[0] = 0x40;
+	dgram[1] = 0;
+	mk4(dgram + 2, 100);
+	tunnel_input(NULL, dgram, 2 + 100, &sink);
+	assert_int_equal(g.packets, 2);
+	assert_ptr_equal(g.last, dgram + 2);
+	/* A UDP flow's context (4, and 300 in two bytes): the whole
+	 * DATAGRAM, context and all, to the flow handler. */
+	dgram[0] = 4;
+	tunnel_input(NULL, dgram, 10, &sink);
+	assert_int_equal(g.flows, 1);
+	assert_ptr_equal(g.last, dgram);
+	assert_int_equal(g.last_len, 10);
+	dgram[0] = 0x41;
+	dgram[1] = 0x2c;
+	tunnel_input(NULL, dgram, 10, &sink);
+	assert_int_equal(g.flows, 2);
+	assert_int_equal(peer.drops[TUNNEL_DROP_UNKNOWN_CONTEXT], 0);
+	/* No flow handler (not the session's connection): dropped. */
+	sink.flow = NULL;
+	dgram[0] = 4;
+	tunnel_input(NULL, dgram, 10, &sink);
+	assert_int_equal(g.flows, 2);
+	assert_int_equal(peer.drops[TUNNEL_DROP_UNKNOWN_CONTEXT], 1);
+	/* Loss recovery's contexts without loss recovery: dropped too. */
+	for (uint8_t ctx = 1; ctx <= 3; ctx++) {
+		dgram[0] = ctx;
+		tunnel_input(NULL, dgram, 10, &sink);
+	}
+	assert_int_equal(peer.drops[TUNNEL_DROP_UNKNOWN_CONTEXT], 4);
+	assert_int_equal(global.drops[TUNNEL_DROP_UNKNOWN_CONTEXT], 4);
+	/* A context cut short. */
+	dgram[0] = 0x40;
+	tunnel_input(NULL, dgram, 1, &sink);
+	assert_int_equal(peer.drops[TUNNEL_DROP_INVALID_PACKET], 1);
+	assert_int_equal(g.packets, 2);
+	assert_int_equal(g.flows, 2);
+}
+
 static void
 test_decode_invalid(void **state)
 {
@@ -432,6 +526,7 @@ main(void)
 		cmocka_unit_test(test_decode_ipv6),
 		cmocka_unit_test(test_decode_unknown_context),
 		cmocka_unit_test(test_decode_invalid),
+		cmocka_unit_test(test_input_dispatch),
 		cmocka_unit_test(test_send),
 		cmocka_unit_test(test_send_queue_full),
 	};
