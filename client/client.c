@@ -19,6 +19,7 @@
 #include "client-int.h"
 #include "dns.h"
 #include "forward.h"
+#include "forward/streams.h"
 #include "forward/udprelay.h"
 #include "ops/control.h"
 #include "ops/metrics.h"
@@ -278,17 +279,16 @@ client_notify(struct client *c, const char *what)
 	notify_ready(status);
 }
 
-/* Stream ends: a UDP flow's, else a forward's. */
+/* Stream ends and acknowledgements: a UDP flow's, else a forward's
+ * (streams.h); the flows are the session's connection's alone. */
 static void
 stream_reset_cb(struct quic_conn *qc, int64_t sid, uint64_t code,
     void *stream_arg, void *arg)
 {
 	struct client *c = arg;
 
-	if (qc == c->qc && udp_relay_stream_gone(forward_udp(c->fwd), sid,
-	    stream_arg, code))
-		return;
-	fwd_stream_reset(qc, sid, code, stream_arg, arg);
+	streams_reset(qc == c->qc ? forward_udp(c->fwd) : NULL, qc, sid, code,
+	    stream_arg);
 }
 
 static void
@@ -297,10 +297,7 @@ stream_acked_cb(struct quic_conn *qc, int64_t sid, void *stream_arg,
 {
 	struct client *c = arg;
 
-	/* A UDP flow's stream sends its header and no more. */
-	if (udp_relay_owns(forward_udp(c->fwd), stream_arg))
-		return;
-	fwd_stream_acked(qc, sid, stream_arg, arg);
+	streams_acked(forward_udp(c->fwd), qc, sid, stream_arg);
 }
 
 static void
@@ -309,10 +306,8 @@ stream_close_cb(struct quic_conn *qc, int64_t sid, uint64_t code,
 {
 	struct client *c = arg;
 
-	if (qc == c->qc && udp_relay_stream_gone(forward_udp(c->fwd), sid,
-	    stream_arg, code))
-		return;
-	fwd_stream_close(qc, sid, code, stream_arg, arg);
+	streams_close(qc == c->qc ? forward_udp(c->fwd) : NULL, qc, sid, code,
+	    stream_arg);
 }
 
 static int

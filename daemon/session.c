@@ -11,6 +11,7 @@
 #include "base/key.h"
 #include "base/log.h"
 #include "base/xmalloc.h"
+#include "forward/streams.h"
 #include "server-int.h"
 #include "transport/quic.h"
 #include "transport/state.h"
@@ -485,41 +486,33 @@ datagram_cb(struct quic_conn *qc, const uint8_t *data, size_t len, void *arg)
 	tunnel_input(sess->rec, data, len, &sink);
 }
 
-/* Stream ends: a UDP flow's, else a forward's. */
+/* Stream ends and acknowledgements: a UDP flow's, else a forward's
+ * (streams.h); the relay serves the session once it has its forwards. */
+static struct udp_relay *
+session_udp(struct session *sess)
+{
+	return sess->fwd_peer != NULL ? &sess->udp : NULL;
+}
+
 static void
 stream_reset_cb(struct quic_conn *qc, int64_t sid, uint64_t code,
     void *stream_arg, void *arg)
 {
-	struct session *sess = arg;
-
-	if (sess->fwd_peer != NULL &&
-	    udp_relay_stream_gone(&sess->udp, sid, stream_arg, code))
-		return;
-	fwd_stream_reset(qc, sid, code, stream_arg, arg);
+	streams_reset(session_udp(arg), qc, sid, code, stream_arg);
 }
 
 static void
 stream_acked_cb(struct quic_conn *qc, int64_t sid, void *stream_arg,
     void *arg)
 {
-	struct session *sess = arg;
-
-	/* A UDP flow's stream sends its answer and no more. */
-	if (sess->fwd_peer != NULL && udp_relay_owns(&sess->udp, stream_arg))
-		return;
-	fwd_stream_acked(qc, sid, stream_arg, arg);
+	streams_acked(session_udp(arg), qc, sid, stream_arg);
 }
 
 static void
 stream_close_cb(struct quic_conn *qc, int64_t sid, uint64_t code,
     void *stream_arg, void *arg)
 {
-	struct session *sess = arg;
-
-	if (sess->fwd_peer != NULL &&
-	    udp_relay_stream_gone(&sess->udp, sid, stream_arg, code))
-		return;
-	fwd_stream_close(qc, sid, code, stream_arg, arg);
+	streams_close(session_udp(arg), qc, sid, code, stream_arg);
 }
 
 static void
