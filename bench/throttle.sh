@@ -63,19 +63,8 @@ path() {
 }
 # UDP dropped at the router (the reference runs on TLS over TCP).
 router_udp_block() {
-	if [ "$1" = on ]; then
-		nsx "$NS_R" nft -f - <<-NFT || die "cannot block UDP"
-		table inet rove_block {
-			chain through {
-				type filter hook forward priority -20; policy accept;
-				udp dport 4433 drop
-				udp sport 4433 drop
-			}
-		}
-		NFT
-	else
-		nsx "$NS_R" nft delete table inet rove_block
-	fi
+	FORWARD_PRIORITY=-20 forward_rules "$NS_R" inet rove_block "$1" \
+		"udp dport 4433 drop" "udp sport 4433 drop" || die "cannot block UDP ($1)"
 }
 
 # fresh_client: rove started again, so that each path's figures come

@@ -272,20 +272,35 @@ topo_up() {
 
 # udp_block on|off: the switch's bridge drops QUIC to and from roved's
 # port 4433, or not (a network that blocks UDP; TLS over TCP still passes).
-udp_block() {
-	if [ "$1" = on ]; then
-		nsx "$NS_SW" nft -f - <<-NFT || die "cannot block UDP"
-		table bridge rove_block {
-			chain through {
-				type filter hook forward priority -10; policy accept;
-				ip daddr $SRV_OUTER udp dport 4433 drop
-				ip saddr $SRV_OUTER udp sport 4433 drop
-			}
-		}
-		NFT
-	else
-		nsx "$NS_SW" nft delete table bridge rove_block
+# forward_rules NS FAMILY TABLE on|off [RULE...]: a table TABLE (FAMILY
+# bridge: the switch's bridge; inet: a router) in namespace NS whose
+# forward hook applies each RULE (one nftables rule per argument) before
+# anything else, at priority FORWARD_PRIORITY (-10); off deletes it.
+forward_rules() {
+	local ns=$1 family=$2 table=$3 what=$4 rules="" r
+	shift 4
+	if [ "$what" != on ]; then
+		nsx "$ns" nft delete table "$family" "$table"
+		return
 	fi
+	for r in "$@"; do
+		rules+="$r"$'\n'
+	done
+	nsx "$ns" nft -f - <<-NFT
+	table $family $table {
+		chain through {
+			type filter hook forward priority ${FORWARD_PRIORITY:--10}; policy accept;
+			$rules
+		}
+	}
+	NFT
+}
+
+# udp_block on|off: the switch drops UDP to and from roved's port.
+udp_block() {
+	forward_rules "$NS_SW" bridge rove_block "$1" \
+		"ip daddr $SRV_OUTER udp dport 4433 drop" \
+		"ip saddr $SRV_OUTER udp sport 4433 drop" || die "cannot block UDP ($1)"
 }
 
 # attacker_up NS NET.HOST...: namespace NS on the switch, with the given

@@ -41,19 +41,10 @@ transport_of() { sget "$1" "$2" 'peers[0].transport' 2>/dev/null; }
 on_transport() { [ "$(transport_of "$1" "$2")" = "$3" ] && state_is "$1" "$2" 'peers[0].state' established; }
 # tcp_dead on|off ADDR: the router drops TCP between ADDR and roved's 443.
 tcp_dead() {
-	if [ "$1" = on ]; then
-		nsx "$NS_SW" nft -f - <<-NFT || die "cannot drop the TCP flow"
-		table bridge rove_tcpdead {
-			chain through {
-				type filter hook forward priority -10; policy accept;
-				ip saddr $2 ip daddr $SRV_OUTER tcp dport 443 drop
-				ip saddr $SRV_OUTER ip daddr $2 tcp sport 443 drop
-			}
-		}
-		NFT
-	else
-		nsx "$NS_SW" nft delete table bridge rove_tcpdead
-	fi
+	forward_rules "$NS_SW" bridge rove_tcpdead "$1" \
+		"ip saddr ${2:-} ip daddr $SRV_OUTER tcp dport 443 drop" \
+		"ip saddr $SRV_OUTER ip daddr ${2:-} tcp sport 443 drop" ||
+		die "cannot drop the TCP flow ($1)"
 }
 DEAD_LINE="(TLS over TCP) lost: no answer to a PING for"
 # detect LOG ADDR WHO: the flow dropped; waits for rove's report of it and

@@ -26,41 +26,25 @@ IPERF_NS=${IPERF_NS:-$NS_LAN}
 IPERF_HOST=${IPERF_HOST:-$LAN_HOST}
 
 police() {
-	local kbytes=${2:-125}
+	local kbytes=${2:-125} over
 	if [ -n "${POLICE_NS:-}" ]; then
 		router_police "$@"
-	elif [ "$1" = on ]; then
-		nsx "$NS_SW" nft -f - <<-NFT || die "cannot load the policer"
-		table bridge rove_police {
-			chain through {
-				type filter hook forward priority -10; policy accept;
-				ip daddr $SRV_OUTER udp dport 4433 limit rate over $kbytes kbytes/second burst 16 kbytes drop
-				ip saddr $SRV_OUTER udp sport 4433 limit rate over $kbytes kbytes/second burst 16 kbytes drop
-			}
-		}
-		NFT
-	else
-		nsx "$NS_SW" nft delete table bridge rove_police
+		return
 	fi
+	over="limit rate over $kbytes kbytes/second burst 16 kbytes drop"
+	forward_rules "$NS_SW" bridge rove_police "$1" \
+		"ip daddr $SRV_OUTER udp dport 4433 $over" \
+		"ip saddr $SRV_OUTER udp sport 4433 $over" || die "cannot set the policer $1"
 }
 
 # The same at lib-path.sh's router, on the packets' way in from either
 # end (the delay relay hands them to the kernel a second time).
 router_police() {
-	local kbytes=${2:-125}
-	if [ "$1" = on ]; then
-		nsx "$POLICE_NS" nft -f - <<-NFT || die "cannot load the policer"
-		table inet rove_police {
-			chain through {
-				type filter hook forward priority -10; policy accept;
-				iifname "rc" udp dport 4433 limit rate over $kbytes kbytes/second burst 16 kbytes drop
-				iifname "rs" udp sport 4433 limit rate over $kbytes kbytes/second burst 16 kbytes drop
-			}
-		}
-		NFT
-	else
-		nsx "$POLICE_NS" nft delete table inet rove_police
-	fi
+	local kbytes=${2:-125} over
+	over="limit rate over $kbytes kbytes/second burst 16 kbytes drop"
+	forward_rules "$POLICE_NS" inet rove_police "$1" \
+		"iifname \"rc\" udp dport 4433 $over" \
+		"iifname \"rs\" udp sport 4433 $over" || die "cannot set the policer $1"
 }
 
 iperf_listening() { nsx "$IPERF_NS" ss -Hltn 'sport = :5201' | grep -q 5201; }
