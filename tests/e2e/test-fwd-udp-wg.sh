@@ -16,9 +16,10 @@
 #     wireguard-go being touched: exactly one more flow opened by rove, one
 #     by the new roved, 2 s of pings lost at most, then 20 pings through
 #     WireGuard all answered.
-#  4. The path goes silent (the router drops everything) for 5 s, past
-#     rove's IdleTimeout of 4 s: rove reconnects to the same roved once it
-#     is back, roved replaces the old session, and again one more flow is
+#  4. The router drops everything toward rove for 5 s, past rove's
+#     IdleTimeout of 4 s: rove gives the session up and reconnects to the
+#     same roved once packets pass again; roved, which still heard rove,
+#     still holds the old session and replaces it. Again one more flow is
 #     opened each side and 20 pings through WireGuard are all answered.
 # e2e: light
 . "$(dirname "$0")/roam-lib.sh"
@@ -51,12 +52,13 @@ log "wireguard-go $WG_VER: $WG_BIN"
 WG_FWD=51820          # rove's udp/ LocalForward and the WireGuard server's port
 FLUSHES=3
 MAX_LOST=$FLUSHES     # pings lost to the rebindings: one each at most
-SILENT=5              # seconds of a silent path, past rove's IdleTimeout
+SILENT=5              # seconds nothing reaches rove, past its IdleTimeout
 
 roam_topo_up
 roam_configs
-# A short IdleTimeout on rove's side alone (4), for step 4; roved keeps
-# its own, so it still holds the old session when rove comes back.
+# A short IdleTimeout (4 s) for step 4: QUIC takes the smaller of both
+# ends', so roved's connection would end as soon as rove's; only rove's
+# side goes silent, so roved's starts later.
 conf_set "$RCONF_C" KeepAlive 1
 conf_set "$RCONF_C" IdleTimeout 4
 sed -i "s|^AllowForward = 198.18.30.0/24:$FWD_PORT\$|&, udp/$LAN/32:$WG_FWD|" "$RCONF_S"
@@ -187,33 +189,36 @@ read -r n sctx src tgt _ _ opened refused <<<"$(flows server)"
 assert_eq "new roved's UDP flows: listed, context, target" "1 $ctx $LAN:$WG_FWD" \
 	"$n $sctx $tgt"
 assert_eq "new roved's UDP flows opened, refused" "1 0" "$opened $refused"
-# --- 4. The path goes silent for longer than rove's IdleTimeout: rove
-# gives the session up and, once the path is back, reconnects to the same
-# roved, which replaces the laptop's old session (and its flow) with the
-# new one; again the next datagram sets the flow up.
+# --- 4. Nothing reaches rove for longer than its IdleTimeout: it gives
+# the session up and, once packets pass again, reconnects to the same
+# roved. roved kept hearing rove until then, so its idle timer has not
+# run out: the new session replaces the old one (and its flow), and
+# again the next datagram sets the flow up.
 read -r _ _ _ _ _ _ lap_opened _ <<<"$(flows client)"
 bg ping-silent "$RNS_C" ping -D -n -i 0.1 -W 1 -w $((SILENT + 5)) "$WG_S_ADDR"
 PING_PID=$BG_PID
 sleep 1
-roam_drop silent on
+roam_drop silent on 'oifname "ra" drop'   # toward rove only
 sleep "$SILENT"
 roam_drop silent off
 if wait_for 15 "the client's third handshake" client_hs_is 3; then
-	pass "rove reconnected after $SILENT s of silence"
+	pass "rove reconnected after $SILENT s without packets"
 else
 	failc "rove did not reconnect (state $(cget state), handshakes $(cget handshakes))"
 fi
 wait_exit "$PING_PID" 30
 g=$(tool gaps "$WORK/ping-silent.log")
-log "pings across $SILENT s of silence: $(jf "$g" received) of $(jf "$g" sent)" \
+log "pings across $SILENT s without packets to rove: $(jf "$g" received) of $(jf "$g" sent)" \
 	"answered, longest gap $(jf "$g" max_gap_ms) ms"
-assert_cmp "longest ping gap (ms; the path silent for $SILENT s)" \
+assert_cmp "longest ping gap (ms; nothing reached rove for $SILENT s)" \
 	"$(jf "$g" max_gap_ms)" -le $(((SILENT + 2) * 1000))
 bg ping-back "$RNS_C" ping -D -n -c 20 -i 0.2 -W 2 "$WG_S_ADDR"
 wait_exit "$BG_PID" 30
-assert_eq "pings through WireGuard after the silence (sent, answered)" "20 20" \
+assert_eq "pings through WireGuard after the outage (sent, answered)" "20 20" \
 	"$(pings "$WORK/ping-back.log")"
 assert_eq "roved's handshakes with the laptop (since its restart)" 2 "$(sgetp handshakes)"
+assert_eq "roved's sessions of the laptop ended by its idle timeout" 0 \
+	"$(grep -c 'peer laptop disconnected: idle timeout' "$WORK/roved.log")"
 read -r n ctx src tgt _ _ opened refused <<<"$(flows client)"
 assert_eq "rove's UDP flows listed, from WireGuard's port" "1 $WG_SRC" "$n $src"
 assert_eq "rove's UDP flows opened (one more), refused" "$((lap_opened + 1)) 0" \
