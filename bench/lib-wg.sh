@@ -1,5 +1,6 @@
 # shellcheck shell=bash
-# wireguard-go tunnels for the benchmarks (bench/run.sh, bench/lossy.sh).
+# wireguard-go tunnels for the benchmarks (bench/run.sh, bench/lossy.sh)
+# and for tests/e2e/test-fwd-udp-wg.sh (wg_up, wg_down).
 # Sourced after tests/e2e/lib.sh, whose bg/stop_pid/wait_for it uses.
 #
 #   wg_find            sets WG_NEW_BIN/WG_NEW_VER (trixie's, with offloads,

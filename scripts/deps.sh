@@ -85,7 +85,11 @@ PACKAGES=(build-essential pkg-config autoconf automake libtool cmake dpkg-dev pa
 	# a DNS server and client that rove did not write, for the UDP
 	# forward test (test-fwd-udp), and a SOCKS5 UDP client (PySocks,
 	# test-fwd-socks-udp)
-	dnsmasq-base bind9-dnsutils python3-socks)
+	dnsmasq-base bind9-dnsutils python3-socks
+	# WireGuard through a UDP forward (test-fwd-udp-wg) and the
+	# benchmarks' reference: bookworm's wireguard-go when trixie's
+	# (scripts/wireguard-go.sh) cannot be fetched, and wg to set it up
+	wireguard-go wireguard-tools)
 
 log() { printf 'deps: %s\n' "$*" >&2; }
 die() { log "$*"; exit 1; }
