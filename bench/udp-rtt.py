@@ -13,7 +13,8 @@ datagram. An echo not back within WAIT_S seconds (default 2) of the last
 send is lost. Prints JSON: sent, answered, lost, and the round trips'
 min, p50, p99 and max in ms (nearest rank, of the answered ones), or
 {"error": ...} if the warm-up gets no answer. With FILE, the round trips
-(ms) are also appended to it, one a line, for percentiles over runs.
+(ms) are also appended to it, one a line in the order sent, for
+percentiles over runs.
 """
 import json
 import math
@@ -95,7 +96,7 @@ def main():
     ms = sorted(rtt.values())
     if len(sys.argv) == 8:
         with open(sys.argv[7], 'a') as f:
-            f.write(''.join('%.4f\n' % v for v in ms))
+            f.write(''.join('%.4f\n' % rtt[i] for i in sorted(rtt)))
     print(json.dumps({
         "sent": sum(1 for t in sent_at if t), "answered": len(ms),
         "lost": count - len(ms), "min": pct(ms, 0), "p50": pct(ms, 0.5),

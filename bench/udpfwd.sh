@@ -160,15 +160,29 @@ dest() {
 	esac
 }
 
+# rcvbuf_errs NS: the namespace's UDP datagrams dropped for a full
+# receive buffer (RcvbufErrors of /proc/net/snmp), IPv4 and IPv6.
+rcvbuf_errs() {
+	nsx "$1" cat /proc/net/snmp /proc/net/snmp6 2>/dev/null | awk '
+		/^Udp:/ { if (!h) { for (i = 1; i <= NF; i++) if ($i == "RcvbufErrors") c = i; h = 1 }
+			  else n += $c }
+		$1 == "Udp6RcvbufErrors" { n += $2 }
+		END { print n + 0 }'
+}
+
 # udp_run NAME DEST RATE PID...: iperf3 -u -l 1200 -b RATE (in Mbit/s,
 # 0: unpaced) for BENCH_TIME s from $NS_C; sets MBIT (delivered), KDPS
 # (thousand datagrams delivered per second), LOSS (%), CPU (s/GB of the
-# PIDs; "-" without any) and BYTES; returns 1 if iperf3 failed.
+# PIDs; "-" without any), BYTES and RCVBUF ("CLIENT/SERVER": datagrams
+# the kernel dropped at a full socket buffer in each namespace, rove's
+# and roved's sockets included); returns 1 if iperf3 failed.
 udp_run() {
 	local name=$1 host=$2 rate=$3 json c0 c1 out
 	shift 3
 	json=$WORK/iperf-$name-$rate.json
-	MBIT=failed KDPS=failed LOSS=failed CPU=- BYTES=0
+	MBIT=failed KDPS=failed LOSS=failed CPU=- BYTES=0 RCVBUF=-
+	local e0c e0s
+	e0c=$(rcvbuf_errs "$NS_C") e0s=$(rcvbuf_errs "$NS_S")
 	c0=$( [ $# -gt 0 ] && cpu_ticks "$@")
 	if ! nsx "$NS_C" timeout -k 5 $((BENCH_TIME + 20)) iperf3 -u -l "$PAYLOAD" \
 		-w "$SOCKBUF" -b "${rate}M" -t "$BENCH_TIME" -c "$host" -p "$PERF_PORT" -J \
@@ -177,6 +191,7 @@ udp_run() {
 		return 1
 	fi
 	c1=$( [ $# -gt 0 ] && cpu_ticks "$@")
+	RCVBUF=$(($(rcvbuf_errs "$NS_C") - e0c))/$(($(rcvbuf_errs "$NS_S") - e0s))
 	# The sender's count of datagrams and the receiver's of those lost
 	# (iperf3 -u reports both in the client's end.sum).
 	out=$("$PY" - "$json" "$PAYLOAD" <<-'EOF'
@@ -193,7 +208,7 @@ udp_run() {
 	if [ $# -gt 0 ] && [ "$BYTES" -gt 0 ]; then
 		CPU=$(cpu_per_gb $((c1 - c0)) "$BYTES")
 	fi
-	log "$name at $([ "$rate" = 0 ] && echo unpaced || echo "$rate Mbit/s"): $MBIT Mbit/s, $KDPS k datagrams/s delivered, $LOSS% lost, CPU $CPU s/GB"
+	log "$name at $([ "$rate" = 0 ] && echo unpaced || echo "$rate Mbit/s"): $MBIT Mbit/s, $KDPS k datagrams/s delivered, $LOSS% lost, CPU $CPU s/GB, socket buffer drops client/server $RCVBUF"
 }
 
 # echo_round PART KEY: UDP_ECHOES / UDP_ROUNDS echoes 1 ms apart to the
@@ -247,7 +262,7 @@ echo_rounds() {
 # loss, cpu (the last paced run), eloss, ecpu (the run at one rate for the
 # tunnel and the forward), p50, p99, elost (echoes).
 declare -A R
-FIELDS="rate mbit kdps loss cpu p50 p99 elost eloss ecpu"
+FIELDS="rate mbit kdps loss cpu p50 p99 elost eloss ecpu rcvbuf"
 for part in clean impaired; do
 	for key in $PATHS; do
 		for f in $FIELDS; do R[$part.$key.$f]=skipped; done
@@ -266,7 +281,7 @@ clean_tput() {
 	for ((step = 0; step < UDP_STEPS && rate > 0; step++)); do
 		udp_run "$key" "$host" "$rate" "$@" || break
 		R[clean.$key.rate]=$rate R[clean.$key.mbit]=$MBIT R[clean.$key.kdps]=$KDPS
-		R[clean.$key.loss]=$LOSS R[clean.$key.cpu]=$CPU
+		R[clean.$key.loss]=$LOSS R[clean.$key.cpu]=$CPU R[clean.$key.rcvbuf]=$RCVBUF
 		awk -v l="$LOSS" -v ok="$UDP_LOSS_OK" 'BEGIN { exit !(l <= ok) }' && break
 		rate=$((rate * 3 / 4))
 	done
@@ -293,6 +308,7 @@ impaired_tput() {
 	R[impaired.$1.rate]=$UDP_IMPAIRED_RATE
 	udp_run "$1" "$(dest "$1")" "$UDP_IMPAIRED_RATE" || true
 	R[impaired.$1.mbit]=$MBIT R[impaired.$1.kdps]=$KDPS R[impaired.$1.loss]=$LOSS
+	R[impaired.$1.rcvbuf]=$RCVBUF
 	R[impaired.$1.cpu]=-
 }
 
@@ -395,6 +411,8 @@ if [[ " $UDP_PARTS " == *" clean "* ]]; then
 			"$(over_direct clean "$key" p50)" \
 			"$(over_direct clean "$key" p99)"
 	done
+	printf 'datagrams dropped at a full socket buffer in that run, client/server namespace: %s\n' \
+		"$(for key in $PATHS; do printf '%s %s; ' "$key" "${R[clean.$key.rcvbuf]}"; done)"
 	CPU_EQ=$(ratio "${R[clean.forward.ecpu]}" "${R[clean.tunnel.ecpu]}")
 	ADD99=$(added "${R[clean.forward.p99]}" "${R[clean.direct.p99]}")
 	echo
@@ -426,6 +444,8 @@ if [[ " $UDP_PARTS " == *" impaired "* ]]; then
 			"$(over_direct impaired "$key" p99)" \
 			"${R[impaired.$key.elost]}"
 	done
+	printf 'datagrams dropped at a full socket buffer in the paced run, client/server namespace: %s\n' \
+		"$(for key in $PATHS; do printf '%s %s; ' "$key" "${R[impaired.$key.rcvbuf]}"; done)"
 fi
 echo "measured in ${ELAPSED} s"
 for part in clean impaired; do
