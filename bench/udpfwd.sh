@@ -11,6 +11,7 @@
 #                        (default 1)
 #   UDP_STEPS=N          paced runs at most per path on the clean link
 #                        (default 4)
+#   UDP_PAIRS=N          pairs of runs at one rate (default 3)
 #   UDP_ECHOES=N         echoes per path, 1 ms apart (default 2000)
 #   UDP_ROUNDS=N         rounds the echoes are sent in (default 4)
 #   UDP_IMPAIRED_RATE=MBIT  the paced rate of the impaired runs (default 50)
@@ -47,9 +48,11 @@
 # the loss, and CPU seconds per GB: user + system time of rove and roved
 # (/proc/PID/stat) during that run over the gigabytes delivered ("-" for
 # direct, which has no tunnel). Since a datagram costs less the more of
-# them one wake-up finds, the tunnel and the forward then run once more
-# each at one rate, the lower of the two they carried, and the ratio of
-# CPU per GB is taken there. Both ends, iperf3 and rove share the
+# them one wake-up finds, the tunnel and the forward then run again at
+# one rate, the lower of the two they carried, in UDP_PAIRS pairs of
+# runs (which goes first alternating, so that a change in the machine's
+# load falls on both alike), and the ratio of CPU per GB is the median of
+# the pairs' ratios. Both ends, iperf3 and rove share the
 # machine's CPUs, so the absolute figures are this machine's; the ratios
 # are the point.
 #
@@ -80,6 +83,7 @@ UDP_LOSS_OK=${UDP_LOSS_OK:-1}
 UDP_STEPS=${UDP_STEPS:-4}
 UDP_ECHOES=${UDP_ECHOES:-2000}
 UDP_ROUNDS=${UDP_ROUNDS:-4}
+UDP_PAIRS=${UDP_PAIRS:-3}
 UDP_IMPAIRED_RATE=${UDP_IMPAIRED_RATE:-50}
 UDP_DELAY=${UDP_DELAY:-25}
 UDP_LOSS=${UDP_LOSS:-1}
@@ -113,6 +117,12 @@ client_add "$WORK/configs/rove.conf" \
 # QUIC only: a stall never moves the session to TLS on TCP mid-run.
 client_add "$WORK/configs/rove.conf" "Transport = quic"
 
+# ratio A B: A / B to two places, or "-".
+ratio() {
+	awk -v a="$1" -v b="$2" 'BEGIN {
+		if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && b + 0 > 0) printf "%.2f", a / b;
+		else printf "-" }'
+}
 udp_bound() { [ -n "$(nsx "$1" ss -Hlun "sport = :$2")" ]; }
 ready_in() { grep -q '^ready' "$1" 2>/dev/null; }
 
@@ -288,19 +298,44 @@ clean_tput() {
 }
 
 # equal_rate: the tunnel and the forward again at one rate, the lower of
-# the two they carried: CPU per GB depends on the rate (the more
-# datagrams one wake-up finds, the less each costs).
-EQ_RATE=0
+# the two they carried (CPU per GB depends on the rate: the more
+# datagrams one wake-up finds, the less each costs), in UDP_PAIRS pairs
+# of runs, which of the two goes first alternating; sets the medians
+# R[clean.KEY.ecpu] and .eloss, and EQ_RATIO, the median of the pairs'
+# ratios forward / tunnel.
+EQ_RATE=0 EQ_RATIO=failed
 equal_rate() {
-	local key
+	local key i order cpu ratios=() t f
+	declare -A runs=()
 	EQ_RATE=$(awk -v a="${R[clean.tunnel.rate]}" -v b="${R[clean.forward.rate]}" 'BEGIN {
 		if (a ~ /^[0-9]+$/ && b ~ /^[0-9]+$/) print (a < b ? a : b); else print 0 }')
-	for key in tunnel forward; do
-		R[clean.$key.eloss]=failed R[clean.$key.ecpu]=failed
-		[ "$EQ_RATE" -gt 0 ] || continue
-		udp_run "$key-equal" "$(dest "$key")" "$EQ_RATE" "$ROVED_PID" "$LAP_PID" &&
-			R[clean.$key.eloss]=$LOSS R[clean.$key.ecpu]=$CPU
+	R[clean.tunnel.eloss]=failed R[clean.tunnel.ecpu]=failed
+	R[clean.forward.eloss]=failed R[clean.forward.ecpu]=failed
+	[ "$EQ_RATE" -gt 0 ] || return 0
+	for ((i = 0; i < UDP_PAIRS; i++)); do
+		order="tunnel forward"
+		[ $((i % 2)) = 1 ] && order="forward tunnel"
+		t=failed f=failed
+		for key in $order; do
+			cpu=failed
+			udp_run "$key-equal" "$(dest "$key")" "$EQ_RATE" "$ROVED_PID" "$LAP_PID" && {
+				cpu=$CPU
+				runs[$key.loss]+=" $LOSS"
+				runs[$key.cpu]+=" $CPU"
+			}
+			if [ "$key" = tunnel ]; then t=$cpu; else f=$cpu; fi
+		done
+		ratios+=("$(ratio "$f" "$t")")
 	done
+	for key in tunnel forward; do
+		# shellcheck disable=SC2086 # the runs are a list
+		R[clean.$key.ecpu]=$(median 2 ${runs[$key.cpu]:-})
+		# shellcheck disable=SC2086
+		R[clean.$key.eloss]=$(median 2 ${runs[$key.loss]:-})
+	done
+	EQ_RATIO=$(median 2 "${ratios[@]}")
+	log "forward / tunnel CPU per GB at $EQ_RATE Mbit/s, pair by pair: ${ratios[*]}"
+	EQ_PAIRS="${ratios[*]}"
 }
 
 # impaired_tput KEY: the paced run of one path.
@@ -368,12 +403,6 @@ if [[ " $UDP_PARTS " == *" impaired "* ]]; then
 fi
 ELAPSED=$(($(date +%s) - START))
 
-# ratio A B: A / B to two places, or "-".
-ratio() {
-	awk -v a="$1" -v b="$2" 'BEGIN {
-		if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && b + 0 > 0) printf "%.2f", a / b;
-		else printf "-" }'
-}
 # added A B: A - B to three places (a path's round trip over direct's).
 added() {
 	awk -v a="$1" -v b="$2" 'BEGIN {
@@ -413,13 +442,13 @@ if [[ " $UDP_PARTS " == *" clean "* ]]; then
 	done
 	printf 'datagrams dropped at a full socket buffer in that run, client/server namespace: %s\n' \
 		"$(for key in $PATHS; do printf '%s %s; ' "$key" "${R[clean.$key.rcvbuf]}"; done)"
-	CPU_EQ=$(ratio "${R[clean.forward.ecpu]}" "${R[clean.tunnel.ecpu]}")
+	CPU_EQ=$EQ_RATIO
 	ADD99=$(added "${R[clean.forward.p99]}" "${R[clean.direct.p99]}")
 	echo
 	echo "UDP forward / IP tunnel:"
-	printf '  CPU per GB at one rate (%s Mbit/s asked of both; tunnel %s s/GB, %s%% lost; forward %s s/GB, %s%% lost): %s (target: at most 1.3: %s)\n' \
-		"$EQ_RATE" "${R[clean.tunnel.ecpu]}" "${R[clean.tunnel.eloss]}" \
-		"${R[clean.forward.ecpu]}" "${R[clean.forward.eloss]}" "$CPU_EQ" \
+	printf '  CPU per GB at one rate, %s Mbit/s asked of both, %s pairs of runs (medians: tunnel %s s/GB, %s%% lost; forward %s s/GB, %s%% lost; pairs %s): %s (target: at most 1.3: %s)\n' \
+		"$EQ_RATE" "$UDP_PAIRS" "${R[clean.tunnel.ecpu]}" "${R[clean.tunnel.eloss]}" \
+		"${R[clean.forward.ecpu]}" "${R[clean.forward.eloss]}" "${EQ_PAIRS:--}" "$CPU_EQ" \
 		"$(awk -v r="$CPU_EQ" 'BEGIN { if (r !~ /^[0-9.]+$/) print "-"; else print (r <= 1.3 ? "met" : "missed") }')"
 	printf '  CPU per GB at each one'"'"'s own rate (the table): %s; delivered Mbit/s %s; added p50 %s; added p99 %s\n' \
 		"$(ratio "${R[clean.forward.cpu]}" "${R[clean.tunnel.cpu]}")" \
