@@ -7,8 +7,10 @@
 #   make bench      throughput against wireguard-go and the raw link; what
 #                   loss recovery costs on a clean link (bench/recovery-cost.sh,
 #                   LossRecovery = auto against off in pairs); forward
-#                   set-up time against ssh -L (bench/setup.sh); forwards
-#                   over a WAN path with a bottleneck (bench/wan.sh); thousands
+#                   set-up time against ssh -L (bench/setup.sh); UDP
+#                   forwards against the IP tunnel and the raw link
+#                   (bench/udpfwd.sh); forwards over a WAN path with a
+#                   bottleneck (bench/wan.sh); thousands
 #                   of peers on one roved (bench/scale.sh); a group of two
 #                   behind a CID balancer, failing over (bench/lb.sh); one
 #                   roved process against two (bench/workers.sh)
@@ -200,6 +202,7 @@ bench: all $(BUILD)/tests/delay-relay $(E2E_TOOLS)
 	$(Q)bench/recovery-cost.sh $(BUILD)
 	$(Q)BENCH_STREAMS=4 bench/recovery-cost.sh $(BUILD)
 	$(Q)bench/forward.sh $(BUILD)
+	$(Q)bench/udpfwd.sh $(BUILD)
 	$(Q)bench/wan.sh $(BUILD)
 	$(Q)bench/setup.sh $(BUILD)
 	$(Q)bench/roam.sh $(BUILD)
