@@ -101,6 +101,7 @@ connect_to(struct dial *d, const struct sockaddr *sa, socklen_t salen)
 			finish(d, -1, err);
 			return;
 		}
+		udp_buffers(fd, UDP_FLOW_BUF);
 		finish(d, fd, 0);
 		return;
 	}

@@ -169,5 +169,18 @@ tcp_listen(const struct sockaddr *sa, socklen_t salen, char **cause)
 int
 udp_listen(const struct sockaddr *sa, socklen_t salen, char **cause)
 {
-	return bound_socket(sa, salen, SOCK_DGRAM, cause);
+	int fd = bound_socket(sa, salen, SOCK_DGRAM, cause);
+
+	if (fd != -1)
+		udp_buffers(fd, UDP_LISTEN_BUF);
+	return fd;
+}
+
+void
+udp_buffers(int fd, int bytes)
+{
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &bytes, sizeof bytes) == -1)
+		(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof bytes);
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &bytes, sizeof bytes) == -1)
+		(void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes);
 }

@@ -35,5 +35,12 @@ int tcp_listen(const struct sockaddr *, socklen_t, char **cause);
 /* The same for UDP: a nonblocking socket bound to `sa` (IPv6 ones
  * V6ONLY), whose datagrams are a udp/ forward's. */
 int udp_listen(const struct sockaddr *, socklen_t, char **cause);
+/* A UDP forward's socket's kernel buffers, `bytes` each way (beyond the
+ * system's limit when root): a udp/ listener takes the bursts of every
+ * source at once (UDP_LISTEN_BUF), a flow's own socket to its target
+ * one flow's (UDP_FLOW_BUF). */
+#define UDP_LISTEN_BUF (4 * 1024 * 1024)
+#define UDP_FLOW_BUF (1024 * 1024)
+void udp_buffers(int fd, int bytes);
 
 #endif

@@ -305,27 +305,42 @@ from_source(struct udp_relay *r, int fd, const struct sockaddr *src,
 	l->q[l->nq++].len = len;
 }
 
+/* A burst read in one system call. No path's DATAGRAM frames carry more
+ * than READ_DGRAM_MAX bytes (quic_conn_dgram_max: a 1500-byte path's, on
+ * either transport): a longer datagram is cut, and dropped as too big. */
+#define READ_DGRAM_MAX 2048
+
 void
 udp_relay_read(struct udp_relay *r, int fd, const char *host, uint16_t port,
     bool refuse)
 {
-	static uint8_t buf[65535];
+	static uint8_t buf[READ_BURST][READ_DGRAM_MAX];
+	static struct sockaddr_storage src[READ_BURST];
+	static struct iovec iov[READ_BURST];
+	static struct mmsghdr msg[READ_BURST];
+	int n;
 
-	/* A burst, so that one busy source does not hold up the loop. */
 	for (int i = 0; i < READ_BURST; i++) {
-		struct sockaddr_storage ss;
-		socklen_t sslen = sizeof ss;
-		ssize_t n = recvfrom(fd, buf, sizeof buf, MSG_DONTWAIT,
-		    (struct sockaddr *)&ss, &sslen);
-
-		if (n < 0)
-			return;
+		iov[i] = (struct iovec){ buf[i], sizeof buf[i] };
+		msg[i].msg_hdr = (struct msghdr){
+			.msg_name = &src[i], .msg_namelen = sizeof src[i],
+			.msg_iov = &iov[i], .msg_iovlen = 1,
+		};
+	}
+	/* A burst, so that one busy source does not hold up the loop. */
+	if ((n = recvmmsg(fd, msg, READ_BURST, MSG_DONTWAIT, NULL)) <= 0)
+		return;
+	for (int i = 0; i < n; i++) {
 		if (refuse) {
 			udp_flow_drop(&r->set, NULL, UDP_DROP_REFUSED);
 			continue;
 		}
-		udp_relay_from_source(r, fd, (struct sockaddr *)&ss, host, port,
-		    buf, (size_t)n);
+		if (msg[i].msg_hdr.msg_flags & MSG_TRUNC) {
+			udp_flow_drop(&r->set, NULL, UDP_DROP_TOO_BIG);
+			continue;
+		}
+		udp_relay_from_source(r, fd, (struct sockaddr *)&src[i], host,
+		    port, buf[i], msg[i].msg_len);
 	}
 }
 

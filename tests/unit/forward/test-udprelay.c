@@ -12,6 +12,8 @@
 
 #include <event2/event.h>
 #include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "forward/udprelay.h"
 #include "transport/quic-int.h"
@@ -69,6 +71,31 @@ test_no_connection(void **state)
 	assert_true(c.drops[UDP_DROP_NO_FLOW] == 2);
 	assert_true(c.opened == 0);
 	assert_int_equal(r.set.n, 0);
+	/* Read from a listening socket: a datagram longer than any path's
+	 * DATAGRAM frames is cut by the read and counted as too big, the
+	 * next one goes on (and, with no connection, nowhere). */
+	{
+		static uint8_t huge[3000];
+		struct sockaddr_in lo = { .sin_family = AF_INET,
+		    .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+		socklen_t lolen = sizeof lo;
+		int rfd = socket(AF_INET, SOCK_DGRAM, 0);
+		int sfd = socket(AF_INET, SOCK_DGRAM, 0);
+
+		assert_true(rfd >= 0 && sfd >= 0);
+		assert_int_equal(bind(rfd, (struct sockaddr *)&lo, sizeof lo), 0);
+		assert_int_equal(getsockname(rfd, (struct sockaddr *)&lo,
+		    &lolen), 0);
+		assert_int_equal(sendto(sfd, huge, sizeof huge, 0,
+		    (struct sockaddr *)&lo, lolen), (ssize_t)sizeof huge);
+		assert_int_equal(sendto(sfd, payload, sizeof payload, 0,
+		    (struct sockaddr *)&lo, lolen), (ssize_t)sizeof payload);
+		udp_relay_read(&r, rfd, "dns.example", 53, false);
+		assert_true(c.drops[UDP_DROP_TOO_BIG] == 1);
+		assert_true(c.drops[UDP_DROP_NO_FLOW] == 3);
+		close(sfd);
+		close(rfd);
+	}
 	/* Not a flow's stream, with no connection: left to the forwards. */
 	assert_false(udp_relay_stream_data(&r, 4, NULL, payload,
 	    sizeof payload, false));
