@@ -265,15 +265,15 @@ wait_done() {
 	return $rc
 }
 
-# Samples, with builtins only (no process started): VmRSS in kB, the
-# number of open fds, CPU ticks; "-" for a process that is gone.
+# Samples: VmRSS in kB, the number of open fds, CPU ticks; "-" for a
+# process that is gone. Each /proc file is read whole, in one read(2):
+# bash's `read` takes a line in several, which the kernel answers from
+# fresh copies, and a line whose figures changed between them is torn.
 rss_of() {
-	local k v _
-	[ -r "/proc/$1/status" ] || { echo -; return; }
-	while read -r k v _; do
-		[ "$k" = VmRSS: ] && { echo "$v"; return; }
-	done <"/proc/$1/status"
-	echo -
+	local s
+	{ s=$(<"/proc/$1/status"); } 2>/dev/null || { echo -; return; }
+	[[ $s =~ (^|$'\n')VmRSS:[[:space:]]*([0-9]+) ]] || { echo -; return; }
+	echo "${BASH_REMATCH[2]}"
 }
 fds_of() {
 	[ -d "/proc/$1/fd" ] || { echo -; return; }
@@ -282,8 +282,9 @@ fds_of() {
 	echo "${#f[@]}"
 }
 ticks_of() {
-	local f
-	read -r -a f <"/proc/$1/stat" 2>/dev/null || { echo -; return; }
+	local s f
+	{ s=$(<"/proc/$1/stat"); } 2>/dev/null || { echo -; return; }
+	read -r -a f <<<"$s"
 	echo $((f[13] + f[14]))
 }
 

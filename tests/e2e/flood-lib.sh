@@ -95,21 +95,25 @@ nap() {
 # now_ns: sets NOW (nanoseconds since the epoch, microsecond resolution).
 now_ns() { NOW=${EPOCHREALTIME/./}000; }
 
+# Each /proc file is read whole, in one read(2): bash's `read` takes a
+# line in several, each of which the kernel answers from a fresh copy, and
+# as the process's figures change length between them a line is torn (a
+# field not found, a wrong number).
 # cpu_ticks PID: sets TICKS to PID's user + system time in clock ticks
 # (roved's command name has no spaces, so the fields split plainly).
 cpu_ticks() {
-	local f
-	read -r -a f <"/proc/$1/stat" 2>/dev/null || return 1
+	local s f
+	{ s=$(<"/proc/$1/stat"); } 2>/dev/null || return 1
+	read -r -a f <<<"$s"
 	TICKS=$((f[13] + f[14]))
 }
 
 # proc_kb PID FIELD: sets KB to a VmXXX line of /proc/PID/status in kB.
 proc_kb() {
-	local k v _
-	while read -r k v _; do
-		[ "$k" = "$2:" ] && { KB=$v; return 0; }
-	done <"/proc/$1/status"
-	return 1
+	local s
+	{ s=$(<"/proc/$1/status"); } 2>/dev/null || return 1
+	[[ $s =~ (^|$'\n')$2:[[:space:]]*([0-9]+) ]] || return 1
+	KB=${BASH_REMATCH[2]}
 }
 
 # file_has FILE TEXT: a line of FILE holds TEXT (after its timestamp).

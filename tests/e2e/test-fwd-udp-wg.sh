@@ -11,6 +11,11 @@
 #     ping every 0.1 s through WireGuard: rove's outer port changes, the
 #     session stays (one handshake each side, no reconnect), the flow stays
 #     (same context, one flow, none opened), a few pings lost at most.
+#  2b. The client moves to a second uplink (link A down: another address,
+#     behind another NAT address) and back, under that ping: the same
+#     QUIC connection migrates (no handshake), the flow stays the same
+#     (same context, none opened), 2 s of pings lost at most. Then link
+#     B goes.
 #  3. roved is killed and started again under that ping: rove reconnects,
 #     and the next WireGuard datagram sets its flow up again without
 #     wireguard-go being touched: exactly one more flow opened by rove, one
@@ -56,6 +61,7 @@ SILENT=5              # seconds nothing reaches rove, past its IdleTimeout
 
 roam_topo_up
 roam_configs
+roam_two_uplinks two-nat
 # A short IdleTimeout (4 s) for step 4: QUIC takes the smaller of both
 # ends', so roved's connection would end as soon as rove's; only rove's
 # side goes silent, so roved's starts later.
@@ -156,6 +162,38 @@ read -r n sctx src tgt _ srx opened refused <<<"$(flows server)"
 assert_eq "roved's flow after the rebindings: count, context" "1 $CTX" "$n $sctx"
 assert_eq "roved's UDP flows opened, refused" "1 0" "$opened $refused"
 assert_cmp "roved's flow: datagrams received across the rebindings" "$((srx - srx0))" -ge "$got"
+
+# --- 2b. The client moves to link B and back: the connection migrates.
+mig0=$(cget migrations)
+bg ping-move "$RNS_C" ping -D -n -i 0.1 -W 1 -w 8 "$WG_S_ADDR"
+PING_PID=$BG_PID
+sleep 1
+# Its routes go with it: link B's default route is left.
+ip -n "$RNS_C" link set ca down
+wait_for 5 "the client's path on link B" client_local_is "$C_B" ||
+	failc "the client did not move to link B: $(local_ip)"
+sleep 2
+ip -n "$RNS_C" link set ca up
+ip -n "$RNS_C" route replace default via "$R_A" dev ca metric 100
+wait_for 5 "the client's path back on link A" client_local_is "$C_A" ||
+	failc "the client did not move back to link A: $(local_ip)"
+wait_exit "$PING_PID" 30
+read -r sent got <<<"$(pings "$WORK/ping-move.log")"
+log "pings across two moves between uplinks: $got of $sent answered, $((sent - got)) lost"
+assert_cmp "pings lost across two moves (2 s of them at most)" "$((sent - got))" -le 20
+assert_cmp "client migrations across the two moves" "$(($(cget migrations) - mig0))" -ge 2
+assert_eq "client's handshakes, reconnects after the moves" "1 0" \
+	"$(cget handshakes) $(cget reconnects)"
+read -r n ctx src _ _ _ opened refused <<<"$(flows client)"
+assert_eq "rove's flow after the moves: count, context, source" \
+	"1 $CTX $WG_SRC" "$n $ctx $src"
+assert_eq "rove's UDP flows opened, refused after the moves" "1 0" "$opened $refused"
+read -r n sctx _ _ _ _ opened refused <<<"$(flows server)"
+assert_eq "roved's flow after the moves: count, context" "1 $CTX" "$n $sctx"
+assert_eq "roved's UDP flows opened, refused after the moves" "1 0" "$opened $refused"
+# Link B goes, so that what follows has one uplink: with two, a silent
+# link A (step 4) would only move rove to link B.
+ip -n "$RNS_C" link set cb down
 
 # --- 3. roved restarts; WireGuard carries on through a new flow.
 read -r _ _ _ _ _ _ lap_opened _ <<<"$(flows client)"
