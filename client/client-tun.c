@@ -17,7 +17,6 @@
 #include "tunnel/tunnel.h"
 #include "wire/ippkt.h"
 #include "wire/proto.h"
-#include "wire/varint.h"
 
 /* A packet from the tunnel for an address not this client's: the
  * server routes a LAN through it (AllowedIPs), and the kernel drops such

@@ -279,7 +279,7 @@ client_notify(struct client *c, const char *what)
 	notify_ready(status);
 }
 
-/* Stream ends and acknowledgements: a UDP flow's, else a forward's
+/* Stream ends: a UDP flow's, else a forward's
  * (streams.h); the flows are the session's connection's alone. */
 static void
 stream_reset_cb(struct quic_conn *qc, int64_t sid, uint64_t code,
@@ -289,15 +289,6 @@ stream_reset_cb(struct quic_conn *qc, int64_t sid, uint64_t code,
 
 	streams_reset(qc == c->qc ? forward_udp(c->fwd) : NULL, qc, sid, code,
 	    stream_arg);
-}
-
-static void
-stream_acked_cb(struct quic_conn *qc, int64_t sid, void *stream_arg,
-    void *arg)
-{
-	struct client *c = arg;
-
-	streams_acked(forward_udp(c->fwd), qc, sid, stream_arg);
 }
 
 static void
@@ -714,7 +705,7 @@ static const struct quic_conn_cbs client_cbs = {
 	.datagram = client_tun_datagram_cb,
 	.stream_data = stream_data_cb,
 	.stream_reset = stream_reset_cb,
-	.stream_acked = stream_acked_cb,
+	.stream_acked = streams_acked,
 	.stream_close = stream_close_cb,
 	.closed = closed_cb,
 	.path_validated = client_path_validated,

@@ -17,7 +17,6 @@
 #include "transport/state.h"
 #include "tunnel/recovery.h"
 #include "wire/proto-fwd.h"
-#include "wire/varint.h"
 
 #define UNKNOWN_LOG_INTERVAL_MS 60000
 
@@ -486,7 +485,7 @@ datagram_cb(struct quic_conn *qc, const uint8_t *data, size_t len, void *arg)
 	tunnel_input(sess->rec, data, len, &sink);
 }
 
-/* Stream ends and acknowledgements: a UDP flow's, else a forward's
+/* Stream ends: a UDP flow's, else a forward's
  * (streams.h); the relay serves the session once it has its forwards. */
 static struct udp_relay *
 session_udp(struct session *sess)
@@ -499,13 +498,6 @@ stream_reset_cb(struct quic_conn *qc, int64_t sid, uint64_t code,
     void *stream_arg, void *arg)
 {
 	streams_reset(session_udp(arg), qc, sid, code, stream_arg);
-}
-
-static void
-stream_acked_cb(struct quic_conn *qc, int64_t sid, void *stream_arg,
-    void *arg)
-{
-	streams_acked(session_udp(arg), qc, sid, stream_arg);
 }
 
 static void
@@ -598,7 +590,7 @@ static const struct quic_conn_cbs session_cbs = {
 	.datagram = datagram_cb,
 	.stream_data = stream_data_cb,
 	.stream_reset = stream_reset_cb,
-	.stream_acked = stream_acked_cb,
+	.stream_acked = streams_acked,
 	.stream_close = stream_close_cb,
 	.cid_add = cid_add_cb,
 	.cid_remove = cid_remove_cb,

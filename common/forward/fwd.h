@@ -141,8 +141,8 @@ void fwd_set_handshake_done(struct fwd_set *, bool early_accepted);
  * true when the stream was a forward stream and was handled. */
 int fwd_on_data(struct fwd_set *, int64_t sid, void *stream_arg,
     const uint8_t *, size_t, bool fin);
-/* quic_conn_cbs handlers for forward streams, to be set directly: the
- * stream's argument is its forward (NULL: not a forward, ignored). */
+/* Stream ends and acknowledgements of forward streams (streams.c passes
+ * them on): the stream's argument is its forward (NULL: ignored). */
 void fwd_stream_reset(struct quic_conn *, int64_t sid, uint64_t code,
     void *stream_arg, void *arg);
 void fwd_stream_acked(struct quic_conn *, int64_t sid, void *stream_arg,

@@ -17,11 +17,10 @@ streams_reset(struct udp_relay *udp, struct quic_conn *qc, int64_t sid,
 }
 
 void
-streams_acked(struct udp_relay *udp, struct quic_conn *qc, int64_t sid,
-    void *stream_arg)
+streams_acked(struct quic_conn *qc, int64_t sid, void *stream_arg,
+    void *arg)
 {
-	/* A UDP flow's stream sends its header (or answer) and no more. */
-	(void)udp;
+	(void)arg;
 	if (stream_kind_of(stream_arg) == STREAM_UDP_FLOW)
 		return;
 	fwd_stream_acked(qc, sid, stream_arg, NULL);

@@ -14,8 +14,11 @@
 
 void streams_reset(struct udp_relay *udp, struct quic_conn *, int64_t sid,
     uint64_t code, void *stream_arg);
-void streams_acked(struct udp_relay *udp, struct quic_conn *, int64_t sid,
-    void *stream_arg);
+/* Acknowledged data: only a forward's stream has a use for it (a flow's
+ * sends its header or answer and no more). A quic_conn_cbs handler, to be
+ * set directly (`arg` unused). */
+void streams_acked(struct quic_conn *, int64_t sid, void *stream_arg,
+    void *arg);
 void streams_close(struct udp_relay *udp, struct quic_conn *, int64_t sid,
     uint64_t code, void *stream_arg);
 

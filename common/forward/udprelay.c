@@ -469,12 +469,6 @@ link_of(struct udp_relay *r, void *stream_arg)
 	    l : NULL;
 }
 
-bool
-udp_relay_owns(struct udp_relay *r, void *stream_arg)
-{
-	return link_of(r, stream_arg) != NULL;
-}
-
 /* Acceptor: a new stream from the peer that begins with a UDP header. */
 static void
 accept_stream(struct udp_relay *r, int64_t sid, const uint8_t *data,

@@ -88,8 +88,6 @@ void udp_relay_datagram(struct udp_relay *, const uint8_t *, size_t);
  * with a UDP header; if so the event was handled. */
 bool udp_relay_stream_data(struct udp_relay *, int64_t sid, void *stream_arg,
     const uint8_t *, size_t, bool fin);
-/* Whether `stream_arg` is one of its flows' streams. */
-bool udp_relay_owns(struct udp_relay *, void *stream_arg);
 /* The stream was reset (with `code`) or closed. */
 bool udp_relay_stream_gone(struct udp_relay *, int64_t sid, void *stream_arg,
     uint64_t code);

@@ -413,7 +413,6 @@ recv_crypto_data_cb(ngtcp2_conn *conn, ngtcp2_encryption_level level,
     uint64_t offset, const uint8_t *data, size_t datalen, void *user_data)
 {
 	struct quic_conn *qc = user_data;
-
 	int rv;
 
 	if (qc->ssl == NULL)

@@ -34,10 +34,10 @@ test_flow_without_relay(void **state)
 
 	(void)state;
 	streams_reset(NULL, NULL, 4, 7, &flow);
-	streams_acked(NULL, NULL, 4, &flow);
+	streams_acked(NULL, 4, &flow, NULL);
 	streams_close(NULL, NULL, 4, 0, &flow);
 	streams_reset(NULL, NULL, 4, 7, NULL);
-	streams_acked(NULL, NULL, 4, NULL);
+	streams_acked(NULL, 4, NULL, NULL);
 	streams_close(NULL, NULL, 4, 0, NULL);
 	assert_int_equal(flow.kind, STREAM_UDP_FLOW);
 }
