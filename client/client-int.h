@@ -179,6 +179,15 @@ struct client {
 	uint64_t throttle_hold_ms, throttle_back_ms;
 	uint64_t throttle_watch_from_ms; /* none before: TCP lost a trial */
 	bool throttle_hold_kept;  /* ... and the hold it doubled stands */
+	/* The rate probe (throttle.h): the server serves them (feature bit
+	 * 7, from its SERVER_CONFIG); the probe in flight is one; its
+	 * measure and the tick that paces it; one passed, so the next
+	 * probe is an ordinary one, which takes the session back. */
+	bool rate_probe_ok;
+	bool probe_rate;
+	struct throttle_probe rate;
+	struct event *rate_ev;
+	bool rate_passed;
 	/* Leaving a silent uplink (client-path.c): a check every
 	 * UPLINK_CHECK_MS, the uplinks tried in this silence, when the next
 	 * may be, and when (and how long after) to try the preferred
@@ -205,6 +214,10 @@ struct client {
 
 /* Transport = auto on TCP: probe QUIC at once (a network change). */
 void client_probe_now(struct client *);
+/* The rate probe in flight has its verdict: it closes, and the next
+ * probe goes at once (`now`: an ordinary one, to move back) or after the
+ * back-off and hold. */
+void client_probe_end(struct client *, bool now);
 
 /* Connect (again) to the server: a new session over QUIC, with 0-RTT if
  * a ticket is remembered, or over TLS on TCP (Transport = tcp). */
@@ -248,6 +261,17 @@ void client_throttle_moved(struct client *, bool to_tcp, uint64_t now_ms);
 uint64_t client_throttle_probe_at(const struct client *);
 /* LOSS_REPORT arrived on the control stream. */
 void client_throttle_report(struct client *, const uint8_t *body, size_t len);
+/* The next QUIC probe is a rate probe: on TCP for a policer, with a
+ * server that serves them, and none passed since the session moved. */
+bool client_throttle_rate_probe(const struct client *);
+/* The rate probe's handshake completed: its measure starts. */
+void client_throttle_probe_up(struct client *, uint64_t now_ms);
+/* A DATAGRAM of the rate probe's came back. */
+void client_throttle_probe_echo(struct client *, const uint8_t *data,
+    size_t len);
+/* The rate probe ended before its verdict (no handshake, or cut): QUIC
+ * is no better, and the hold doubles as for a verdict against it. */
+void client_throttle_probe_lost(struct client *);
 
 /* --- client-tun.c ------------------------------------------------------- */
 

@@ -6,15 +6,19 @@
  * THROTTLE_TRIAL_MS its rate is set against QUIC's in the window that
  * raised the alarm, and the session goes back to QUIC unless TCP did
  * clearly better or was never pushed to its limit. On TCP, QUIC is
- * tried again only after a hold, which doubles each time the policer is
- * found again soon after a return: a steady policer costs a switch or
- * two per hold, not a flap. */
+ * tried again only after a hold. At its end a rate probe (throttle.h)
+ * asks whether QUIC would carry the load, without moving the session:
+ * only a probe that gets three quarters of its offer back lets the
+ * session return. One that does not doubles the hold, as does a policer
+ * found again soon after a return: a steady policer costs one switch,
+ * not a pair per hold. */
 #include <inttypes.h>
 #include <stdlib.h>
 
 #include "base/clock.h"
 #include "base/log.h"
 #include "client-int.h"
+#include "wire/proto.h"
 
 /* TLS over TCP's trial: its rate over this long after the move, which
  * keeps the session if it is THROTTLE_TCP_GAIN times QUIC's. */
@@ -33,6 +37,12 @@ mbit(uint64_t bps, char *buf, size_t len)
 	snprintf(buf, len, "%.2f Mbit/s", (double)bps / 1e6);
 }
 
+static uint64_t
+hold_double(uint64_t hold)
+{
+	return hold * 2 < THROTTLE_HOLD_MAX_MS ? hold * 2 : THROTTLE_HOLD_MAX_MS;
+}
+
 /* On QUIC: a tick of the watch; a verdict starts the race. */
 static void
 watch(struct client *c, uint64_t now)
@@ -49,8 +59,7 @@ watch(struct client *c, uint64_t now)
 		c->throttle_hold_kept = false;   /* doubled by a lost trial */
 	else if (c->throttle_back_ms != 0 &&
 	    now - c->throttle_back_ms < THROTTLE_RETURN_WATCH_MS)
-		c->throttle_hold_ms = c->throttle_hold_ms * 2 < THROTTLE_HOLD_MAX_MS ?
-		    c->throttle_hold_ms * 2 : THROTTLE_HOLD_MAX_MS;
+		c->throttle_hold_ms = hold_double(c->throttle_hold_ms);
 	else
 		c->throttle_hold_ms = THROTTLE_HOLD_MIN_MS;
 	c->throttle_quic_bps = throttle_rate_bps(&c->throttle);
@@ -103,8 +112,7 @@ judge(struct client *c, uint64_t now)
 	/* A path that looks policed and is not (a slow server dropping at
 	 * its socket, a shallow buffer at a bottleneck) costs two moves per
 	 * hold, each hold twice as long. */
-	c->throttle_hold_ms = c->throttle_hold_ms * 2 < THROTTLE_HOLD_MAX_MS ?
-	    c->throttle_hold_ms * 2 : THROTTLE_HOLD_MAX_MS;
+	c->throttle_hold_ms = hold_double(c->throttle_hold_ms);
 	c->throttle_hold_kept = true;
 	client_probe_now(c);
 }
@@ -127,6 +135,7 @@ void
 client_throttle_moved(struct client *c, bool to_tcp, uint64_t now)
 {
 	throttle_init(&c->throttle);
+	c->rate_passed = false;
 	if (to_tcp) {
 		c->throttled = c->alt_for_throttle;
 		c->alt_for_throttle = false;
@@ -160,4 +169,119 @@ client_throttle_report(struct client *c, const uint8_t *body, size_t len)
 		return;
 	}
 	throttle_peer_report(&c->throttle, clock_now_ms(), lr.sent, lr.lost);
+}
+
+bool
+client_throttle_rate_probe(const struct client *c)
+{
+	return c->throttled && c->rate_probe_ok && !c->rate_passed;
+}
+
+/* QUIC is still no good: the session stays on TCP for a longer hold. */
+static void
+still_throttled(struct client *c, uint64_t now)
+{
+	c->roam.throttle_probes_failed++;
+	c->throttle_hold_ms = hold_double(c->throttle_hold_ms);
+	c->throttle_hold_until_ms = now + c->throttle_hold_ms;
+}
+
+/* The probe's datagrams: the send time in milliseconds (big-endian),
+ * then padding, which the server echoes as they came. */
+#define STAMP_LEN 8
+
+static void
+verdict(struct client *c, uint64_t now)
+{
+	char offer[32];
+	double share = throttle_probe_share(&c->rate) * 100;
+
+	mbit(c->rate.offer_bps, offer, sizeof offer);
+	if (throttle_probe_passed(&c->rate)) {
+		log_info("QUIC carried %.0f%% of %s each way: the policer is "
+		    "gone, the session moves back", share, offer);
+		c->rate_passed = true;
+		client_probe_end(c, true);
+		return;
+	}
+	still_throttled(c, now);
+	log_info("QUIC carried %.0f%% of %s each way: still throttled, "
+	    "staying on TCP, QUIC is tried again in %" PRIu64 " s", share,
+	    offer, c->throttle_hold_ms / 1000);
+	client_probe_end(c, false);
+}
+
+/* Every THROTTLE_PROBE_TICK_MS: what the offer has due goes out, in
+ * DATAGRAMs as large as the path takes (at most THROTTLE_PROBE_DGRAM). */
+static void
+rate_tick(evutil_socket_t fd, short what, void *arg)
+{
+	static uint8_t d[THROTTLE_PROBE_DGRAM];
+	struct client *c = arg;
+	uint64_t now = clock_now_ms(), due;
+	size_t len;
+
+	(void)fd;
+	(void)what;
+	if (c->probe == NULL || !c->probe_rate)
+		return;
+	if (throttle_probe_over(&c->rate, now)) {
+		verdict(c, now);
+		return;
+	}
+	len = quic_conn_dgram_max(c->probe);
+	if (len > sizeof d)
+		len = sizeof d;
+	if (len < STAMP_LEN)
+		return;
+	for (int i = 0; i < STAMP_LEN; i++)
+		d[i] = (uint8_t)(now >> (8 * (STAMP_LEN - 1 - i)));
+	for (due = throttle_probe_due(&c->rate, now); due >= len; due -= len) {
+		/* A full queue drops its oldest: sent, and never echoed. */
+		if (quic_conn_send_datagram(c->probe, d, len) < 0)
+			break;
+		throttle_probe_sent(&c->rate, now, len);
+	}
+}
+
+void
+client_throttle_probe_up(struct client *c, uint64_t now)
+{
+	struct timeval tv = { 0, THROTTLE_PROBE_TICK_MS * 1000 };
+	struct quic_conn_stats st;
+	char offer[32];
+
+	if (c->rate_ev == NULL)
+		c->rate_ev = event_new(c->base, -1, EV_PERSIST, rate_tick, c);
+	quic_conn_get_stats(c->probe, &st);
+	throttle_probe_start(&c->rate, now,
+	    throttle_probe_offer(c->throttle_quic_bps), st.rtt_ms);
+	mbit(c->rate.offer_bps, offer, sizeof offer);
+	log_info("the hold is over: probing whether QUIC carries %s each way "
+	    "(the session stays on TCP meanwhile)", offer);
+	event_add(c->rate_ev, &tv);
+	rate_tick(-1, 0, c);
+}
+
+void
+client_throttle_probe_echo(struct client *c, const uint8_t *data, size_t len)
+{
+	uint64_t stamp = 0;
+
+	if (len < STAMP_LEN)
+		return;
+	for (int i = 0; i < STAMP_LEN; i++)
+		stamp = stamp << 8 | data[i];
+	throttle_probe_echo(&c->rate, stamp, len);
+}
+
+void
+client_throttle_probe_lost(struct client *c)
+{
+	if (c->rate_ev != NULL)
+		event_del(c->rate_ev);
+	c->probe_rate = false;
+	still_throttled(c, clock_now_ms());
+	log_info("the rate probe ended before its verdict: staying on TCP, "
+	    "QUIC is tried again in %" PRIu64 " s", c->throttle_hold_ms / 1000);
 }

@@ -90,6 +90,10 @@ client_tun_datagram_cb(struct quic_conn *qc, const uint8_t *data, size_t len,
 		.global = &c->counters,
 	};
 
+	if (qc == c->probe && c->probe_rate) {
+		client_throttle_probe_echo(c, data, len);
+		return;
+	}
 	/* Only the session's own groups; another (a probe, a racing
 	 * handshake) sends nothing but plain packets. */
 	tunnel_input(qc == c->qc ? c->rec : NULL, data, len, &sink);
@@ -360,6 +364,7 @@ client_tun_apply_config(struct client *c, const uint8_t *body, size_t len)
 			    c->cfg->loss_recovery == CFG_AUTO);
 		}
 		forward_server_features(c->fwd, sc.features);
+		c->rate_probe_ok = (sc.features & PROTO_FEATURE_RATE_PROBE) != 0;
 		forward_remote_request(c->fwd, c->qc);
 	}
 	if (c->cfg->tun == NULL) {

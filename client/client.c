@@ -100,6 +100,12 @@ switch_session(struct client *c, struct quic_conn *next)
 static bool
 take_session(struct client *c, struct quic_conn *qc)
 {
+	/* A rate probe is never the session: it measures. */
+	if (qc == c->probe && c->probe_rate) {
+		evtimer_del(c->probe_ev);
+		client_throttle_probe_up(c, clock_now_ms());
+		return false;
+	}
 	if (qc == c->probe) {
 		struct csock *ps = c->probe_sock;
 
@@ -478,6 +484,7 @@ other_closed(struct client *c, struct quic_conn *qc,
     const struct quic_close_info *ci)
 {
 	bool alt = qc == c->alt, probe = qc == c->probe;
+	bool rate = probe && c->probe_rate;
 	bool tcp = quic_conn_is_tcp(qc);
 	bool proxied = tcp && quic_tcp_via_proxy(qc);
 	bool reached = proxied && quic_tcp_proxy_reached(qc);
@@ -491,6 +498,8 @@ other_closed(struct client *c, struct quic_conn *qc,
 		client_path_sock_free(c->probe_sock);
 		c->probe_sock = NULL;
 		evtimer_del(c->probe_ev);
+		if (rate && !c->stopping)
+			client_throttle_probe_lost(c);
 	}
 	quic_conn_free(qc);
 	if (!alt && !probe) {
@@ -520,7 +529,7 @@ other_closed(struct client *c, struct quic_conn *qc,
 		c->proxy_next = !proxied;
 	}
 	if (probe) {
-		log_info("QUIC probe failed: %s",
+		log_info("QUIC %sprobe failed: %s", rate ? "rate " : "",
 		    ci->reason[0] ? ci->reason : "unknown reason");
 	} else {
 		char ep[EP_STRLEN];
@@ -552,7 +561,7 @@ other_closed(struct client *c, struct quic_conn *qc,
 	return true;
 }
 
-/* The QUIC probe in flight while on TCP, if any, and its timer, go. */
+/* The QUIC probe in flight while on TCP, if any, and its timers, go. */
 static void
 probe_drop(struct client *c)
 {
@@ -563,6 +572,9 @@ probe_drop(struct client *c)
 		c->probe_sock = NULL;
 	}
 	evtimer_del(c->probe_ev);
+	if (c->rate_ev != NULL)
+		event_del(c->rate_ev);
+	c->probe_rate = false;
 }
 
 static void
@@ -722,7 +734,9 @@ new_session_cb(struct quic_conn *qc, const uint8_t *der, size_t derlen,
 {
 	struct client *c = arg;
 
-	(void)qc;
+	/* A rate probe's ticket is for its own ALPN, not the session's. */
+	if (qc == c->probe && c->probe_rate)
+		return;
 	if (c->cfg->state_dir == NULL ||
 	    state_client_save(c->cfg->state_dir, c->session_id, der, derlen, params,
 	    paramslen) != 0)
@@ -886,15 +900,17 @@ probe_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct timeval tv = { PROBE_WAIT_MS / 1000, (PROBE_WAIT_MS % 1000) * 1000 };
 	struct client *c = arg;
+	struct quic_settings qs = c->qs;
 	char *cause = NULL;
 
 	(void)fd;
 	(void)what;
 	if (c->probe != NULL) {
-		quic_conn_free(c->probe);
-		c->probe = NULL;
-		client_path_sock_free(c->probe_sock);
-		c->probe_sock = NULL;
+		bool rate = c->probe_rate;
+
+		probe_drop(c);
+		if (rate)
+			client_throttle_probe_lost(c);
 		schedule_probe(c);
 		return;
 	}
@@ -906,7 +922,8 @@ probe_cb(evutil_socket_t fd, short what, void *arg)
 		schedule_probe(c);
 		return;
 	}
-	c->probe = quic_conn_client_create(c->base, &c->qs, &client_cbs, c, c->tls,
+	qs.probe = client_throttle_rate_probe(c);
+	c->probe = quic_conn_client_create(c->base, &qs, &client_cbs, c, c->tls,
 	    &c->probe_sock->batch, (struct sockaddr *)&c->server, c->serverlen,
 	    NULL, &cause);
 	if (c->probe == NULL) {
@@ -917,7 +934,9 @@ probe_cb(evutil_socket_t fd, short what, void *arg)
 		schedule_probe(c);
 		return;
 	}
-	log_debug("probing QUIC (attempt %u)", c->probes);
+	c->probe_rate = qs.probe;
+	log_debug("probing QUIC%s (attempt %u)", qs.probe ? "'s rate" : "",
+	    c->probes);
 	quic_conn_set_send_limit(c->probe, c->cfg->forward_memory);
 	quic_conn_write(c->probe);
 	udp_batch_flush(&c->probe_sock->batch);
@@ -944,6 +963,19 @@ schedule_probe(struct client *c)
 	tv.tv_sec = (time_t)(d / 1000);
 	tv.tv_usec = (suseconds_t)(d % 1000) * 1000;
 	evtimer_add(c->probe_ev, &tv);
+}
+
+void
+client_probe_end(struct client *c, bool now)
+{
+	if (c->probe != NULL)
+		quic_conn_close(c->probe, 0, "rate probe over");
+	probe_drop(c);
+	c->probes = 0;
+	if (now)
+		probe_cb(-1, 0, c);
+	else
+		schedule_probe(c);
 }
 
 /* A route or link changed while the session is on TCP: UDP may work
@@ -1223,6 +1255,8 @@ client_shutdown(struct client *c)
 	c->stopping = true;
 	evtimer_del(c->reconnect_ev);
 	evtimer_del(c->probe_ev);
+	if (c->rate_ev != NULL)
+		event_del(c->rate_ev);
 	if (c->transport_ev != NULL)
 		event_del(c->transport_ev);
 	if (c->probe != NULL) {
@@ -1257,6 +1291,8 @@ client_free(struct client *c)
 	client_path_sock_free(c->probe_sock);
 	if (c->probe_ev != NULL)
 		event_free(c->probe_ev);
+	if (c->rate_ev != NULL)
+		event_free(c->rate_ev);
 	if (c->transport_ev != NULL)
 		event_free(c->transport_ev);
 	if (c->uplink_ev != NULL)

@@ -60,6 +60,7 @@ struct peer {
 	size_t naddrs;
 	uint8_t subnet_len[CFG_MAX_ADDRS];  /* prefix length told to the client */
 	struct session *sess;               /* the live connection, or NULL */
+	struct session *probe;              /* its rate probe, or NULL */
 	struct tunnel_counters counters;
 	struct fwd_counters fwd_counters;
 	struct udp_flow_counters udp_counters;
@@ -142,6 +143,10 @@ struct session {
 	struct recovery *rec;       /* loss recovery, with a client that
 	                             * decodes it (else NULL) */
 	uint64_t since;             /* the handshake completed (clock_now) */
+	/* A rate probe of pending_peer's (ALPN PROTO_ALPN_PROBE, its
+	 * handshake done): every DATAGRAM goes back as it came, nothing
+	 * else is served, and it is never the peer's session. */
+	bool probe;
 };
 
 struct unknown_log {

@@ -15,6 +15,7 @@
 #include "server-int.h"
 #include "transport/quic.h"
 #include "transport/state.h"
+#include "transport/tls.h"
 #include "tunnel/recovery.h"
 #include "wire/proto-fwd.h"
 
@@ -198,6 +199,8 @@ session_free(struct session *sess)
 		if (!srv->shutting_down)
 			peer_routes(srv, sess->peer, false);
 	}
+	if (sess->probe && sess->pending_peer->probe == sess)
+		sess->pending_peer->probe = NULL;
 	LIST_REMOVE(sess, entry);
 	srv->nsessions--;
 	recovery_free(sess->rec);
@@ -334,6 +337,28 @@ early_forwards_ok(struct session *sess)
 	    state_ticket_spent_here(quic_conn_tls(sess->qc));
 }
 
+/* A client on TCP asks whether QUIC would carry its load again, without
+ * moving its session (client-throttle.c): the session stays where it
+ * is, and a newer probe of the peer's replaces an older one. */
+static void
+probe_start(struct session *sess, struct peer *peer)
+{
+	char abuf[ADDR_STRLEN];
+	socklen_t len;
+
+	if (peer->probe != NULL) {
+		struct session *old = peer->probe;
+
+		peer->probe = NULL;
+		old->probe = false;
+		quic_conn_close(old->qc, 0, "replaced by a newer rate probe");
+	}
+	sess->probe = true;
+	peer->probe = sess;
+	log_info("peer %s probes QUIC's rate from %s", peer->cfg->name,
+	    addr_sockaddr_str(quic_conn_remote(sess->qc, &len), abuf));
+}
+
 static void
 handshake_done_cb(struct quic_conn *qc, void *arg)
 {
@@ -348,6 +373,10 @@ handshake_done_cb(struct quic_conn *qc, void *arg)
 	session_opened(sess);
 	if (peer == NULL) {
 		quic_conn_close(qc, 3, "unknown peer");
+		return;
+	}
+	if (tls_alpn_is(quic_conn_tls(qc), PROTO_ALPN_PROBE)) {
+		probe_start(sess, peer);
 		return;
 	}
 	/* A peer has one live connection: a new one (a reconnect after a
@@ -476,7 +505,12 @@ datagram_cb(struct quic_conn *qc, const uint8_t *data, size_t len, void *arg)
 		.global = &srv->counters,
 	};
 
-	(void)qc;
+	/* A rate probe's load goes back as it came, paced by our own
+	 * congestion window like any DATAGRAM. */
+	if (sess->probe) {
+		(void)quic_conn_send_datagram(qc, data, len);
+		return;
+	}
 	if (peer == NULL) {
 		tunnel_drop(TUNNEL_DROP_UNKNOWN_PEER, NULL, &srv->counters);
 		return;

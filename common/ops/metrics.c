@@ -162,6 +162,7 @@ GETTER(get_0rtt_rejected, p->roam.zero_rtt_rejected)
 GETTER(get_fwd_open, p->fwd_open)
 GETTER(get_tcp_fallbacks, p->roam.tcp_fallbacks)
 GETTER(get_throttle_moves, p->roam.throttle_moves)
+GETTER(get_throttle_probes_failed, p->roam.throttle_probes_failed)
 GETTER(get_quic_returns, p->roam.quic_returns)
 GETTER(get_fwd_resumed, p->has_fwd ? p->fwd.resumed : 0)
 GETTER(get_fwd_resume_lost, p->has_fwd ? p->fwd.resume_lost : 0)
@@ -303,6 +304,9 @@ static const struct peer_family peer_families[] = {
 	{ "rove_peer_throttle_moves_total", "counter",
 	    "Client: moves to TLS over TCP because QUIC looked policed.",
 	    get_throttle_moves, NULL },
+	{ "rove_peer_throttle_probes_failed_total", "counter",
+	    "Client: rate probes that found QUIC still policed (the session "
+	    "stayed on TLS over TCP).", get_throttle_probes_failed, NULL },
 	{ "rove_peer_quic_returns_total", "counter",
 	    "Client: moves of the session back to QUIC.", get_quic_returns, NULL },
 	{ "rove_peer_migrations_total", "counter",

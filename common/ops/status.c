@@ -378,6 +378,8 @@ json_peer(struct json *j, const struct status_peer *p)
 	json_uint(j, p->roam.quic_returns);
 	json_key(j, "throttle_moves");
 	json_uint(j, p->roam.throttle_moves);
+	json_key(j, "throttle_probes_failed");
+	json_uint(j, p->roam.throttle_probes_failed);
 	json_key(j, "uplink_moves");
 	json_uint(j, p->roam.uplink_moves);
 	json_key(j, "port_moves");
@@ -617,10 +619,12 @@ text_peer(struct evbuffer *out, const struct status_peer *p, bool server)
 	if (p->has_quic)
 		evbuffer_add_printf(out, "  transport: %s (%llu moves to "
 		    "TCP, %llu of them from a throttled QUIC, %llu back to "
-		    "QUIC)\n", p->quic.tcp ? "TLS over TCP" : "QUIC",
+		    "QUIC, %llu rate probes still throttled)\n",
+		    p->quic.tcp ? "TLS over TCP" : "QUIC",
 		    (unsigned long long)p->roam.tcp_fallbacks,
 		    (unsigned long long)p->roam.throttle_moves,
-		    (unsigned long long)p->roam.quic_returns);
+		    (unsigned long long)p->roam.quic_returns,
+		    (unsigned long long)p->roam.throttle_probes_failed);
 	if (p->proxy != NULL)
 		evbuffer_add_printf(out, "  proxy: %s (%s)\n", p->proxy,
 		    p->via_proxy ? "the session goes through it" :

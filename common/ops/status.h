@@ -30,6 +30,9 @@ struct status_roam {
 	/* client, auto: of the tcp_fallbacks, those because QUIC looked
 	 * policed (heavy loss at a steady round trip) */
 	uint64_t throttle_moves;
+	/* client, auto: rate probes at a hold's end that found QUIC still
+	 * policed, so the session stayed on TCP */
+	uint64_t throttle_probes_failed;
 	/* client: moves to another uplink because the one in use went
 	 * silent (its link and route still up) */
 	uint64_t uplink_moves;

@@ -704,8 +704,6 @@ static void
 tls_handshake(struct quic_conn *qc)
 {
 	struct quic_tcp *t = qc->tcp;
-	unsigned short len = 0;
-	char *alpn = NULL;
 	int rv, err;
 
 	rv = qc->role == QUIC_ROLE_CLIENT ? wolfSSL_connect(qc->ssl) :
@@ -723,8 +721,7 @@ tls_handshake(struct quic_conn *qc)
 		end(qc);
 		return;
 	}
-	if (wolfSSL_ALPN_GetProtocol(qc->ssl, &alpn, &len) != WOLFSSL_SUCCESS ||
-	    len != strlen(PROTO_ALPN) || memcmp(alpn, PROTO_ALPN, len) != 0) {
+	if (!tls_alpn_is(qc->ssl, PROTO_ALPN)) {
 		lost(qc, "the peer does not speak %s", PROTO_ALPN);
 		return;
 	}
@@ -1289,15 +1286,10 @@ tcp_create(struct event_base *base, const struct quic_settings *qs,
 	t->wev = event_new(base, fd, EV_WRITE, io_cb, qc);
 	t->again = event_new(base, -1, 0, again_cb, qc);
 	qc->timer = evtimer_new(base, timer_cb, qc);
+	/* Rate probes are QUIC's alone: TCP speaks rove/1. */
 	qc->ssl = tls_session_create(ctx, qs->role == QUIC_ROLE_SERVER ?
-	    TLS_ROLE_SERVER : TLS_ROLE_CLIENT, &qc->conn_ref);
+	    TLS_ROLE_SERVER : TLS_ROLE_CLIENT, &qc->conn_ref, PROTO_ALPN);
 	wolfSSL_set_fd(qc->ssl, fd);
-	/* The server's choice of ALPN comes from its own list (this wolfSSL
-	 * build has no select callback): only rove/1, and a client that
-	 * offers something else gets an alert. */
-	if (qs->role == QUIC_ROLE_SERVER)
-		(void)wolfSSL_UseALPN(qc->ssl, (char *)(uintptr_t)PROTO_ALPN,
-		    (unsigned)strlen(PROTO_ALPN), WOLFSSL_ALPN_FAILED_ON_MISMATCH);
 	event_add(t->ev, NULL);
 	/* The first step (connect finished, or a ClientHello to answer)
 	 * comes with writability. */

@@ -25,6 +25,7 @@
 #include "quic-crypto.h"
 #include "quic-int.h"
 #include "quic.h"
+#include "wire/proto.h"
 
 static const struct quic_transport quic_udp_transport;
 
@@ -705,7 +706,8 @@ quic_conn_client_create(struct event_base *base, const struct quic_settings *qs,
 		quic_conn_free(qc);
 		return NULL;
 	}
-	qc->ssl = tls_session_create(ctx, TLS_ROLE_CLIENT, &qc->conn_ref);
+	qc->ssl = tls_session_create(ctx, TLS_ROLE_CLIENT, &qc->conn_ref,
+	    qs->probe ? PROTO_ALPN_PROBE : PROTO_ALPN);
 	ngtcp2_conn_set_tls_native_handle(qc->conn, qc->ssl);
 	/* Spent at the server's first answer, even if wolfSSL could not
 	 * use it (expired): the owner then drops it all the same. */
@@ -763,7 +765,8 @@ quic_conn_server_create(struct event_base *base, const struct quic_settings *qs,
 		quic_conn_free(qc);
 		return NULL;
 	}
-	qc->ssl = tls_session_create(ctx, TLS_ROLE_SERVER, &qc->conn_ref);
+	qc->ssl = tls_session_create(ctx, TLS_ROLE_SERVER, &qc->conn_ref,
+	    PROTO_ALPN "," PROTO_ALPN_PROBE);
 	ngtcp2_conn_set_tls_native_handle(qc->conn, qc->ssl);
 	if (qs->early_data)
 		wolfSSL_set_quic_early_data_enabled(qc->ssl, 1);

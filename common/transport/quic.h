@@ -152,6 +152,9 @@ struct quic_settings {
 	 * socket, which full-tunnel policy routing keeps out of the tunnel
 	 * (0: none). */
 	uint32_t fwmark;
+	/* Client: a rate probe (ALPN PROTO_ALPN_PROBE), which the server
+	 * authenticates and echoes but never makes the session. */
+	bool probe;
 };
 
 /* A connection's qlog stops growing here (it says so in the log). */

@@ -110,3 +110,90 @@ throttle_rate_bps(const struct throttle_watch *t)
 	return (t->bytes[newest] - t->bytes[t->head]) * 8 * 1000 /
 	    (THROTTLE_WINDOW * THROTTLE_TICK_MS);
 }
+
+uint64_t
+throttle_probe_offer(uint64_t quic_bps)
+{
+	if (quic_bps >= THROTTLE_PROBE_MAX_BPS / 2)
+		return THROTTLE_PROBE_MAX_BPS;
+	return quic_bps * 2 < THROTTLE_PROBE_MIN_BPS ? THROTTLE_PROBE_MIN_BPS :
+	    quic_bps * 2;
+}
+
+static uint64_t
+clamp_ms(double v, uint64_t lo, uint64_t hi)
+{
+	if (!(v > (double)lo))
+		return lo;
+	return v > (double)hi ? hi : (uint64_t)v;
+}
+
+void
+throttle_probe_start(struct throttle_probe *p, uint64_t now_ms,
+    uint64_t offer_bps, double rtt_ms)
+{
+	memset(p, 0, sizeof *p);
+	p->offer_bps = offer_bps;
+	p->start_ms = now_ms;
+	p->measure_from_ms = now_ms + clamp_ms(THROTTLE_PROBE_WARM_RTTS * rtt_ms,
+	    THROTTLE_PROBE_WARM_MIN_MS, THROTTLE_PROBE_WARM_MAX_MS);
+	p->measure_to_ms = p->measure_from_ms + THROTTLE_PROBE_MEASURE_MS;
+	p->end_ms = p->measure_to_ms + clamp_ms(THROTTLE_PROBE_TAIL_RTTS * rtt_ms,
+	    THROTTLE_PROBE_TAIL_MIN_MS, UINT64_MAX);
+}
+
+uint64_t
+throttle_probe_due(const struct throttle_probe *p, uint64_t now_ms)
+{
+	uint64_t t, due;
+
+	if (now_ms < p->start_ms || now_ms >= p->measure_to_ms)
+		return 0;
+	t = now_ms - p->start_ms;
+	due = p->offer_bps / 8 * t / 1000;
+	return due > p->sent ? due - p->sent : 0;
+}
+
+static bool
+measured(const struct throttle_probe *p, uint64_t stamp_ms)
+{
+	return stamp_ms >= p->measure_from_ms && stamp_ms < p->measure_to_ms;
+}
+
+void
+throttle_probe_sent(struct throttle_probe *p, uint64_t stamp_ms, size_t len)
+{
+	p->sent += len;
+	if (measured(p, stamp_ms))
+		p->measured_sent += len;
+}
+
+void
+throttle_probe_echo(struct throttle_probe *p, uint64_t stamp_ms, size_t len)
+{
+	/* Stamps are our own, but an echo never counts twice for more
+	 * than was sent. */
+	if (measured(p, stamp_ms) && p->measured_back + len <= p->measured_sent)
+		p->measured_back += len;
+}
+
+bool
+throttle_probe_over(const struct throttle_probe *p, uint64_t now_ms)
+{
+	return now_ms >= p->end_ms;
+}
+
+double
+throttle_probe_share(const struct throttle_probe *p)
+{
+	if (p->measured_sent == 0)
+		return 0;
+	return (double)p->measured_back / (double)p->measured_sent;
+}
+
+bool
+throttle_probe_passed(const struct throttle_probe *p)
+{
+	return p->measured_sent > 0 && p->measured_back *
+	    THROTTLE_PROBE_PASS_DEN >= p->measured_sent * THROTTLE_PROBE_PASS_NUM;
+}

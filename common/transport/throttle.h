@@ -10,6 +10,7 @@
 #define ROVE_THROTTLE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* The window a verdict looks at: this many ticks of THROTTLE_TICK_MS. */
@@ -70,5 +71,66 @@ bool throttle_tick(struct throttle_watch *, uint64_t now_ms, uint64_t sent,
 /* The bytes of the last window, in bits per second (0 until the window
  * is full). */
 uint64_t throttle_rate_bps(const struct throttle_watch *);
+
+/* The rate probe: on TCP because QUIC looked policed, the client learns
+ * whether QUIC would carry its load again before it moves the session
+ * back (a move resets every forward, and a policer still there sends it
+ * away again seconds later). On a QUIC connection that the server never
+ * adopts (ALPN PROTO_ALPN_PROBE), it sends DATAGRAMs at an offered rate,
+ * each stamped with its send time, and the server echoes them. A warm-up
+ * lets the congestion window grow; what comes back of what was sent in
+ * the measured span after it is the verdict. Pure, like the watch. */
+/* The offer, each way: twice what QUIC carried when it looked policed,
+ * within these bounds (a policer lets through what it did before, half
+ * or less; the offer stays small beside the session's own TCP). */
+#define THROTTLE_PROBE_MIN_BPS UINT64_C(4000000)
+#define THROTTLE_PROBE_MAX_BPS UINT64_C(200000000)
+#define THROTTLE_PROBE_DGRAM 1200
+#define THROTTLE_PROBE_TICK_MS 5
+/* Warm-up: this many round trips for slow start, within bounds. */
+#define THROTTLE_PROBE_WARM_RTTS 8
+#define THROTTLE_PROBE_WARM_MIN_MS 500
+#define THROTTLE_PROBE_WARM_MAX_MS 2000
+#define THROTTLE_PROBE_MEASURE_MS 2000
+/* After the measured span, echoes are awaited this many round trips. */
+#define THROTTLE_PROBE_TAIL_RTTS 2
+#define THROTTLE_PROBE_TAIL_MIN_MS 300
+/* Share of the measured bytes that must come back: 3/4. */
+#define THROTTLE_PROBE_PASS_NUM 3
+#define THROTTLE_PROBE_PASS_DEN 4
+
+struct throttle_probe {
+	uint64_t offer_bps;
+	uint64_t start_ms, measure_from_ms, measure_to_ms, end_ms;
+	uint64_t sent;            /* bytes sent since start */
+	uint64_t measured_sent;   /* ... of them stamped in the measured span */
+	uint64_t measured_back;   /* echoes of those that came back */
+};
+
+/* The offer for a QUIC that carried `quic_bps` when it looked policed. */
+uint64_t throttle_probe_offer(uint64_t quic_bps);
+
+/* Start at now_ms on a connection with round trip `rtt_ms`. */
+void throttle_probe_start(struct throttle_probe *, uint64_t now_ms,
+    uint64_t offer_bps, double rtt_ms);
+
+/* Bytes the offer has due by now_ms and not yet sent (none after the
+ * measured span). */
+uint64_t throttle_probe_due(const struct throttle_probe *, uint64_t now_ms);
+
+/* `len` bytes sent at stamp_ms; an echo of `len` bytes stamped stamp_ms
+ * came back. */
+void throttle_probe_sent(struct throttle_probe *, uint64_t stamp_ms,
+    size_t len);
+void throttle_probe_echo(struct throttle_probe *, uint64_t stamp_ms,
+    size_t len);
+
+/* The verdict is due. */
+bool throttle_probe_over(const struct throttle_probe *, uint64_t now_ms);
+
+/* The share of the measured bytes that came back, and whether that is
+ * enough to go back to QUIC. */
+double throttle_probe_share(const struct throttle_probe *);
+bool throttle_probe_passed(const struct throttle_probe *);
 
 #endif

@@ -32,7 +32,6 @@ static const uint8_t ed25519_spki_prefix[12] = {
 	0x30, 0x2a, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x03, 0x21, 0x00,
 };
 
-static const unsigned char alpn_wire[] = "\x06" PROTO_ALPN;
 
 /* One pin callback per process: both programs hold one context. */
 static tls_pin_cb tls_pin;
@@ -183,25 +182,6 @@ verify_cb(int preverify, WOLFSSL_X509_STORE_CTX *store)
 	return 1;
 }
 
-static int
-alpn_select_cb(WOLFSSL *ssl, const unsigned char **out, unsigned char *outlen,
-    const unsigned char *in, unsigned int inlen, void *arg)
-{
-	(void)ssl;
-	(void)arg;
-	for (unsigned int i = 0; i < inlen; i += 1u + in[i]) {
-		if (i + 1u + in[i] > inlen)
-			break;
-		if (in[i] == alpn_wire[0] &&
-		    memcmp(in + i + 1, alpn_wire + 1, alpn_wire[0]) == 0) {
-			*out = in + i + 1;
-			*outlen = in[i];
-			return SSL_TLSEXT_ERR_OK;
-		}
-	}
-	return SSL_TLSEXT_ERR_ALERT_FATAL;
-}
-
 static WOLFSSL_CTX *
 ctx_create(enum tls_role role, const uint8_t priv[static KEY_LEN],
     tls_pin_cb pin, bool quic, char **cause)
@@ -284,8 +264,6 @@ ctx_create(enum tls_role role, const uint8_t priv[static KEY_LEN],
 #endif
 	wolfSSL_CTX_set_verify(ctx, WOLFSSL_VERIFY_PEER |
 	    WOLFSSL_VERIFY_FAIL_IF_NO_PEER_CERT, verify_cb);
-	if (role == TLS_ROLE_SERVER)
-		wolfSSL_CTX_set_alpn_select_cb(ctx, alpn_select_cb, NULL);
 	/* Over TCP the server issues no tickets and takes no early data (both
 	 * return 0 on success, a negative error otherwise): a
 	 * resumption would skip the pin check (a peer a reload removed
@@ -351,16 +329,24 @@ tls_ctx_enable_resumption(WOLFSSL_CTX *ctx, enum tls_role role, bool early_data)
 }
 
 WOLFSSL *
-tls_session_create(WOLFSSL_CTX *ctx, enum tls_role role, void *conn_ref)
+tls_session_create(WOLFSSL_CTX *ctx, enum tls_role role, void *conn_ref,
+    const char *alpn)
 {
 	WOLFSSL *ssl = wolfSSL_new(ctx);
 
 	if (ssl == NULL)
 		fatalx("wolfSSL_new failed");
 	wolfSSL_set_app_data(ssl, conn_ref);
+	/* The server's choice comes from its own list: this wolfSSL build
+	 * never calls an ALPN select callback, so a context's callback
+	 * would leave QUIC's handshakes without ALPN (RFC 9001, 8.1 wants
+	 * one). A client that offers none of the list gets an alert. */
+	if (wolfSSL_UseALPN(ssl, (char *)(uintptr_t)alpn, (unsigned)strlen(alpn),
+	    role == TLS_ROLE_SERVER ? WOLFSSL_ALPN_FAILED_ON_MISMATCH :
+	    WOLFSSL_ALPN_CONTINUE_ON_MISMATCH) != WOLFSSL_SUCCESS)
+		fatalx("cannot set the ALPN %s", alpn);
 	if (role == TLS_ROLE_CLIENT) {
 		wolfSSL_set_connect_state(ssl);
-		wolfSSL_set_alpn_protos(ssl, alpn_wire, sizeof alpn_wire - 1);
 #if TLS_HAVE_PQ
 		/* The key shares are always ours: left to itself, wolfSSL
 		 * >= 5.9 offers on resumption the share of the group the
@@ -378,6 +364,16 @@ tls_session_create(WOLFSSL_CTX *ctx, enum tls_role role, void *conn_ref)
 		wolfSSL_set_accept_state(ssl);
 	}
 	return ssl;
+}
+
+bool
+tls_alpn_is(WOLFSSL *ssl, const char *proto)
+{
+	unsigned short len = 0;
+	char *got = NULL;
+
+	return ssl != NULL && wolfSSL_ALPN_GetProtocol(ssl, &got, &len) == WOLFSSL_SUCCESS &&
+	    len == strlen(proto) && memcmp(got, proto, len) == 0;
 }
 
 /* One process, one key log: both programs make one context. */

@@ -81,9 +81,16 @@ void tls_ctx_enable_resumption(WOLFSSL_CTX *, enum tls_role, bool early_data);
  * followed through a link. Returns 0, or -1 with *cause set. */
 int tls_ctx_set_keylog(WOLFSSL_CTX *, const char *path, char **cause);
 
-/* A new WOLFSSL object for one connection (client side: ALPN set and
- * the connect state entered). `conn_ref` becomes its app data. */
-WOLFSSL *tls_session_create(WOLFSSL_CTX *, enum tls_role, void *conn_ref);
+/* A new WOLFSSL object for one connection (client side: the connect
+ * state entered). `alpn`: a client's one protocol, or the comma-separated
+ * list of those a server takes (a client offering none of them gets an
+ * alert). `conn_ref` becomes its app data. */
+WOLFSSL *tls_session_create(WOLFSSL_CTX *, enum tls_role, void *conn_ref,
+    const char *alpn);
+
+/* Whether the handshake agreed on ALPN `proto` (false without `ssl`: a
+ * server frees it once the handshake is over). */
+bool tls_alpn_is(WOLFSSL *, const char *proto);
 
 /* QUIC's HKDF: the linker sends ngtcp2's calls of wolfSSL_quic_hkdf*
  * to the __wrap_ versions in tls.c (-Wl,--wrap in the Makefile), which

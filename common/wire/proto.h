@@ -12,6 +12,9 @@
 #include "varint.h"
 
 #define PROTO_ALPN "rove/1"
+/* A client's rate probe (PROTO_FEATURE_RATE_PROBE): authenticated like a
+ * session, never adopted as one; the server echoes its DATAGRAMs. */
+#define PROTO_ALPN_PROBE "rove-probe/1"
 #define PROTO_VERSION 1
 
 /* DATAGRAM payload = varint context ID, then the payload. */
@@ -64,11 +67,15 @@ enum proto_msg_type {
  * datagrams under contexts from PROTO_CTX_UDP_BASE up (roved relays the
  * client's -L udp/ flows) */
 #define PROTO_FEATURE_UDP_FORWARD (UINT64_C(1) << 6)
+/* serves rate probes: a QUIC connection with ALPN PROTO_ALPN_PROBE that
+ * does not take the session and has its DATAGRAMs echoed */
+#define PROTO_FEATURE_RATE_PROBE (UINT64_C(1) << 7)
 /* all this version has */
 #define PROTO_FEATURES (PROTO_FEATURE_CANCEL_REMOTE | \
 	PROTO_FEATURE_LOSS_RECOVERY | PROTO_FEATURE_PATH_NOTICE | \
 	PROTO_FEATURE_FWD_RESUME | PROTO_FEATURE_REMOTE_BIND | \
-	PROTO_FEATURE_LOSS_REPORT | PROTO_FEATURE_UDP_FORWARD)
+	PROTO_FEATURE_LOSS_REPORT | PROTO_FEATURE_UDP_FORWARD | \
+	PROTO_FEATURE_RATE_PROBE)
 
 /* Application close codes. A client that ends its connection because the
  * session moves to another (a transport switch) says so: the server keeps

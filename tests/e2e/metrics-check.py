@@ -96,6 +96,9 @@ for p in status["peers"]:
         check("%s throttle_moves" % name,
               peer_value("rove_peer_throttle_moves_total", name),
               float(p["throttle_moves"]))
+        check("%s throttle_probes_failed" % name,
+              peer_value("rove_peer_throttle_probes_failed_total", name),
+              float(p["throttle_probes_failed"]))
     check("%s zero_rtt accepted" % name,
           peer_value("rove_peer_zero_rtt_accepted_total", name),
           float(p["zero_rtt"]["accepted"]))

@@ -63,6 +63,7 @@
 #include "base/key.h"
 #include "base/random.h"
 #include "transport/tls.h"
+#include "wire/proto.h"
 #include "wire/ippkt.h"
 
 #define MAX_COUNT 1000000
@@ -240,7 +241,7 @@ make_initial(WOLFSSL_CTX *ctx, const ngtcp2_path *path, uint8_t *buf, size_t len
 		    ngtcp2_strerror(rv));
 		return -1;
 	}
-	ssl = tls_session_create(ctx, TLS_ROLE_CLIENT, &g.ref);
+	ssl = tls_session_create(ctx, TLS_ROLE_CLIENT, &g.ref, PROTO_ALPN);
 	ngtcp2_conn_set_tls_native_handle(g.conn, ssl);
 	n = ngtcp2_conn_write_pkt(g.conn, NULL, &pi, buf, len, now_ns());
 	ngtcp2_conn_del(g.conn);

@@ -10,10 +10,14 @@
 #    round trip, moves to TCP, and 10 s after the policer appeared the
 #    transfer gets at least 80% of the reference; it stays on TCP (one
 #    move, TCP's trial won, QUIC held off for 60 s);
-#  - policer off, a network change: QUIC is probed at once and is back;
+#  - policer still on, a network change: a rate probe (a QUIC connection
+#    roved echoes and never adopts) gets little of its offer back, so the
+#    session stays on TCP, no handshake at roved, the hold doubled;
+#  - policer off, a network change: the rate probe passes and the
+#    session is back on QUIC;
 #  - policer on, a download: the server's LOSS_REPORT tells rove, which
 #    moves again; found again within a minute of the return, the hold
-#    doubles to 120 s.
+#    doubles again, to 240 s.
 . "$(dirname "$0")/lib.sh"
 e2e_init "$@"
 command -v iperf3 >/dev/null || die "iperf3 is not installed (scripts/deps.sh installs it)"
@@ -71,12 +75,31 @@ check "policed upload: rove saw its own loss" grep -q "QUIC looks throttled: [0-
 check "policed upload: TCP won its trial and QUIC is held off 60 s" \
 	wait_for 10 "the trial's verdict" grep -q "staying on TCP, QUIC is tried again in 60 s" "$WORK/laptop.log"
 
-# 4. The policer goes; a network change probes QUIC at once.
-police off
-nudge
-expect_eq "policer gone: back to QUIC" 2 "$(lap quic_returns)"
+# 4. The policer stays; a network change probes QUIC's rate at once. The
+# probe is not a session: roved counts no handshake for it.
+hs=$(srv_get 'peers[name=laptop].handshakes')
+route_change add
+check "policer still on: the rate probe finds it" \
+	wait_for 15 "the rate probe's verdict" grep -q "still throttled, staying on TCP, QUIC is tried again in 120 s" "$WORK/laptop.log"
+route_change del
+grep "probing whether QUIC carries\|QUIC carried" "$WORK/laptop.log" | sed 's/^/    /'
+expect_eq "policer still on: transport" tcp "$(lap transport)"
+expect_eq "policer still on: back to QUIC (none more)" 1 "$(lap quic_returns)"
+expect_eq "policer still on: rate probes that found it" 1 "$(lap throttle_probes_failed)"
+expect_eq "policer still on: roved's handshakes for the laptop" "$hs" "$(srv_get 'peers[name=laptop].handshakes')"
+check "policer still on: roved served the probe" grep -q "peer laptop probes QUIC's rate" "$WORK/roved.log"
 
-# 5. The policer again, under a download: the server's loss.
+# 5. The policer goes; a network change: the rate probe passes and the
+# session moves back.
+police off
+t0=$(now)
+nudge
+log "policer gone: back on QUIC after $(elapsed "$t0" "$(now)") s"
+expect_eq "policer gone: back to QUIC" 2 "$(lap quic_returns)"
+check "policer gone: the rate probe passed" grep -q "the policer is gone, the session moves back" "$WORK/laptop.log"
+expect_eq "policer gone: rate probes that found it" 1 "$(lap throttle_probes_failed)"
+
+# 6. The policer again, under a download: the server's loss.
 police on
 t0=$(now)
 # Four streams sharing the rate: a single one that the policer drove into
@@ -96,7 +119,7 @@ expect_eq "policed download: moves from a throttled QUIC" 2 "$(lap throttle_move
 check "policed download: the server's LOSS_REPORT told rove" grep -q "QUIC looks throttled: [0-9]*% of the server's packets lost" "$WORK/laptop.log"
 # The trial's verdict comes 4 s after the move.
 check "policed download: found again within a minute, the hold doubles" \
-	wait_for 10 "the trial's verdict" grep -q "QUIC is tried again in 120 s" "$WORK/laptop.log"
+	wait_for 10 "the trial's verdict" grep -q "QUIC is tried again in 240 s" "$WORK/laptop.log"
 grep "throttled\|trial\|TLS over TCP carries" "$WORK/laptop.log" | sed 's/^/    /'
 police off
 e2e_finish

@@ -86,11 +86,14 @@ mbits() {
 ge() { "$PY" -c "import sys; sys.exit(0 if float(sys.argv[1]) >= float(sys.argv[2]) else 1)" "$1" "$2"; }
 
 
-# nudge: a route changes on the laptop (as when a network comes back), so
-# that rove on TCP probes QUIC at once; waits for the session on QUIC.
+# route_change add|del: a route comes or goes on the laptop (as when a
+# network comes back), so that rove on TCP probes QUIC at once.
+route_change() { ip -n "$NS_LAP" route "$1" 198.18.99.0/24 dev eth0; }
+# nudge: a route change; waits for the session on QUIC (on a throttled
+# session, the rate probe's 3-5 s first).
 nudge() {
-	ip -n "$NS_LAP" route add 198.18.99.0/24 dev eth0
+	route_change add
 	wait_for 10 "the session back on QUIC" transport_is quic ||
 		fail "the session did not return to QUIC after a route change"
-	ip -n "$NS_LAP" route del 198.18.99.0/24 dev eth0
+	route_change del
 }

@@ -21,6 +21,7 @@
 #include "transport/quic.h"
 #include "transport/tls.h"
 #include "transport/udp.h"
+#include "wire/proto.h"
 
 #define PAIR_STREAM_WINDOW 32768
 #define PAIR_DELAY_NS (1000 * 1000)   /* one-way delay: 1 ms virtual */
@@ -39,6 +40,8 @@ struct endpoint {
 	int pin_calls;
 	uint8_t pin_seen[KEY_LEN];
 	int handshakes;
+	/* The ALPN agreed, as the handshake's end saw it ("" for none). */
+	char alpn[16];
 	int closed;
 	struct quic_close_info close_info;
 
@@ -124,9 +127,14 @@ static inline void
 pair_on_handshake(struct quic_conn *qc, void *arg)
 {
 	struct endpoint *e = arg;
+	const char *known[] = { PROTO_ALPN, PROTO_ALPN_PROBE };
 
-	(void)qc;
 	e->handshakes++;
+	e->alpn[0] = '\0';
+	for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
+		if (tls_alpn_is(quic_conn_tls(qc), known[i]))
+			snprintf(e->alpn, sizeof e->alpn, "%s", known[i]);
+	}
 }
 
 static inline void

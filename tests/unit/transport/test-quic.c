@@ -166,6 +166,30 @@ test_handshake(void **state)
 	pair_free(p);
 }
 
+/* A rate probe and a session each get the ALPN they offer from the
+ * server's list (RFC 9001, 8.1: QUIC needs one), which is how roved
+ * tells a probe it must not adopt. */
+static void
+test_rate_probe_alpn(void **state)
+{
+	struct pair *p = connected_pair();
+
+	(void)state;
+	assert_string_equal(p->c.alpn, PROTO_ALPN);
+	assert_string_equal(p->s.alpn, PROTO_ALPN);
+	pair_free(p);
+
+	p = pair_new_plain();
+	p->cqs.probe = true;
+	pair_connect(p, NULL);
+	assert_true(pair_run(p, ROUNDS) > 0);
+	assert_int_equal(quic_conn_state(p->c.qc), QUIC_STATE_ESTABLISHED);
+	assert_int_equal(p->s.handshakes, 1);
+	assert_string_equal(p->c.alpn, PROTO_ALPN_PROBE);
+	assert_string_equal(p->s.alpn, PROTO_ALPN_PROBE);
+	pair_free(p);
+}
+
 static void
 test_client_refuses_server(void **state)
 {
@@ -1750,6 +1774,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_handshake, test_teardown),
+		cmocka_unit_test_teardown(test_rate_probe_alpn, test_teardown),
 		cmocka_unit_test_teardown(test_client_refuses_server,
 		    test_teardown),
 		cmocka_unit_test_teardown(test_server_refuses_client,

@@ -1,5 +1,6 @@
 /* Unit tests for common/transport/throttle.c: the policer verdicts after
- * given loss and round-trip histories, in both directions. */
+ * given loss and round-trip histories, in both directions; the rate
+ * probe's offer, pacing and verdict. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -212,6 +213,115 @@ test_new_connection(void **state)
 	assert_int_equal(t.npeer, 1);
 }
 
+static void
+test_probe_offer(void **state)
+{
+	(void)state;
+	assert_int_equal(throttle_probe_offer(0), 4000000);
+	assert_int_equal(throttle_probe_offer(1000000), 4000000);
+	assert_int_equal(throttle_probe_offer(2000000), 4000000);
+	assert_int_equal(throttle_probe_offer(10000000), 20000000);
+	assert_int_equal(throttle_probe_offer(99999999), 199999998);
+	assert_int_equal(throttle_probe_offer(100000000), 200000000);
+	assert_int_equal(throttle_probe_offer(UINT64_MAX), 200000000);
+}
+
+static void
+test_probe_pacing(void **state)
+{
+	struct throttle_probe p;
+
+	(void)state;
+	/* 100 ms: eight round trips of warm-up, two of tail but at least
+	 * 300 ms. */
+	throttle_probe_start(&p, 1000, 8000000, 100);
+	assert_int_equal(p.measure_from_ms, 1800);
+	assert_int_equal(p.measure_to_ms, 3800);
+	assert_int_equal(p.end_ms, 4100);
+	/* A LAN: the shortest warm-up; a satellite: the longest, and the
+	 * tail two round trips. */
+	throttle_probe_start(&p, 0, 8000000, 0.4);
+	assert_int_equal(p.measure_from_ms, 500);
+	assert_int_equal(p.end_ms, 2800);
+	throttle_probe_start(&p, 0, 8000000, 600);
+	assert_int_equal(p.measure_from_ms, 2000);
+	assert_int_equal(p.measure_to_ms, 4000);
+	assert_int_equal(p.end_ms, 5200);
+
+	/* 8 Mbit/s is 1,000 bytes a millisecond. */
+	throttle_probe_start(&p, 1000, 8000000, 100);
+	assert_int_equal(throttle_probe_due(&p, 999), 0);
+	assert_int_equal(throttle_probe_due(&p, 1005), 5000);
+	throttle_probe_sent(&p, 1005, 4800);
+	assert_int_equal(throttle_probe_due(&p, 1005), 200);
+	assert_int_equal(throttle_probe_due(&p, 1010), 5200);
+	throttle_probe_sent(&p, 1010, 6000);
+	assert_int_equal(throttle_probe_due(&p, 1010), 0);
+	assert_int_equal(p.measured_sent, 0);
+	/* Nothing is due once the measured span is over. */
+	assert_int_equal(throttle_probe_due(&p, 3799), 2799000 - 10800);
+	assert_int_equal(throttle_probe_due(&p, 3800), 0);
+	assert_false(throttle_probe_over(&p, 4099));
+	assert_true(throttle_probe_over(&p, 4100));
+}
+
+/* Send 1,200 bytes each 5 ms through the whole probe, and echo back
+ * `back` of each `of`, from the warm-up on. */
+static void
+probe_run(struct throttle_probe *p, unsigned back, unsigned of)
+{
+	unsigned n = 0;
+
+	throttle_probe_start(p, 0, 8000000, 50);
+	for (uint64_t t = 0; t < p->measure_to_ms; t += 5) {
+		throttle_probe_sent(p, t, 1200);
+		if (n++ % of < back)
+			throttle_probe_echo(p, t, 1200);
+	}
+}
+
+static void
+test_probe_share(void **state)
+{
+	struct throttle_probe p;
+
+	(void)state;
+	/* A policer: a quarter comes back. */
+	probe_run(&p, 1, 4);
+	assert_int_equal(p.measured_sent, 400 * 1200);
+	assert_int_equal(p.measured_back, 100 * 1200);
+	assert_false(throttle_probe_passed(&p));
+	/* A clean path with some loss: four in five come back. */
+	probe_run(&p, 4, 5);
+	assert_int_equal(p.measured_back, 320 * 1200);
+	assert_true(throttle_probe_share(&p) > 0.799 &&
+	    throttle_probe_share(&p) < 0.801);
+	assert_true(throttle_probe_passed(&p));
+	/* Just three quarters pass; just under does not. */
+	probe_run(&p, 3, 4);
+	assert_true(throttle_probe_passed(&p));
+	p.measured_back -= 1;
+	assert_false(throttle_probe_passed(&p));
+
+	/* Echoes of the warm-up's datagrams, or of stamps after the span,
+	 * are not the verdict's; nor is more back than was sent. */
+	throttle_probe_start(&p, 0, 8000000, 50);
+	throttle_probe_sent(&p, 100, 1200);
+	throttle_probe_echo(&p, 100, 1200);
+	assert_int_equal(p.measured_back, 0);
+	throttle_probe_sent(&p, 600, 1200);
+	throttle_probe_echo(&p, 600, 1200);
+	throttle_probe_echo(&p, 600, 1200);
+	throttle_probe_echo(&p, 2600, 1200);
+	assert_int_equal(p.measured_sent, 1200);
+	assert_int_equal(p.measured_back, 1200);
+	assert_true(throttle_probe_passed(&p));
+	/* Nothing measured: no verdict for QUIC. */
+	throttle_probe_start(&p, 0, 8000000, 50);
+	assert_false(throttle_probe_passed(&p));
+	assert_true(throttle_probe_share(&p) < 1e-9);
+}
+
 int
 main(void)
 {
@@ -224,6 +334,9 @@ main(void)
 		cmocka_unit_test(test_peer_reports),
 		cmocka_unit_test(test_reports_together),
 		cmocka_unit_test(test_new_connection),
+		cmocka_unit_test(test_probe_offer),
+		cmocka_unit_test(test_probe_pacing),
+		cmocka_unit_test(test_probe_share),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
