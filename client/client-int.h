@@ -43,6 +43,7 @@ struct csock {
 	struct udp_batch batch;
 	struct event *ev;
 	uint64_t opened_ms;
+	struct sockaddr_storage remote;  /* the server's end it is connected to */
 	/* Pinned to this uplink's interface (IP_UNICAST_IF), whatever the
 	 * routing table prefers; 0: it follows the table. */
 	int pinned_ifindex;

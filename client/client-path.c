@@ -13,6 +13,7 @@
 #include "base/addr.h"
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/random.h"
 #include "base/xmalloc.h"
 #include "client-int.h"
 #include "transport/quic.h"
@@ -92,12 +93,13 @@ udp_read_cb(evutil_socket_t fd, short what, void *arg)
 	quic_write_dirty();
 }
 
-/* A new socket connected to the server: the kernel picks the local
- * address and port of today's path, or with `up` the socket is bound to
- * that uplink's address and sends out of its interface whatever the
- * routing table prefers (IP_UNICAST_IF, which needs no privilege). */
+/* A new socket connected to the server at `remote`: the kernel picks
+ * the local address and port of today's path, or with `up` the socket is
+ * bound to that uplink's address and sends out of its interface whatever
+ * the routing table prefers (IP_UNICAST_IF, which needs no privilege). */
 static struct csock *
-sock_open(struct client *c, const struct tun_netlink_uplink *up, char **cause)
+sock_open(struct client *c, const struct tun_netlink_uplink *up,
+    const struct sockaddr *remote, socklen_t remotelen, char **cause)
 {
 	struct csock *cs = xcalloc(1, sizeof *cs);
 	struct sockaddr_storage src;
@@ -132,12 +134,14 @@ sock_open(struct client *c, const struct tun_netlink_uplink *up, char **cause)
 	if (c->fwmark != 0 && setsockopt(cs->sock.fd, SOL_SOCKET, SO_MARK,
 	    &c->fwmark, sizeof c->fwmark) == -1)
 		log_warn("UDP socket: cannot set its mark: %s", strerror(errno));
-	if (connect(cs->sock.fd, (struct sockaddr *)&c->server, c->serverlen) == -1) {
+	if (remotelen > sizeof cs->remote ||
+	    connect(cs->sock.fd, remote, remotelen) == -1) {
 		xasprintf(cause, "connect: %s", strerror(errno));
 		udp_close(&cs->sock);
 		free(cs);
 		return NULL;
 	}
+	memcpy(&cs->remote, remote, remotelen);
 	cs->sock.locallen = sizeof cs->sock.local;
 	getsockname(cs->sock.fd, (struct sockaddr *)&cs->sock.local, &cs->sock.locallen);
 	udp_batch_init(&cs->batch, &cs->sock);
@@ -150,7 +154,56 @@ sock_open(struct client *c, const struct tun_netlink_uplink *up, char **cause)
 struct csock *
 client_path_sock_open(struct client *c, char **cause)
 {
-	return sock_open(c, NULL, cause);
+	return sock_open(c, NULL, (struct sockaddr *)&c->server, c->serverlen,
+	    cause);
+}
+
+/* A socket for the session to move to: towards the server's end of the
+ * path it is on, which after a move among ServerPorts is not Server's
+ * port (the one a middlebox may have cut). */
+static struct csock *
+move_sock_open(struct client *c, const struct tun_netlink_uplink *up,
+    char **cause)
+{
+	const struct sockaddr *remote = NULL;
+	socklen_t len = 0;
+
+	if (c->qc != NULL && !quic_conn_is_tcp(c->qc))
+		remote = quic_conn_remote(c->qc, &len);
+	if (remote == NULL)
+		return client_path_sock_open(c, cause);
+	return sock_open(c, up, remote, len, cause);
+}
+
+/* With ServerPorts, the server's end of the path with another of its
+ * ports, at random (*len 0: none, or no other). */
+static void
+other_server_port(struct client *c, struct sockaddr_storage *to,
+    socklen_t *len)
+{
+	uint16_t first = c->cfg->server_ports_first, last = c->cfg->server_ports_last;
+	const struct sockaddr *cur;
+	struct ipaddr a;
+	uint16_t port, next;
+	uint32_t r;
+
+	*len = 0;
+	if (first == 0 || first == last || c->qc == NULL ||
+	    (cur = quic_conn_remote(c->qc, len)) == NULL ||
+	    addr_from_sockaddr(cur, &a, &port) != 0) {
+		*len = 0;
+		return;
+	}
+	random_bytes((uint8_t *)&r, sizeof r);
+	/* One of the range's others: the current port, if in it, skipped. */
+	if (port >= first && port <= last) {
+		next = (uint16_t)(first + r % (uint32_t)(last - first));
+		if (next >= port)
+			next++;
+	} else {
+		next = (uint16_t)(first + r % ((uint32_t)(last - first) + 1));
+	}
+	addr_to_sockaddr(&a, next, to, len);
 }
 
 void
@@ -325,7 +378,7 @@ client_path_check(evutil_socket_t fd, short what, void *arg)
 		    addr_sockaddr_str((struct sockaddr *)&c->sock->sock.local, buf));
 		return;
 	}
-	if ((cs = client_path_sock_open(c, &cause)) == NULL) {
+	if ((cs = move_sock_open(c, NULL, &cause)) == NULL) {
 		log_warn("migration: %s", cause);
 		free(cause);
 		return;
@@ -449,7 +502,7 @@ escape_silent_uplink(struct client *c, const char *why)
 			continue;
 		if (c->nescape_tried < sizeof c->escape_tried / sizeof c->escape_tried[0])
 			c->escape_tried[c->nescape_tried++] = up[i].ifindex;
-		if ((cs = sock_open(c, &up[i], &cause)) == NULL) {
+		if ((cs = move_sock_open(c, &up[i], &cause)) == NULL) {
 			log_warn("uplink %s: %s", if_indextoname((unsigned)up[i].ifindex,
 			    ifname) != NULL ? ifname : "?", cause);
 			free(cause);
@@ -486,29 +539,45 @@ escape_silent_uplink(struct client *c, const char *why)
 	c->reprobe_next_ms = now + c->reprobe_wait_ms;
 	if (!client_path_reprobe(c))
 		return;
+	char to[ADDR_STRLEN + 8] = "";
+
+	if (c->cfg->server_ports_first != 0) {
+		strcpy(to, ", to ");
+		addr_sockaddr_str((struct sockaddr *)&c->sock->remote, to + 5);
+	}
 	if (first)
-		log_info("%s: the path went silent: moving to a new local port, %s",
-		    why, addr_sockaddr_str((struct sockaddr *)&c->sock->sock.local, buf));
+		log_info("%s: the path went silent: moving to a new local port, %s%s",
+		    why, addr_sockaddr_str((struct sockaddr *)&c->sock->sock.local,
+		    buf), to);
 	else
-		log_debug("%s: asking again from a new local port, %s", why,
-		    addr_sockaddr_str((struct sockaddr *)&c->sock->sock.local, buf));
+		log_debug("%s: asking again from a new local port, %s%s", why,
+		    addr_sockaddr_str((struct sockaddr *)&c->sock->sock.local, buf),
+		    to);
 }
 
 bool
 client_path_reprobe(struct client *c)
 {
+	struct sockaddr_storage to;
+	socklen_t tolen;
 	struct csock *cs;
 	char *cause = NULL;
 
 	if (c->qc == NULL || quic_conn_is_tcp(c->qc) || c->sock == NULL ||
 	    quic_conn_state(c->qc) != QUIC_STATE_ESTABLISHED)
 		return false;
-	if ((cs = client_path_sock_open(c, &cause)) == NULL) {
+	/* A new local port, and with ServerPorts a new server port too: a
+	 * middlebox may single out every flow to the one in use. */
+	other_server_port(c, &to, &tolen);
+	cs = tolen != 0 ? sock_open(c, NULL, (struct sockaddr *)&to, tolen,
+	    &cause) : move_sock_open(c, NULL, &cause);
+	if (cs == NULL) {
 		log_debug("probing the path: %s", cause);
 		free(cause);
 		return false;
 	}
-	if (quic_conn_migrate(c->qc, &cs->batch, false) != 0) {
+	if (quic_conn_migrate_to(c->qc, &cs->batch, tolen != 0 ?
+	    (struct sockaddr *)&to : NULL, tolen, false) != 0) {
 		client_path_sock_free(cs);
 		return false;
 	}

@@ -472,6 +472,21 @@ check_client(struct cfg_parse *cp)
 		cp->cfg->server_tcp_host = xstrdup(cfg->server_host);
 		cp->cfg->server_tcp_port = CFG_DEFAULT_TCP_PORT;
 	}
+	/* The other ports are for QUIC's moves, and Server's is where every
+	 * connection starts. */
+	if (cfg->server_ports_first != 0 && good(&cp->main, CFG_KEY_SERVER_PORTS)) {
+		unsigned line = cp->main.line[CFG_KEY_SERVER_PORTS];
+
+		if (cfg->transport == CFG_TRANSPORT_TCP)
+			error_at(cp, line, "ServerPorts: has no effect with "
+			    "Transport = tcp (the ports are UDP's)");
+		else if (cfg->server_port < cfg->server_ports_first ||
+		    cfg->server_port > cfg->server_ports_last)
+			error_at(cp, line, "ServerPorts: %u-%u does not hold "
+			    "Server's port %u", (unsigned)cfg->server_ports_first,
+			    (unsigned)cfg->server_ports_last,
+			    (unsigned)cfg->server_port);
+	}
 	/* Only TLS over TCP can go through a proxy. */
 	if (cfg->proxy.kind != PROXY_NONE && cfg->transport == CFG_TRANSPORT_QUIC &&
 	    good(&cp->main, CFG_KEY_PROXY))

@@ -209,6 +209,14 @@ print_key(const struct cfg_key *k, const void *obj, FILE *f)
 		fputc('\n', f);
 		break;
 	}
+	case CFG_T_PORTS: {
+		uint16_t first = *(const uint16_t *)p;
+
+		if (first != 0)
+			fprintf(f, "%s = %u-%u\n", k->name, (unsigned)first,
+			    (unsigned)*(const uint16_t *)cfield(obj, k->off_n));
+		break;
+	}
 	case CFG_T_ENDPOINT: {
 		const char *host = *(char *const *)p;
 

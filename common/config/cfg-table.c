@@ -30,6 +30,13 @@ const struct cfg_key cfg_table[CFG_KEY_COUNT] = {
 		CFG(server_host), CFG(server_port), NULL,
 		"the roved to connect to: host[:port], host a name or address",
 	},
+	[CFG_KEY_SERVER_PORTS] = {
+		"ServerPorts", CFG_SEC_CLIENT, CFG_T_PORTS, 0, 0, 0,
+		CFG(server_ports_first), CFG(server_ports_last), NULL,
+		"first-last: UDP ports that all reach roved (an nftables "
+		"redirect there), Server's among them; a move away from a "
+		"silent path goes to another; unset: Server's port only",
+	},
 	[CFG_KEY_SERVER_TCP] = {
 		"ServerTCP", CFG_SEC_CLIENT, CFG_T_ENDPOINT, 0, 0, 0,
 		CFG(server_tcp_host), CFG(server_tcp_port), NULL,

@@ -52,6 +52,7 @@ enum cfg_type {
 	CFG_T_DOMAINS,    /* char *[CFG_MAX_DNS_SEARCH] + size_t */
 	CFG_T_SERVER_ID,  /* struct cid_server_id */
 	CFG_T_HOSTNAME,   /* char *: a DNS name, not an address */
+	CFG_T_PORTS,      /* uint16_t first + uint16_t last: "first-last" */
 };
 
 #define CFG_F_REPEAT (1u << 0)   /* may appear more than once; entries add up */
@@ -65,6 +66,7 @@ enum cfg_key_id {
 	CFG_KEY_LISTEN,
 	CFG_KEY_LISTEN_TCP,
 	CFG_KEY_SERVER,
+	CFG_KEY_SERVER_PORTS,
 	CFG_KEY_SERVER_TCP,
 	CFG_KEY_SERVER_NAME,
 	CFG_KEY_TRANSPORT,

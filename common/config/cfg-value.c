@@ -510,6 +510,30 @@ parse_hostname(struct cfg_parse *cp, const struct cfg_key *k, char **dst,
 	return 0;
 }
 
+/* "first-last", two ports, the first not above the last. */
+static int
+parse_ports(struct cfg_parse *cp, const struct cfg_key *k, uint16_t *first,
+    uint16_t *last, const char *v)
+{
+	unsigned long a, b;
+	char *end, e[ESC_LEN];
+
+	errno = 0;
+	a = strtoul(v, &end, 10);
+	if (end != v && *end == '-' && end[1] >= '0' && end[1] <= '9') {
+		b = strtoul(end + 1, &end, 10);
+		if (errno == 0 && *end == '\0' && v[0] >= '0' && v[0] <= '9' &&
+		    a >= 1 && a <= b && b <= 65535) {
+			*first = (uint16_t)a;
+			*last = (uint16_t)b;
+			return 0;
+		}
+	}
+	parse_error(cp, "%s: '%s' is not first-last (ports 1-65535, the "
+	    "first not above the last)", k->name, quote(e, v));
+	return -1;
+}
+
 static int
 parse_server_id(struct cfg_parse *cp, const struct cfg_key *k,
     struct cid_server_id *dst, const char *v)
@@ -1003,6 +1027,8 @@ cfg_value_parse(struct cfg_parse *cp, const struct cfg_key *k, void *obj,
 		return parse_server_id(cp, k, f, v);
 	case CFG_T_HOSTNAME:
 		return parse_hostname(cp, k, f, v);
+	case CFG_T_PORTS:
+		return parse_ports(cp, k, f, field(obj, k->off_n), v);
 	}
 	return -1;
 }

@@ -207,6 +207,9 @@ struct cfg {
 	/* [Client] */
 	char *server_host; /* name or address, no brackets */
 	uint16_t server_port;
+	/* ServerPorts: UDP ports that all reach roved (0: none), among
+	 * them server_port; a move from a silent path takes another. */
+	uint16_t server_ports_first, server_ports_last;
 	char *server_tcp_host; /* ServerTCP; default: server_host */
 	uint16_t server_tcp_port;
 	char *server_name; /* ServerName: SNI over TCP; NULL: none set */

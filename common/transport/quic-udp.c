@@ -1175,17 +1175,26 @@ quic_conn_ack_silence_ms(struct quic_conn *qc)
 int
 quic_conn_migrate(struct quic_conn *qc, struct udp_batch *batch, bool immediate)
 {
+	return quic_conn_migrate_to(qc, batch, NULL, 0, immediate);
+}
+
+int
+quic_conn_migrate_to(struct quic_conn *qc, struct udp_batch *batch,
+    const struct sockaddr *remote, socklen_t remotelen, bool immediate)
+{
 	ngtcp2_path path;
 	int rv;
 
 	if (qc->tcp != NULL)
 		return -1;
-	if (qc->state != QUIC_STATE_ESTABLISHED)
+	if (qc->state != QUIC_STATE_ESTABLISHED ||
+	    (remote != NULL && remotelen > sizeof qc->remote))
 		return -1;
 	path.local.addr = (ngtcp2_sockaddr *)&batch->sock->local;
 	path.local.addrlen = batch->sock->locallen;
-	path.remote.addr = (ngtcp2_sockaddr *)&qc->remote;
-	path.remote.addrlen = qc->path.remote.addrlen;
+	path.remote.addr = (ngtcp2_sockaddr *)(remote != NULL ?
+	    (const void *)remote : (const void *)&qc->remote);
+	path.remote.addrlen = remote != NULL ? remotelen : qc->path.remote.addrlen;
 	path.user_data = NULL;
 	rv = immediate ?
 	    ngtcp2_conn_initiate_immediate_migration(qc->conn, &path, clock_now()) :

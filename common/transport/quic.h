@@ -393,6 +393,10 @@ WOLFSSL *quic_conn_tls(const struct quic_conn *);
  * dead (its address is gone); else the old path serves until the new one
  * is validated. Returns 0 or -1. */
 int quic_conn_migrate(struct quic_conn *, struct udp_batch *, bool immediate);
+/* The same to the server at `remote` (another of its ports that reach
+ * it, ServerPorts); NULL: where the path goes now. */
+int quic_conn_migrate_to(struct quic_conn *, struct udp_batch *,
+    const struct sockaddr *remote, socklen_t remotelen, bool immediate);
 /* Client: the local address of the path ngtcp2 sends on now (while a
  * new path validates, still the old one); NULL over TCP. */
 const struct sockaddr *quic_conn_path_local(const struct quic_conn *,

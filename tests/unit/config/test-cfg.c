@@ -656,6 +656,60 @@ test_proxy(void **state)
 	cfg_errors_clear(&errs);
 }
 
+/* ServerPorts: a range holding Server's port, for QUIC only. */
+static void
+test_server_ports(void **state)
+{
+	static const struct {
+		const char *text, *err;
+	} bad[] = {
+		{ CLI "ServerPorts = 4434-4440\n", "t.conf:5: ServerPorts: "
+		    "4434-4440 does not hold Server's port 4433" },
+		{ CLI "Transport = tcp\nServerPorts = 4433-4440\n", "t.conf:6: "
+		    "ServerPorts: has no effect with Transport = tcp (the ports "
+		    "are UDP's)" },
+		{ CLI "ServerPorts = 4440-4433\n", NULL },
+		{ CLI "ServerPorts = 4433\n", NULL },
+		{ CLI "ServerPorts = 0-4440\n", NULL },
+		{ CLI "ServerPorts = 4433-65536\n", NULL },
+		{ CLI "ServerPorts = 4433-44x0\n", NULL },
+		{ CLI "ServerPorts = -4433-4440\n", NULL },
+	};
+	struct cfg cfg;
+	struct cfg_errors errs = { 0 };
+	char *out, want[160];
+
+	(void)state;
+	load_ok("/c.conf", CLI "ServerPorts = 4433-4440\n", CFG_ROLE_CLIENT, &cfg);
+	assert_int_equal(cfg.server_ports_first, 4433);
+	assert_int_equal(cfg.server_ports_last, 4440);
+	out = print_to_string(&cfg);
+	cfg_clear(&cfg);
+	assert_non_null(strstr(out, "\nServerPorts = 4433-4440\n"));
+	free(out);
+	load_ok("/c.conf", CLI, CFG_ROLE_CLIENT, &cfg);
+	assert_int_equal(cfg.server_ports_first, 0);
+	out = print_to_string(&cfg);
+	cfg_clear(&cfg);
+	assert_null(strstr(out, "ServerPorts"));
+	free(out);
+
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		const char *v = strstr(bad[i].text, "ServerPorts = ") + 14;
+
+		assert_int_equal(cfg_load_buffer("t.conf", bad[i].text,
+		    strlen(bad[i].text), CFG_ROLE_CLIENT, &cfg, &errs), -1);
+		assert_int_equal(errs.n, 1);
+		snprintf(want, sizeof want, "t.conf:5: ServerPorts: '%.*s' is "
+		    "not first-last (ports 1-65535, the first not above the "
+		    "last)", (int)(strchr(v, '\n') - v), v);
+		assert_string_equal(errs.msg[0], bad[i].err != NULL ?
+		    bad[i].err : want);
+		cfg_clear(&cfg);
+		cfg_errors_clear(&errs);
+	}
+}
+
 /* DNS and DNSSearch (server), DNS (client): lists that add up over
  * lines, names lower-cased, printed as one line each. */
 /* A RemoteForward's bind address is the server's: none and localhost are
@@ -2072,6 +2126,7 @@ main(void)
 		cmocka_unit_test(test_relative_paths),
 		cmocka_unit_test(test_print_roundtrip),
 		cmocka_unit_test(test_proxy),
+		cmocka_unit_test(test_server_ports),
 		cmocka_unit_test(test_dns),
 		cmocka_unit_test(test_remote_bind),
 		cmocka_unit_test(test_allow_remote_forward),
