@@ -17,8 +17,10 @@
 # Then one steady policer under a transfer that runs BENCH_STABLE_SECONDS
 # (default 180) at 50 ms, 100 Mbit/s and Cubic, the transfer running on
 # until the session is back on QUIC: every transport switch with
-# its time, the most in any 60 s, and, once the policer goes (no network
-# change to help), how long until the session is back on QUIC.
+# its time, the most in any 60 s, the rate probes at the holds' ends that
+# found the policer (each kept the session on TCP: a switch pair spared),
+# and, once the policer goes (no network change to help), how long until
+# the session is back on QUIC.
 #
 # usage: bench/throttle.sh BUILD_DIR
 #   BENCH_PATHS (default "0: 50:100 50:"): the paths of the table, as
@@ -142,6 +144,7 @@ while [ "$(date +%s)" -lt "$end" ]; do
 	fi
 	sleep 0.25
 done
+probes_failed=$(lap throttle_probes_failed)
 police off
 t_off=$(now)
 if wait_for 300 "the session back on QUIC" transport_is quic; then
@@ -152,7 +155,7 @@ fi
 stop_pid "$IPERF_PID" >/dev/null 2>&1 || true
 forget_pid "$IPERF_PID"
 log "what rove said of its moves under the steady policer:"
-grep -E "throttled|TLS over TCP carries|moves to|moves back|QUIC answers|unacknowledged|no answer" \
+grep -E "throttled|TLS over TCP carries|moves to|moves back|QUIC answers|QUIC carried|unacknowledged|no answer" \
 	"$WORK/laptop.log" | sed 's/^/    /'
 
 printf '\nrove (Transport = auto) under a 1 Mbit/s UDP policer, TCP free; iperf3 through the tunnel\n\n'
@@ -161,13 +164,15 @@ printf '%-4s %-8s %-6s %9s %6s %9s %8s %10s %10s %6s\n' ms "" CC Mbit/s "" Mbit/
 while read -r r l c cl mv rf dt q lt sh; do
 	printf '%-4s %-8s %-6s %9s %6s %9s %8s %10s %10s %6s\n' "$r" "$l" "$c" "$cl" "$mv" "$rf" "$dt" "$q" "$lt" "$sh"
 done <"$RESULTS"
-"$PY" - "$STABLE" "$back" "${switches[@]}" <<'PY'
+"$PY" - "$STABLE" "$back" "$probes_failed" "${switches[@]}" <<'PY'
 import sys
-stable, back, sw = float(sys.argv[1]), sys.argv[2], [float(x) for x in sys.argv[3:]]
+stable, back, probes = float(sys.argv[1]), sys.argv[2], sys.argv[3]
+sw = [float(x) for x in sys.argv[4:]]
 most = max((sum(1 for y in sw if x <= y < x + 60) for x in sw), default=0)
 print()
 print("steady policer, %d s at 50 ms and 100 Mbit/s, Cubic: %d switches (at %s s), %.2f a minute, at most %d in any 60 s"
       % (stable, len(sw), ", ".join("%.1f" % x for x in sw) or "-", len(sw) / (stable / 60), most))
+print("rate probes that found the policer (the session stayed on TCP): %s" % probes)
 print("policer removed: back on QUIC after %s s (no network change; at most the hold then running)" % back)
 PY
 e2e_finish
