@@ -346,13 +346,10 @@ probe_start(struct session *sess, struct peer *peer)
 	char abuf[ADDR_STRLEN];
 	socklen_t len;
 
-	if (peer->probe != NULL) {
-		struct session *old = peer->probe;
-
-		peer->probe = NULL;
-		old->probe = false;
-		quic_conn_close(old->qc, 0, "replaced by a newer rate probe");
-	}
+	/* The older stays a probe while it closes (its DATAGRAMs are never
+	 * the tunnel's); session_free leaves peer->probe to the newer. */
+	if (peer->probe != NULL)
+		quic_conn_close(peer->probe->qc, 0, "replaced by a newer rate probe");
 	sess->probe = true;
 	peer->probe = sess;
 	log_info("peer %s probes QUIC's rate from %s", peer->cfg->name,

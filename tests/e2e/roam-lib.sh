@@ -414,6 +414,28 @@ roam_wait_up() {
 		wait_for 10 "the client's rove0" tun_up
 }
 
+# roam_echo_up: an echo server on the LAN host behind the LocalForward
+# (every connection it accepts a line in $WORK/accepts), and rove's
+# forward listening.
+roam_echo_up() {
+	bg echo-serve "$RNS_L" "$PY" "$E2E_DIR/fwd-peer.py" serve "$LAN:$FWD_PORT" --echo \
+		--accepts "$WORK/accepts" --timeout 120
+	wait_for 10 "the echo server" tcp_port_open "$RNS_L" "$FWD_PORT" ||
+		die "the echo server does not listen"
+	wait_for 10 "rove's LocalForward" tcp_port_open "$RNS_C" "$FWD_PORT" ||
+		die "rove does not listen on 127.0.0.1:$FWD_PORT"
+}
+
+# roam_assert_no_tcp_race: rove never tried TLS over TCP (the session's
+# QUIC coped on its own).
+roam_assert_no_tcp_race() {
+	if grep -q "(TLS over TCP) too" "$WORK/laptop.log"; then
+		failc "rove raced TLS over TCP: $(grep -m1 "(TLS over TCP) too" "$WORK/laptop.log")"
+	else
+		pass "rove never raced TLS over TCP"
+	fi
+}
+
 # ping_bg NAME SECONDS [DEST]: ping every 10 ms through the tunnel for
 # SECONDS (ping slows down while no answers come, so a count would not
 # bound the time), with timestamps (-D), into $WORK/NAME.log; PID in

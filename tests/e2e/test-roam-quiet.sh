@@ -26,11 +26,7 @@ done
 assert_eq "pings answered, each after 2.5 s of quiet" 6 "$answered"
 assert_eq "rove's migrations while quiet" "$mig0" "$(cget migrations)"
 assert_eq "moves to a new local port" 0 "$(cget port_moves)"
-if grep -q "(TLS over TCP) too" "$WORK/laptop.log"; then
-	failc "rove raced TLS over TCP: $(grep -m1 "(TLS over TCP) too" "$WORK/laptop.log")"
-else
-	pass "rove never raced TLS over TCP"
-fi
+roam_assert_no_tcp_race
 assert_eq "transport" quic "$(cget transport)"
 assert_eq "moves to TCP" 0 "$(cget tcp_fallbacks)"
 assert_eq "client's handshakes" 1 "$(cget handshakes)"

@@ -18,12 +18,7 @@ server_key "$RCONF_S" ListenTCP "$S_OUT:443"
 roam_start_roved
 roam_start_client
 roam_wait_up || die "the tunnel does not come up"
-bg echo-serve "$RNS_L" "$PY" "$E2E_DIR/fwd-peer.py" serve "$LAN:$FWD_PORT" --echo \
-	--accepts "$WORK/accepts" --timeout 120
-wait_for 10 "the echo server" tcp_port_open "$RNS_L" "$FWD_PORT" ||
-	die "the echo server does not listen"
-wait_for 10 "rove's LocalForward" tcp_port_open "$RNS_C" "$FWD_PORT" ||
-	die "rove does not listen on 127.0.0.1:$FWD_PORT"
+roam_echo_up
 
 NOSYN='tcp dport 443 tcp flags & (syn | ack) == syn drop'
 raced() { grep -q "(TLS over TCP) too" "$WORK/laptop.log"; }

@@ -51,12 +51,7 @@ remote_port() { local r; r=$(cget remote); echo "${r##*:}"; }
 roam_start_roved
 roam_start_client
 roam_wait_up || die "the tunnel does not come up"
-bg echo-serve "$RNS_L" "$PY" "$E2E_DIR/fwd-peer.py" serve "$LAN:$FWD_PORT" --echo \
-	--accepts "$WORK/accepts" --timeout 120
-wait_for 10 "the echo server" tcp_port_open "$RNS_L" "$FWD_PORT" ||
-	die "the echo server does not listen"
-wait_for 10 "rove's LocalForward" tcp_port_open "$RNS_C" "$FWD_PORT" ||
-	die "rove does not listen on 127.0.0.1:$FWD_PORT"
+roam_echo_up
 assert_eq "server port at the start" "$PORT" "$(remote_port)"
 assert_eq "flows through the redirect at the start" 0 "$(redirected)"
 
@@ -93,11 +88,7 @@ assert_cmp "echo rounds" "$(jf "$chat" rounds)" -ge $((CHAT_SECS * 10))
 assert_eq "connections the echo server accepted" 1 "$(wc -l <"$WORK/accepts")"
 assert_eq "transport" quic "$(cget transport)"
 assert_eq "moves to TCP" 0 "$(cget tcp_fallbacks)"
-if grep -q "(TLS over TCP) too" "$WORK/laptop.log"; then
-	failc "rove raced TLS over TCP: $(grep -m1 "(TLS over TCP) too" "$WORK/laptop.log")"
-else
-	pass "rove never raced TLS over TCP"
-fi
+roam_assert_no_tcp_race
 assert_eq "client's handshakes" 1 "$(cget handshakes)"
 assert_eq "roved's handshakes" 1 "$(sgetp handshakes)"
 
