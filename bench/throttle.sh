@@ -99,8 +99,13 @@ for link in ${BENCH_PATHS-0: 50:100 50:}; do
 		clean=$(mbits "clean-$rtt-$cc" 2 10)
 		clean_moves=$(($(lap tcp_fallbacks) - moves0))
 
+		# An idle path that stops passing UDP is noticed only once a
+		# packet goes unanswered: a ping while it does.
+		bg "ping-block-$rtt-$cc" "$NS_C" ping -n -q -i 0.2 -W 1 -c 50 "$SRV_TUN4"
+		ping_pid=$BG_PID
 		router_udp_block on
 		wait_for 10 "the session on TCP" transport_is tcp || die "UDP blocked: no move to TCP"
+		stop_pids "$ping_pid"
 		iperf_bg "tcp-$rtt-$cc" 10 -C "$cc"
 		iperf_wait "tcp-$rtt-$cc"
 		ref=$(mbits "tcp-$rtt-$cc" 2 10)

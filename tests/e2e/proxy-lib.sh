@@ -82,8 +82,11 @@ http_access deny !authed"
 		die "squid does not start (see squid.log, $d/cache.log)"
 }
 
-# dante_start [RULES]: danted on $PX_ADDR:$DANTE_PORT, no authentication;
-# RULES (socks block ... lines) go before the rule that passes the rest.
+# dante_start [RULES]: danted on $PX_ADDR:$DANTE_PORT; RULES (socks block
+# ... lines) go before the rule that passes the rest. SOCKS requests are
+# authenticated by DANTE_METHOD: none (the default), or username (RFC
+# 1929, against the passwd and shadow files netns_etc gave $NS_PX: ip
+# netns exec mounts them over /etc's for dante alone).
 dante_start() {
 	local d=$WORK/dante
 	mkdir -p "$d"
@@ -92,7 +95,7 @@ dante_start() {
 	internal: $PX_ADDR port = $DANTE_PORT
 	external: $PX_ADDR
 	clientmethod: none
-	socksmethod: none
+	socksmethod: ${DANTE_METHOD:-none}
 	user.privileged: root
 	user.unprivileged: nobody
 	client pass { from: 198.18.1.0/24 to: 0.0.0.0/0 }

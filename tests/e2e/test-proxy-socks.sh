@@ -4,8 +4,12 @@
 # laptop's only way out; nftables drops everything else it sends. The
 # session comes up through it and carries pings and a 4 MiB forward each
 # way with matching sha256; a request dante's rules refuse, and one to a
-# port where nothing listens, give the documented lines, naming the reply;
-# a proxy that never answers is given up at the 10 s deadline.
+# port where nothing listens, give the documented lines, naming the reply.
+# Then dante asks for a user name and password (RFC 1929, checked against
+# a passwd file of the proxy's namespace): the right ones carry pings and
+# the 4 MiB forward, and never show in status or the log; a wrong
+# password gives its line and the long back-off. A proxy that never
+# answers is given up at the 10 s deadline.
 . "$(dirname "$0")/fwd-lib.sh"
 . "$(dirname "$0")/proxy-lib.sh"
 fwd_init "$@"
@@ -63,6 +67,51 @@ line="cannot connect to $SRV_OUTER:$CLOSED_PORT (TLS over TCP): proxy $PX_ADDR:$
 wait_for 15 "the refused line" log_has "$WORK/laptop-closed.log" "$line" ||
 	fail "no 'connection refused by destination host' line in rove's log"
 stop_checked "$LAP_PID" laptop-closed
+
+# dante again, now asking for a user name and password. The account is
+# the proxy namespace's alone: ip netns exec mounts these files over
+# /etc/passwd and /etc/shadow for dante, and nothing else sees them.
+stop_pid "$DANTE_PID"
+forget_pid "$DANTE_PID"
+S5_USER=rove-px
+S5_PASS=S0cks-pw-42
+hash=$(openssl passwd -6 "$S5_PASS") || die "openssl cannot hash the password"
+netns_etc "$NS_PX" passwd "root:x:0:0:root:/root:/bin/sh
+nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin
+$S5_USER:x:64990:65534:rove test:/nonexistent:/usr/sbin/nologin"
+netns_etc "$NS_PX" shadow "root:*:20000:0:99999:7:::
+nobody:*:20000:0:99999:7:::
+$S5_USER:$hash:20000:0:99999:7:::"
+chmod 640 "/etc/netns/$NS_PX/shadow"
+DANTE_METHOD=username dante_start
+cp "$WORK/configs/base.conf" "$WORK/configs/auth.conf"
+client_add "$WORK/configs/auth.conf" "LocalForward = $L_PORT = $LAN_HOST:$T_PORT" \
+	"Proxy = socks5://$S5_USER:$S5_PASS@$PX_ADDR:$DANTE_PORT"
+lap_start laptop-auth "$WORK/configs/auth.conf"
+wait_established laptop || die "the tunnel does not come up through dante with a password"
+expect_eq "rove: proxy (no credentials)" "socks5://$PX_ADDR:$DANTE_PORT" \
+	"$(sget "$NS_LAP" "$LAP_SOCK" 'peers[0].proxy')"
+check "with a password: laptop -> LAN host $LAN_HOST" ping_ok "$NS_LAP" -c 10 -i 0.05 "$LAN_HOST"
+forward_4m socks-auth
+txt=$(nsx "$NS_LAP" "$BUILD/rove" status -s "$LAP_SOCK")
+check "no password in the status or the log" bash -c '! grep -qF -- "$1" <<<"$2"' - \
+	"$S5_PASS" "$txt$(status "$NS_LAP" "$LAP_SOCK")$(cat "$WORK/laptop-auth.log")"
+stop_checked "$LAP_PID" laptop-auth
+
+# A wrong password: dante refuses it, rove says so and waits the longest
+# back-off.
+cp "$WORK/configs/base.conf" "$WORK/configs/auth-wrong.conf"
+client_add "$WORK/configs/auth-wrong.conf" \
+	"Proxy = socks5://$S5_USER:wrong-Pw@$PX_ADDR:$DANTE_PORT"
+lap_start laptop-auth-wrong "$WORK/configs/auth-wrong.conf"
+line="cannot connect to $SRV_OUTER:443 (TLS over TCP): proxy $PX_ADDR:$DANTE_PORT (SOCKS5) refused the user name and password (status 1)"
+wait_for 15 "the refusal line" log_has "$WORK/laptop-auth-wrong.log" "$line" ||
+	fail "no refused-password line in rove's log"
+wait_for 5 "the back-off line" grep -q 'reconnecting in' "$WORK/laptop-auth-wrong.log"
+ms=$(grep -o 'reconnecting in [0-9]* ms' "$WORK/laptop-auth-wrong.log" | head -n1 | grep -o '[0-9]*')
+check "a refused password backs off at least 15 s (got ${ms:-none} ms)" [ "${ms:-0}" -ge 15000 ]
+check "no password in the log" bash -c '! grep -qF -- "wrong-Pw" "$1"' - "$WORK/laptop-auth-wrong.log"
+stop_checked "$LAP_PID" laptop-auth-wrong
 
 # A proxy that takes the connection and never answers: the attempt ends
 # with the TCP handshake's deadline, 10 s, saying so.
