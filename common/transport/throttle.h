@@ -87,10 +87,13 @@ uint64_t throttle_rate_bps(const struct throttle_watch *);
 #define THROTTLE_PROBE_MAX_BPS UINT64_C(200000000)
 #define THROTTLE_PROBE_DGRAM 1200
 #define THROTTLE_PROBE_TICK_MS 5
-/* Warm-up: this many round trips for slow start, within bounds. */
+/* Warm-up: this many round trips for slow start, within bounds. Eight
+ * double the initial window 256 times, to about 3 MB: the most the offer
+ * needs (200 Mbit/s) up to a 120 ms round trip, and an offer of 40 Mbit/s
+ * (a policer at 20) up to 500 ms, where the bound cuts in. */
 #define THROTTLE_PROBE_WARM_RTTS 8
 #define THROTTLE_PROBE_WARM_MIN_MS 500
-#define THROTTLE_PROBE_WARM_MAX_MS 2000
+#define THROTTLE_PROBE_WARM_MAX_MS 4000
 #define THROTTLE_PROBE_MEASURE_MS 2000
 /* After the measured span, echoes are awaited this many round trips. */
 #define THROTTLE_PROBE_TAIL_RTTS 2

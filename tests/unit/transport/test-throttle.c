@@ -238,15 +238,19 @@ test_probe_pacing(void **state)
 	assert_int_equal(p.measure_from_ms, 1800);
 	assert_int_equal(p.measure_to_ms, 3800);
 	assert_int_equal(p.end_ms, 4100);
-	/* A LAN: the shortest warm-up; a satellite: the longest, and the
-	 * tail two round trips. */
+	/* A LAN: the shortest warm-up; 400 ms: eight round trips; a
+	 * satellite: the longest. The tail is two round trips there. */
 	throttle_probe_start(&p, 0, 8000000, 0.4);
 	assert_int_equal(p.measure_from_ms, 500);
 	assert_int_equal(p.end_ms, 2800);
+	throttle_probe_start(&p, 0, 8000000, 400);
+	assert_int_equal(p.measure_from_ms, 3200);
+	assert_int_equal(p.measure_to_ms, 5200);
+	assert_int_equal(p.end_ms, 6000);
 	throttle_probe_start(&p, 0, 8000000, 600);
-	assert_int_equal(p.measure_from_ms, 2000);
-	assert_int_equal(p.measure_to_ms, 4000);
-	assert_int_equal(p.end_ms, 5200);
+	assert_int_equal(p.measure_from_ms, 4000);
+	assert_int_equal(p.measure_to_ms, 6000);
+	assert_int_equal(p.end_ms, 7200);
 
 	/* 8 Mbit/s is 1,000 bytes a millisecond. */
 	throttle_probe_start(&p, 1000, 8000000, 100);
