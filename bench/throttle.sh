@@ -15,7 +15,8 @@
 #             policed), and from 10 s to 20 s as a share of the reference
 #             (the target: 0.8 or more)
 # Then one steady policer under a transfer that runs BENCH_STABLE_SECONDS
-# (default 180) at 50 ms, 100 Mbit/s and Cubic, the transfer running on
+# (default 180) on BENCH_STABLE_PATH (default 50:100, 50 ms and 100
+# Mbit/s) with Cubic, the transfer running on
 # until the session is back on QUIC: every transport switch with
 # its time, the most in any 60 s, the rate probes at the holds' ends that
 # found the policer (each kept the session on TCP: a switch pair spared),
@@ -43,7 +44,9 @@ e2e_transport auto "$S_ADDR"
 POLICE_NS=$NS_R IPERF_NS=$NS_S IPERF_HOST=$SRV_TUN4
 . "$E2E_DIR/throttle-lib.sh"
 STABLE=${BENCH_STABLE_SECONDS:-180}
+STABLE_PATH=${BENCH_STABLE_PATH:-50:100}
 RESULTS=$WORK/results
+: >"$RESULTS"
 
 # path MS [MBIT]: the delay relay with MS of round trip (MS/2 each way)
 # and, with MBIT, a bottleneck of that rate each way; the old one goes.
@@ -132,7 +135,7 @@ for link in ${BENCH_PATHS-0: 50:100 50:}; do
 done
 
 # The steady policer.
-path 50 100
+path "${STABLE_PATH%%:*}" "${STABLE_PATH#*:}"
 fresh_client
 police on
 t0=$(now)
@@ -169,14 +172,15 @@ printf '%-4s %-8s %-6s %9s %6s %9s %8s %10s %10s %6s\n' ms "" CC Mbit/s "" Mbit/
 while read -r r l c cl mv rf dt q lt sh; do
 	printf '%-4s %-8s %-6s %9s %6s %9s %8s %10s %10s %6s\n' "$r" "$l" "$c" "$cl" "$mv" "$rf" "$dt" "$q" "$lt" "$sh"
 done <"$RESULTS"
-"$PY" - "$STABLE" "$back" "$probes_failed" "${switches[@]}" <<'PY'
+"$PY" - "$STABLE" "$back" "$probes_failed" "$STABLE_PATH" "${switches[@]}" <<'PY'
 import sys
 stable, back, probes = float(sys.argv[1]), sys.argv[2], sys.argv[3]
-sw = [float(x) for x in sys.argv[4:]]
+rtt, _, rate = sys.argv[4].partition(":")
+sw = [float(x) for x in sys.argv[5:]]
 most = max((sum(1 for y in sw if x <= y < x + 60) for x in sw), default=0)
 print()
-print("steady policer, %d s at 50 ms and 100 Mbit/s, Cubic: %d switches (at %s s), %.2f a minute, at most %d in any 60 s"
-      % (stable, len(sw), ", ".join("%.1f" % x for x in sw) or "-", len(sw) / (stable / 60), most))
+print("steady policer, %d s at %s ms and %s, Cubic: %d switches (at %s s), %.2f a minute, at most %d in any 60 s"
+      % (stable, rtt, rate + " Mbit/s" if rate else "no bottleneck", len(sw), ", ".join("%.1f" % x for x in sw) or "-", len(sw) / (stable / 60), most))
 print("rate probes that found the policer (the session stayed on TCP): %s" % probes)
 print("policer removed: back on QUIC after %s s (no network change; at most the hold then running)" % back)
 PY
