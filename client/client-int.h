@@ -44,6 +44,7 @@ struct csock {
 	struct event *ev;
 	uint64_t opened_ms;
 	struct sockaddr_storage remote;  /* the server's end it is connected to */
+	socklen_t remotelen;
 	/* Pinned to this uplink's interface (IP_UNICAST_IF), whatever the
 	 * routing table prefers; 0: it follows the table. */
 	int pinned_ifindex;
@@ -270,8 +271,9 @@ void client_throttle_probe_up(struct client *, uint64_t now_ms);
 /* A DATAGRAM of the rate probe's came back. */
 void client_throttle_probe_echo(struct client *, const uint8_t *data,
     size_t len);
-/* The rate probe ended before its verdict (no handshake, or cut): QUIC
- * is no better, and the hold doubles as for a verdict against it. */
+/* The rate probe ended before its verdict (no handshake, or cut; the
+ * caller dropped it): QUIC is no better, and the hold doubles as for a
+ * verdict against it. */
 void client_throttle_probe_lost(struct client *);
 
 /* --- client-tun.c ------------------------------------------------------- */

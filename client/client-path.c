@@ -142,6 +142,7 @@ sock_open(struct client *c, const struct tun_netlink_uplink *up,
 		return NULL;
 	}
 	memcpy(&cs->remote, remote, remotelen);
+	cs->remotelen = remotelen;
 	cs->sock.locallen = sizeof cs->sock.local;
 	getsockname(cs->sock.fd, (struct sockaddr *)&cs->sock.local, &cs->sock.locallen);
 	udp_batch_init(&cs->batch, &cs->sock);
@@ -158,42 +159,29 @@ client_path_sock_open(struct client *c, char **cause)
 	    cause);
 }
 
-/* A socket for the session to move to: towards the server's end of the
- * path it is on, which after a move among ServerPorts is not Server's
- * port (the one a middlebox may have cut). */
-static struct csock *
-move_sock_open(struct client *c, const struct tun_netlink_uplink *up,
-    char **cause)
-{
-	const struct sockaddr *remote = NULL;
-	socklen_t len = 0;
-
-	if (c->qc != NULL && !quic_conn_is_tcp(c->qc))
-		remote = quic_conn_remote(c->qc, &len);
-	if (remote == NULL)
-		return client_path_sock_open(c, cause);
-	return sock_open(c, up, remote, len, cause);
-}
-
-/* With ServerPorts, the server's end of the path with another of its
- * ports, at random (*len 0: none, or no other). */
-static void
-other_server_port(struct client *c, struct sockaddr_storage *to,
-    socklen_t *len)
+/* Where a move goes: the server's end of the session's path (after a
+ * move among ServerPorts not Server's port, which a middlebox may have
+ * cut), or with `other_port` another of ServerPorts, at random. Server
+ * itself while there is no QUIC path. */
+static socklen_t
+move_target(struct client *c, bool other_port, struct sockaddr_storage *to)
 {
 	uint16_t first = c->cfg->server_ports_first, last = c->cfg->server_ports_last;
-	const struct sockaddr *cur;
+	const struct sockaddr *cur = NULL;
+	socklen_t len = 0;
 	struct ipaddr a;
 	uint16_t port, next;
 	uint32_t r;
 
-	*len = 0;
-	if (first == 0 || first == last || c->qc == NULL ||
-	    (cur = quic_conn_remote(c->qc, len)) == NULL ||
-	    addr_from_sockaddr(cur, &a, &port) != 0) {
-		*len = 0;
-		return;
+	if (c->qc != NULL && !quic_conn_is_tcp(c->qc))
+		cur = quic_conn_remote(c->qc, &len);
+	if (cur == NULL || len > sizeof *to) {
+		memcpy(to, &c->server, c->serverlen);
+		return c->serverlen;
 	}
+	memcpy(to, cur, len);
+	if (!other_port || first == last || addr_from_sockaddr(cur, &a, &port) != 0)
+		return len;
 	random_bytes((uint8_t *)&r, sizeof r);
 	/* One of the range's others: the current port, if in it, skipped. */
 	if (port >= first && port <= last) {
@@ -203,7 +191,19 @@ other_server_port(struct client *c, struct sockaddr_storage *to,
 	} else {
 		next = (uint16_t)(first + r % ((uint32_t)(last - first) + 1));
 	}
-	addr_to_sockaddr(&a, next, to, len);
+	addr_to_sockaddr(&a, next, to, &len);
+	return len;
+}
+
+/* A socket for the session to move to (move_target). */
+static struct csock *
+move_sock_open(struct client *c, const struct tun_netlink_uplink *up,
+    bool other_port, char **cause)
+{
+	struct sockaddr_storage to;
+	socklen_t len = move_target(c, other_port, &to);
+
+	return sock_open(c, up, (struct sockaddr *)&to, len, cause);
 }
 
 void
@@ -378,7 +378,7 @@ client_path_check(evutil_socket_t fd, short what, void *arg)
 		    addr_sockaddr_str((struct sockaddr *)&c->sock->sock.local, buf));
 		return;
 	}
-	if ((cs = move_sock_open(c, NULL, &cause)) == NULL) {
+	if ((cs = move_sock_open(c, NULL, false, &cause)) == NULL) {
 		log_warn("migration: %s", cause);
 		free(cause);
 		return;
@@ -502,7 +502,7 @@ escape_silent_uplink(struct client *c, const char *why)
 			continue;
 		if (c->nescape_tried < sizeof c->escape_tried / sizeof c->escape_tried[0])
 			c->escape_tried[c->nescape_tried++] = up[i].ifindex;
-		if ((cs = move_sock_open(c, &up[i], &cause)) == NULL) {
+		if ((cs = move_sock_open(c, &up[i], false, &cause)) == NULL) {
 			log_warn("uplink %s: %s", if_indextoname((unsigned)up[i].ifindex,
 			    ifname) != NULL ? ifname : "?", cause);
 			free(cause);
@@ -558,8 +558,6 @@ escape_silent_uplink(struct client *c, const char *why)
 bool
 client_path_reprobe(struct client *c)
 {
-	struct sockaddr_storage to;
-	socklen_t tolen;
 	struct csock *cs;
 	char *cause = NULL;
 
@@ -568,16 +566,13 @@ client_path_reprobe(struct client *c)
 		return false;
 	/* A new local port, and with ServerPorts a new server port too: a
 	 * middlebox may single out every flow to the one in use. */
-	other_server_port(c, &to, &tolen);
-	cs = tolen != 0 ? sock_open(c, NULL, (struct sockaddr *)&to, tolen,
-	    &cause) : move_sock_open(c, NULL, &cause);
-	if (cs == NULL) {
+	if ((cs = move_sock_open(c, NULL, true, &cause)) == NULL) {
 		log_debug("probing the path: %s", cause);
 		free(cause);
 		return false;
 	}
-	if (quic_conn_migrate_to(c->qc, &cs->batch, tolen != 0 ?
-	    (struct sockaddr *)&to : NULL, tolen, false) != 0) {
+	if (quic_conn_migrate_to(c->qc, &cs->batch,
+	    (struct sockaddr *)&cs->remote, cs->remotelen, false) != 0) {
 		client_path_sock_free(cs);
 		return false;
 	}

@@ -278,9 +278,6 @@ client_throttle_probe_echo(struct client *c, const uint8_t *data, size_t len)
 void
 client_throttle_probe_lost(struct client *c)
 {
-	if (c->rate_ev != NULL)
-		event_del(c->rate_ev);
-	c->probe_rate = false;
 	still_throttled(c, clock_now_ms());
 	log_info("the rate probe ended before its verdict: staying on TCP, "
 	    "QUIC is tried again in %" PRIu64 " s", c->throttle_hold_ms / 1000);

@@ -74,6 +74,7 @@ endpoint_str(const struct client *c, bool tcp, bool via, char *buf, size_t len)
 }
 
 static void schedule_probe(struct client *);
+static void probe_drop(struct client *);
 
 /* `next`, established, becomes the session in place of the current one,
  * which closes. Forwards cannot move with it: they are reset, as on a
@@ -494,10 +495,8 @@ other_closed(struct client *c, struct quic_conn *qc,
 	if (alt)
 		c->alt = NULL;
 	if (probe) {
-		c->probe = NULL;
-		client_path_sock_free(c->probe_sock);
-		c->probe_sock = NULL;
-		evtimer_del(c->probe_ev);
+		c->probe = NULL;   /* freed below */
+		probe_drop(c);
 		if (rate && !c->stopping)
 			client_throttle_probe_lost(c);
 	}
@@ -561,16 +560,15 @@ other_closed(struct client *c, struct quic_conn *qc,
 	return true;
 }
 
-/* The QUIC probe in flight while on TCP, if any, and its timers, go. */
+/* The QUIC probe in flight while on TCP, if any, its socket and its
+ * timers, go. */
 static void
 probe_drop(struct client *c)
 {
-	if (c->probe != NULL) {
-		quic_conn_free(c->probe);
-		c->probe = NULL;
-		client_path_sock_free(c->probe_sock);
-		c->probe_sock = NULL;
-	}
+	quic_conn_free(c->probe);
+	c->probe = NULL;
+	client_path_sock_free(c->probe_sock);
+	c->probe_sock = NULL;
 	evtimer_del(c->probe_ev);
 	if (c->rate_ev != NULL)
 		event_del(c->rate_ev);

@@ -32,7 +32,6 @@ static const uint8_t ed25519_spki_prefix[12] = {
 	0x30, 0x2a, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x03, 0x21, 0x00,
 };
 
-
 /* One pin callback per process: both programs hold one context. */
 static tls_pin_cb tls_pin;
 
@@ -372,7 +371,8 @@ tls_alpn_is(WOLFSSL *ssl, const char *proto)
 	unsigned short len = 0;
 	char *got = NULL;
 
-	return ssl != NULL && wolfSSL_ALPN_GetProtocol(ssl, &got, &len) == WOLFSSL_SUCCESS &&
+	return ssl != NULL &&
+	    wolfSSL_ALPN_GetProtocol(ssl, &got, &len) == WOLFSSL_SUCCESS &&
 	    len == strlen(proto) && memcmp(got, proto, len) == 0;
 }
 

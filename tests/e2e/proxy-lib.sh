@@ -109,6 +109,17 @@ dante_start() {
 		die "danted does not start (see dante.log)"
 }
 
+# refused_with_backoff NAME WHAT LINE: rove's log $WORK/NAME.log gets
+# LINE (the proxy's refusal, WHAT for messages), and the back-off after it
+# is the long one, at least 15 s: a refusal will not change soon.
+refused_with_backoff() {
+	local log=$WORK/$1.log ms
+	wait_for 15 "the $2 line" log_has "$log" "$3" || fail "no $2 line in rove's log"
+	wait_for 5 "the back-off line" grep -q 'reconnecting in' "$log"
+	ms=$(grep -o 'reconnecting in [0-9]* ms' "$log" | head -n1 | grep -o '[0-9]*')
+	check "a $2 backs off at least 15 s (got ${ms:-none} ms)" [ "${ms:-0}" -ge 15000 ]
+}
+
 # silent_start: a "proxy" on $PX_ADDR:$SILENT_PORT that takes connections
 # and never answers.
 silent_start() {

@@ -414,6 +414,14 @@ roam_wait_up() {
 		wait_for 10 "the client's rove0" tun_up
 }
 
+# roam_to_link_b: the client moves to link B: its address comes up there,
+# link A's is deleted, and the default route follows.
+roam_to_link_b() {
+	ip -n "$RNS_C" addr add "$C_B/24" dev cb &&
+		ip -n "$RNS_C" addr del "$C_A/24" dev ca &&
+		ip -n "$RNS_C" route replace default via "$R_B" dev cb
+}
+
 # roam_echo_up: an echo server on the LAN host behind the LocalForward
 # (every connection it accepts a line in $WORK/accepts), and rove's
 # forward listening.

@@ -110,12 +110,7 @@ assert_eq "rove's UDP receive buffer (set up as root)" "$FORCED" "$(udp_rcvbuf "
 # old one deleted, the default route moved. The unprivileged client opens
 # a new socket and migrates; it stays the same connection.
 mig0=$(cget migrations)
-to_link_b() {
-	ip -n "$RNS_C" addr add "$C_B/24" dev cb &&
-		ip -n "$RNS_C" addr del "$C_A/24" dev ca &&
-		ip -n "$RNS_C" route replace default via "$R_B" dev cb
-}
-to_link_b || die "cannot move the client to link B"
+roam_to_link_b || die "cannot move the client to link B"
 if wait_for 10 "the client's path to leave from $C_B" client_local_is "$C_B"; then
 	pass "the client's path now leaves from $C_B"
 else

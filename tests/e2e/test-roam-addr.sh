@@ -61,12 +61,7 @@ change() {
 
 # 1. Another link: the new address comes up on link B, the old one on link
 # A is deleted, then the default route moves to link B.
-to_link_b() {
-	ip -n "$RNS_C" addr add "$C_B/24" dev cb &&
-		ip -n "$RNS_C" addr del "$C_A/24" dev ca &&
-		ip -n "$RNS_C" route replace default via "$R_B" dev cb
-}
-change other-link "$C_B" to_link_b
+change other-link "$C_B" roam_to_link_b
 
 # 2. The same link: a second address on link B, the default route moves to
 # it, then the old address is deleted (promote_secondaries keeps the new).

@@ -94,10 +94,7 @@ assert_eq "roved's handshakes" 1 "$(sgetp handshakes)"
 
 # The laptop moves to link B: a migration for a route change goes to the
 # server's end of the session's path, the port that works.
-ip -n "$RNS_C" addr add "$C_B/24" dev cb &&
-	ip -n "$RNS_C" addr del "$C_A/24" dev ca &&
-	ip -n "$RNS_C" route replace default via "$R_B" dev cb ||
-	die "cannot move the laptop to link B"
+roam_to_link_b || die "cannot move the laptop to link B"
 if wait_for 5 "the session to leave from link B" client_local_is "$C_B"; then
 	pass "the session moved to link B"
 else
